@@ -1,0 +1,133 @@
+# DLoBD artifact. `make help` lists the targets; README.md explains them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+export PATH := $(BIN):$(PATH)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
+
+## ---------------------------------------------------------------- tooling
+
+.PHONY: setup
+setup: $(VENV)/.installed ## the project's own Python tooling in .venv (ansible, snakemake, dlobd)
+
+$(VENV)/.installed: pyproject.toml requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	touch $@
+
+## ---------------------------------------------------------------- provisioning (playbooks/)
+
+# Where the stacks are installed (outside git); the inventory that says which hosts do what.
+DLOBD_PREFIX ?= $(HOME)/dlobd-stack
+INVENTORY ?= playbooks/inventories/local/hosts.yml
+PLAYBOOK := ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) -e dlobd_prefix=$(DLOBD_PREFIX)
+PLAYBOOKS := $(wildcard playbooks/*.yml)
+
+.PHONY: provision cluster-up cluster-down cluster-status smoke-test bench-provision lint-ansible test-integration
+provision: setup ## install Java, Hadoop, Spark, the DL stacks and data sets; ends with the smoke tests
+	$(PLAYBOOK) playbooks/site.yml
+
+cluster-up: setup ## start HDFS and YARN; wait until every worker is live
+	$(PLAYBOOK) playbooks/cluster-up.yml
+
+cluster-down: setup ## stop every daemon (SIGTERM, bounded wait, SIGKILL)
+	$(PLAYBOOK) playbooks/cluster-down.yml
+
+cluster-status: setup ## which daemons run; live DataNodes and NodeManagers (fails if not fully up)
+	$(PLAYBOOK) playbooks/cluster-status.yml
+
+smoke-test: setup ## HDFS, YARN, Spark-on-YARN, TensorFlow and BigDL checks (leaves the cluster as found)
+	$(PLAYBOOK) playbooks/smoke-test.yml
+
+bench-provision: setup ## time cold and repeated provisioning, cluster start/stop; daemon RSS
+	$(BIN)/python benchmarks/provision/bench_provision.py --inventory $(INVENTORY)
+
+lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of every playbook
+	cd playbooks && ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-lint --profile production --strict .
+	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
+	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
+
+test-integration: setup ## provision a fresh prefix, start, smoke-test, rerun (changed=0), stop
+	$(BIN)/pytest -m integration tests/integration
+
+## ---------------------------------------------------------------- pipeline (Snakefile)
+
+RUNS ?= data/runs
+SNAKEMAKE := $(BIN)/snakemake --profile profiles/local
+SNAKE_CONFIG := --config runs_dir=$(RUNS)
+
+.PHONY: figures
+figures: setup ## rebuild figures, claim verdicts and the report from the raw logs under RUNS (default data/runs)
+	$(SNAKEMAKE) $(SNAKE_CONFIG)
+	@echo "report: $(abspath report/index.html)"
+
+.PHONY: report
+report: setup ## the HTML report (and what it needs), plus Snakemake's own report at report/snakemake.html
+	$(SNAKEMAKE) report/index.html $(SNAKE_CONFIG)
+	$(SNAKEMAKE) --report report/snakemake.html $(SNAKE_CONFIG)
+	@echo "report: $(abspath report/index.html)"
+	@echo "snakemake report: $(abspath report/snakemake.html)"
+
+.PHONY: bench-figures
+bench-figures: setup ## time rebuilding all figures/verdicts/report from raw logs: cold, then with nothing changed
+	$(BIN)/python benchmarks/figures/bench.py --runs $(RUNS)
+
+lint: lint-workflow
+
+.PHONY: lint-workflow
+lint-workflow: setup ## snakemake --lint on the Snakefile and its rules
+	$(BIN)/snakemake --lint --config runs_dir=$(RUNS)
+
+## ---------------------------------------------------------------- benchmarks: hr-reduce
+
+# The S-Caffe hierarchical-reduce benchmark (benchmarks/hr-reduce), built with CMake against
+# Debian's OpenMPI and MPICH into $(HR_BUILD)/hr-reduce-<mpi>, outside the git tree (the
+# launcher in dlobd/stacks/hr_reduce.py builds into the same place).
+HR_BUILD := $(DLOBD_PREFIX)/build
+HR_RANKS ?= 4
+
+.PHONY: build-hr-reduce bench-reduce
+build-hr-reduce: ## build the hr-reduce benchmark against OpenMPI and MPICH (needs libopenmpi-dev, libmpich-dev, cmake)
+	@for mpi in openmpi mpich; do \
+	  cmake -S benchmarks/hr-reduce -B $(HR_BUILD)/hr-reduce-$$mpi -DMPI_C_COMPILER=$$(command -v mpicc.$$mpi) \
+	    -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build $(HR_BUILD)/hr-reduce-$$mpi || exit 1; \
+	done
+
+bench-reduce: setup build-hr-reduce ## CC vs Bin vs MPI_Reduce at 8-64 MiB on HR_RANKS ranks, the cost model; prints the 64 MB ratios
+	DLOBD_PREFIX=$(DLOBD_PREFIX) nice $(BIN)/python benchmarks/hr-reduce/bench_reduce.py --ranks $(HR_RANKS)
+
+## ---------------------------------------------------------------- benchmarks: tf-grpc-bench
+
+# TF-gRPC-Bench (benchmarks/tf-grpc-bench, C++ on Debian's libgrpc++-dev) builds into
+# $(DLOBD_PREFIX)/build/tf-grpc-bench, the directory the grpcbench launcher and the tests use
+# (the grpc_bench role installs a copy per host in $(DLOBD_PREFIX)/tf-grpc-bench).
+.PHONY: build-grpc-bench bench-grpc
+build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/build/tf-grpc-bench
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import grpcbench; print(grpcbench.build())'
+
+bench-grpc: build-grpc-bench ## gRPC p2p latency/bandwidth vs raw TCP on loopback (medians, ratios)
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python benchmarks/tf-grpc-bench/bench.py
+
+## ---------------------------------------------------------------- tests
+
+.PHONY: lint
+lint: lint-ansible ## every static check
+
+.PHONY: lint-specs
+lint: lint-specs
+lint-specs: setup ## validate every experiment spec and claims file (schema, cross-checks, claim syntax)
+	$(BIN)/dlobd validate
+
+.PHONY: test
+test: setup lint test-unit test-integration ## lint, unit tests, and the integration test on this machine
+
+.PHONY: test-unit
+test-unit: setup ## unit tests (no cluster needed)
+	$(BIN)/pytest -m "not integration" tests

@@ -1,0 +1,31 @@
+# The DLoBD pipeline: run -> parse -> results -> figure -> claims -> report (DESIGN.md §2).
+# `make figures` runs it over whatever raw logs exist; `snakemake --profile profiles/local`
+# does the same by hand. Rules live in workflow/rules/, one file per step.
+
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/run.smk"
+include: "workflow/rules/parse.smk"
+include: "workflow/rules/results.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        report_html(),

@@ -1,0 +1,1405 @@
+"""The claim language (docs/claim-language.md): parse checks, evaluate them, give verdicts.
+
+A check is parsed by the Lark grammar below into a small tree of dataclasses (never
+handed to Python's eval) and interpreted over an experiment's tidy results
+(docs/runs-and-results.md).
+
+API used by the other parts:
+
+- ``parse_check(text) -> Check``; ``Check.selections() -> [Selection]`` for spec validation.
+- ``evaluate_claim(claim, spec, results, scale, other_results=None, other_spec=None) -> Verdict``
+- ``evaluate_spec(spec, results, scale, other_results=None, other_spec=None) -> [Verdict]``
+- ``verdicts_frame([Verdict]) -> DataFrame`` for the report.
+
+Command: ``dlobd claims --results data/results/<scale> --scale <scale> [--experiments ...]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import operator
+import re
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import lark
+import pandas as pd
+import yaml
+
+from dlobd import ROOT, metrics
+
+VERDICTS = ("holds", "differs", "not run", "not checkable")
+
+GRAMMAR = r"""
+?start: expr
+
+?expr: and_test ("or" and_test)*                    -> or_
+?and_test: not_test ("and" not_test)*               -> and_
+?not_test: "not" not_test                           -> not_
+         | comparison
+?comparison: sum (COMP_OP sum)*                     -> compare
+?sum: term (ADD_OP term)*                           -> arith
+?term: factor (MUL_OP factor)*                      -> arith
+?factor: "-" factor                                 -> neg
+       | atom
+?atom: NUMBER                                       -> number
+     | STRING                                       -> string
+     | NAME                                         -> word
+     | DIGITWORD                                    -> word
+     | ref
+     | AT_NAME                                      -> bare_ref
+     | "exists" selectors                           -> exists
+     | NAME "(" arg ("," arg)* ")"                  -> call
+     | AT_NAME "(" arg ("," arg)* ")"               -> call
+     | NAME "(" NAME "in" domain ":" expr ")"       -> quantifier
+     | "consecutive" "(" NAME "," NAME "in" domain ":" expr ")" -> consecutive
+     | "(" expr ")"
+
+ref: (NAME | AT_NAME) selectors
+selectors: "[" [selector ("," selector)*] "]"
+selector: NAME "=" value
+?value: NUMBER                                      -> number
+      | "-" NUMBER                                  -> neg_number
+      | STRING                                      -> string
+      | NAME                                        -> word
+      | DIGITWORD                                   -> word
+
+?arg: expr
+    | NAME "=" value                                -> kwarg
+    | expr "over" NAME                              -> over
+
+domain: "{" value ("," value)* "}"                  -> set_
+      | NUMBER ".." NUMBER                          -> range_
+      | NAME                                        -> axis_set
+
+COMP_OP: "<=" | ">=" | "==" | "!=" | "<" | ">"
+ADD_OP: "+" | "-"
+MUL_OP: "*" | "/"
+NUMBER: /\d+(\.\d+)?([eE][+-]?\d+)?/
+NAME: /[A-Za-z_][A-Za-z0-9_.+\-]*/
+AT_NAME.3: /[A-Za-z_][A-Za-z0-9_]*@[A-Za-z0-9][A-Za-z0-9_.+\-]*/
+DIGITWORD.2: /(?!\d+(\.\d+)?([eE][+-]?\d+)?(?![A-Za-z0-9_.+\-]))\d+[A-Za-z_][A-Za-z0-9_.+\-]*/
+STRING: /'[^'\n]*'|"[^"\n]*"/
+
+%import common.WS
+%ignore WS
+"""
+
+# Readable names of the grammar's terminals, for syntax errors.
+_TERMINAL_NAMES = {
+    "NUMBER": "a number", "NAME": "a name", "AT_NAME": "a reference such as y@<experiment>",
+    "DIGITWORD": "a word", "STRING": "a quoted word", "COMP_OP": "a comparison",
+    "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'", "$END": "the end of the check",
+}
+
+QUANTIFIERS = {"all", "any", "count", "max", "min", "argmin", "argmax"}
+# name -> (least, most positional arguments; None = any number)
+FUNCTIONS = {
+    "approx": (2, 2), "abs": (1, 1), "min": (2, None), "max": (2, None),
+    "reduction": (2, 2), "speedup_gain": (2, 2),
+    "mean_over_time": (1, 1), "max_over_time": (1, 1), "min_over_time": (1, 1),
+    "duration": (1, 1), "time_to": (1, 1), "slope": (1, 1),
+}
+SERIES_FUNCTIONS = {"mean_over_time", "max_over_time", "min_over_time", "duration"}
+TIME_COLUMNS = ("wall_clock_s", "time_s")
+# Row columns a selector may name in any experiment, whether or not its results have them yet.
+ROW_DIMENSIONS = {"step", "epoch", *metrics.COMMON_DIMS,
+                  *(d for m in metrics.METRICS.values() for d in m.dims)}
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+           "==": operator.eq, "!=": operator.ne}
+ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+EXPERIMENTS_DIR = ROOT / "experiments"
+
+
+class ClaimSyntaxError(ValueError):
+    """A check that does not parse: position, what was found and what was expected."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 expected: list[str] | None = None, context: str = ""):
+        self.message, self.line, self.column = message, line, column
+        self.expected = expected or []
+        where = f"line {line}, column {column}: " if line is not None else ""
+        exp = f"; expected {', '.join(self.expected)}" if self.expected else ""
+        ctx = f"\n{context}" if context else ""
+        super().__init__(f"{where}{message}{exp}{ctx}")
+
+
+class CheckError(ValueError):
+    """A check that parses but cannot be evaluated as written (a spec error)."""
+
+
+# ---------------------------------------------------------------- the tree
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Word:
+    """A bare or quoted word; a bare word bound by a quantifier stands for its value."""
+    text: str
+    quoted: bool = False
+
+
+@dataclass(frozen=True)
+class Ref:
+    metric: str                 # 'y' or a metric name
+    experiment: str | None      # None: the claim's own experiment
+    selectors: tuple            # ((column, Num | Word), ...)
+
+
+@dataclass(frozen=True)
+class Exists:
+    selectors: tuple
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: object
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: object
+
+
+@dataclass(frozen=True)
+class Arith:
+    op: str
+    left: object
+    right: object
+
+
+@dataclass(frozen=True)
+class Logic:
+    op: str                     # 'and' | 'or'
+    operands: tuple
+
+
+@dataclass(frozen=True)
+class Compare:
+    operands: tuple
+    ops: tuple
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple
+    kwargs: tuple               # ((name, Num), ...): approx's rtol/atol
+
+
+@dataclass(frozen=True)
+class TimeTo:
+    ref: Ref
+    op: str
+    target: object
+
+
+@dataclass(frozen=True)
+class Slope:
+    ref: Ref
+    axis: str
+
+
+@dataclass(frozen=True)
+class SetOf:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class RangeOf:
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class AxisOf:
+    name: str
+
+
+@dataclass(frozen=True)
+class Quant:
+    kind: str                   # all any count max min argmin argmax consecutive
+    names: tuple
+    domain: object
+    body: object
+
+
+def _children(node) -> list:
+    out = []
+    for f in fields(node):
+        value = getattr(node, f.name)
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if isinstance(item, tuple):     # (name, node) pairs
+                out.extend(x for x in item if hasattr(x, "__dataclass_fields__"))
+            elif hasattr(item, "__dataclass_fields__"):
+                out.append(item)
+    return out
+
+
+def _has_data(node) -> bool:
+    """True if the node reads results (its value is reproduced, not a paper number)."""
+    if isinstance(node, (Ref, Exists, TimeTo, Slope)):
+        return True
+    return any(_has_data(c) for c in _children(node))
+
+
+# ---------------------------------------------------------------- parsing
+
+
+class _Build(lark.Transformer):
+    """Lark parse tree -> the dataclass tree, checking names and arities."""
+
+    def _fail(self, token, message: str):
+        line, column = getattr(token, "line", None), getattr(token, "column", None)
+        raise ClaimSyntaxError(message, line, column)
+
+    def number(self, c):
+        return Num(float(c[0]), str(c[0]))
+
+    def neg_number(self, c):
+        return Num(-float(c[0]), f"-{c[0]}")
+
+    def string(self, c):
+        return Word(str(c[0])[1:-1], quoted=True)
+
+    def word(self, c):
+        return Word(str(c[0]))
+
+    def selector(self, c):
+        return (str(c[0]), c[1])
+
+    def selectors(self, c):
+        return tuple(x for x in c if x is not None)
+
+    def ref(self, c):
+        name, sels = str(c[0]), c[1]
+        metric, _, experiment = name.partition("@")
+        return Ref(metric, experiment or None, sels)
+
+    def bare_ref(self, c):
+        metric, _, experiment = str(c[0]).partition("@")
+        return Ref(metric, experiment, ())
+
+    def exists(self, c):
+        return Exists(c[0])
+
+    def neg(self, c):
+        return Neg(c[0])
+
+    def not_(self, c):
+        return Not(c[0])
+
+    # The rules below see a single child when the operator is absent ('?rule -> alias'
+    # does not inline in Lark): pass it through.
+    def or_(self, c):
+        return Logic("or", tuple(c)) if len(c) > 1 else c[0]
+
+    def and_(self, c):
+        return Logic("and", tuple(c)) if len(c) > 1 else c[0]
+
+    def compare(self, c):
+        if len(c) == 1:
+            return c[0]
+        return Compare(tuple(c[0::2]), tuple(str(op) for op in c[1::2]))
+
+    def arith(self, c):
+        node = c[0]
+        for op, right in zip(c[1::2], c[2::2]):
+            node = Arith(str(op), node, right)
+        return node
+
+    def kwarg(self, c):
+        return ("kwarg", c[0], c[1])
+
+    def over(self, c):
+        return ("over", c[0], c[1])
+
+    def set_(self, c):
+        return SetOf(tuple(c))
+
+    def range_(self, c):
+        low, high = c
+        if "." in low or "e" in low.lower() or "." in high or "e" in high.lower():
+            self._fail(low, f"a range needs whole numbers, not {low}..{high}")
+        if int(high) < int(low):
+            self._fail(low, f"empty range {low}..{high}")
+        return RangeOf(int(low), int(high))
+
+    def axis_set(self, c):
+        return AxisOf(str(c[0]))
+
+    def quantifier(self, c):
+        kind, var, domain, body = c
+        if kind not in QUANTIFIERS:
+            self._fail(kind, f"unknown quantifier '{kind}' (known: {', '.join(sorted(QUANTIFIERS))})")
+        return Quant(str(kind), (str(var),), domain, body)
+
+    def consecutive(self, c):
+        a, b, domain, body = c
+        if a == b:
+            self._fail(b, "consecutive needs two different names")
+        return Quant("consecutive", (str(a), str(b)), domain, body)
+
+    def call(self, c):
+        name, args = c[0], c[1:]
+        base, _, experiment = name.partition("@")
+        if experiment:      # time_to@<id>(...), slope@<id>(...): on another experiment's results
+            if base not in ("time_to", "slope"):
+                self._fail(name, f"only time_to and slope take @<experiment>, not {base}")
+            args = [self._at(name, experiment, a) for a in args]
+            name = lark.Token("NAME", base, line=name.line, column=name.column)
+        if name not in FUNCTIONS:
+            self._fail(name, f"unknown function '{name}' (known: {', '.join(sorted(FUNCTIONS))})")
+        positional = [a for a in args if not isinstance(a, tuple)]
+        overs = [a for a in args if isinstance(a, tuple) and a[0] == "over"]
+        kwargs = [(str(a[1]), a[2], a[1]) for a in args if isinstance(a, tuple) and a[0] == "kwarg"]
+        least, most = FUNCTIONS[name]
+        count = len(positional) + len(overs)
+        if count < least or (most is not None and count > most):
+            want = least if least == most else f"at least {least}"
+            self._fail(name, f"{name}() takes {want} argument(s), got {count}")
+        if name == "slope":
+            return self._slope(name, overs, kwargs)
+        if overs:
+            self._fail(name, f"'over' is only allowed in slope(), not in {name}()")
+        if name == "time_to":
+            return self._time_to(name, positional[0], kwargs)
+        if name in SERIES_FUNCTIONS and not isinstance(positional[0], Ref):
+            self._fail(name, f"{name}() takes a metric reference such as cpu_util_pct[...]")
+        if name == "approx":
+            return self._approx(name, positional, kwargs)
+        if kwargs:
+            self._fail(kwargs[0][2], f"{name}() takes no keyword arguments")
+        return Call(str(name), tuple(positional), ())
+
+    def _approx(self, name, positional, kwargs):
+        seen = {}
+        for key, value, token in kwargs:
+            if key not in ("rtol", "atol"):
+                self._fail(token, f"approx() takes rtol= and atol=, not {key}=")
+            if not isinstance(value, Num) or value.value < 0:
+                self._fail(token, f"approx(): {key} must be a non-negative number")
+            seen[key] = value
+        if not seen:
+            self._fail(name, "approx() needs rtol= or atol=")
+        return Call("approx", tuple(positional), tuple(seen.items()))
+
+    def _at(self, token, experiment: str, arg):
+        """The first argument of time_to@<id>/slope@<id>, pointed at that experiment."""
+        if isinstance(arg, Compare) and len(arg.ops) == 1:
+            ref = self._as_ref(token, arg.operands[0], "the left side of time_to's condition")
+            return Compare((self._on(token, ref, experiment), arg.operands[1]), arg.ops)
+        if isinstance(arg, tuple) and arg[0] == "over":
+            return ("over", self._on(token, self._as_ref(token, arg[1], "slope's value"), experiment),
+                    arg[2])
+        return arg
+
+    def _on(self, token, ref: Ref, experiment: str) -> Ref:
+        if ref.experiment and ref.experiment != experiment:
+            self._fail(token, f"{ref.metric}@{ref.experiment} inside {token}")
+        return Ref(ref.metric, experiment, ref.selectors)
+
+    def _as_ref(self, token, node, what: str) -> Ref:
+        if isinstance(node, Word) and not node.quoted:
+            metric, _, experiment = node.text.partition("@")
+            return Ref(metric, experiment or None, ())
+        if isinstance(node, Ref):
+            return node
+        self._fail(token, f"{what} must name a metric (y or a metric name), optionally with [...]")
+
+    def _with_selectors(self, token, ref: Ref, kwargs) -> Ref:
+        named = {k for k, _ in ref.selectors}
+        for key, _, tok in kwargs:
+            if key in named:
+                self._fail(tok, f"selector {key!r} given twice")
+            named.add(key)
+        return Ref(ref.metric, ref.experiment, ref.selectors + tuple((k, v) for k, v, _ in kwargs))
+
+    def _time_to(self, name, condition, kwargs):
+        if not (isinstance(condition, Compare) and len(condition.ops) == 1):
+            self._fail(name, "time_to() takes a condition such as top1_accuracy >= 0.70")
+        ref = self._as_ref(name, condition.operands[0], "the left side of time_to's condition")
+        if _has_data(condition.operands[1]):
+            self._fail(name, "time_to()'s target must be a number")
+        return TimeTo(self._with_selectors(name, ref, kwargs), condition.ops[0],
+                      condition.operands[1])
+
+    def _slope(self, name, overs, kwargs):
+        if len(overs) != 1:
+            self._fail(name, "slope() takes '<metric> over <axis>' such as y over nodes")
+        _, target, axis = overs[0]
+        ref = self._as_ref(name, target, "slope's value")
+        for key, token in [(k, axis) for k, _ in ref.selectors] + [(k, t) for k, _, t in kwargs]:
+            if key == axis:
+                self._fail(token, f"slope over {axis} cannot also select {axis}")
+        return Slope(self._with_selectors(name, ref, kwargs), str(axis))
+
+
+@functools.cache
+def _parser() -> lark.Lark:
+    return lark.Lark(GRAMMAR, parser="lalr", maybe_placeholders=True)
+
+
+def _expected(parser: lark.Lark, names) -> list[str]:
+    out = []
+    for name in sorted(names):
+        if name in _TERMINAL_NAMES:
+            out.append(_TERMINAL_NAMES[name])
+            continue
+        try:
+            pattern = parser.get_terminal(name).pattern
+        except KeyError:
+            out.append(name)
+            continue
+        out.append(f"'{pattern.value}'" if pattern.type == "str" else name.lower())
+    return out
+
+
+@dataclass(frozen=True)
+class Var:
+    """A quantifier's bound variable used as a selector value."""
+    name: str
+
+
+@dataclass
+class Selection:
+    """One place where a check reads results."""
+    experiment: str | None
+    metric: str                 # 'y' or a metric name
+    selectors: dict             # column -> str | float | Var
+    kind: str = "value"         # value | series | time_to | slope | exists
+    text: str = ""
+
+    def open_axes(self, matrix: dict) -> list[str]:
+        """Axes of `matrix` with several values that this selection leaves open (ambiguous)."""
+        if self.kind == "exists":
+            return []
+        return sorted(a for a, vals in matrix.items()
+                      if a not in self.selectors and len(vals) > 1)
+
+
+@dataclass(frozen=True)
+class Check:
+    text: str
+    tree: object
+
+    def selections(self) -> list[Selection]:
+        out: list[Selection] = []
+
+        def visit(node, bound: frozenset):
+            match node:
+                case Ref():
+                    out.append(_selection(node, bound, "value"))
+                    return
+                case Exists(selectors):
+                    out.append(_selection(Ref("y", None, selectors), bound, "exists"))
+                    return
+                case TimeTo(ref, _, target):
+                    out.append(_selection(ref, bound, "time_to"))
+                    visit(target, bound)
+                    return
+                case Slope(ref, axis):
+                    sel = _selection(ref, bound, "slope")
+                    sel.selectors[axis] = Var(axis)
+                    out.append(sel)
+                    return
+                case Call(name, args, _) if name in SERIES_FUNCTIONS:
+                    out.append(_selection(args[0], bound, "series"))
+                    return
+                case Quant(_, names, _, body):
+                    visit(body, bound | set(names))
+                    return
+            for child in _children(node):
+                visit(child, bound)
+
+        visit(self.tree, frozenset())
+        return out
+
+
+def _selection(ref: Ref, bound: frozenset, kind: str) -> Selection:
+    sels = {}
+    for column, value in ref.selectors:
+        if isinstance(value, Num):
+            sels[column] = value.value
+        elif not value.quoted and value.text in bound:
+            sels[column] = Var(value.text)
+        else:
+            sels[column] = value.text
+    return Selection(ref.experiment, ref.metric, sels, kind, show(ref, {}))
+
+
+@functools.lru_cache(maxsize=None)     # a Check is immutable; specs repeat checks across scales
+def parse_check(text: str) -> Check:
+    """Parse a check; raises ClaimSyntaxError with the position and what was expected."""
+    if not isinstance(text, str) or not text.strip():
+        raise ClaimSyntaxError("empty check")
+    parser = _parser()
+    try:
+        tree = parser.parse(text)
+    except lark.exceptions.UnexpectedCharacters as e:
+        raise ClaimSyntaxError(f"unexpected character {text[e.pos_in_stream]!r}", e.line, e.column,
+                               _expected(parser, e.allowed or ()), e.get_context(text)) from None
+    except lark.exceptions.UnexpectedToken as e:
+        if e.token.type == "$END":      # point just past the last character
+            lines = text.rstrip().split("\n")
+            raise ClaimSyntaxError("unexpected end of check", len(lines), len(lines[-1]) + 1,
+                                   _expected(parser, e.expected)) from None
+        raise ClaimSyntaxError(f"unexpected {str(e.token)!r}", e.line, e.column,
+                               _expected(parser, e.expected), e.get_context(text)) from None
+    try:
+        return Check(text, _Build().transform(tree))
+    except lark.exceptions.VisitError as e:
+        if isinstance(e.orig_exc, ClaimSyntaxError):
+            err = e.orig_exc
+            raise ClaimSyntaxError(err.message, err.line, err.column) from None
+        raise
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def fmt(value) -> str:
+    """A value as the verdict table shows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "missing"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.4g}"
+    return str(value)
+
+
+# Binding strength of each form, for parenthesising when a check is shown.
+_ARITH_LEVEL = {"+": 4, "-": 4, "*": 5, "/": 5}
+
+
+def _level(node) -> int:
+    match node:
+        case Logic(op, _):
+            return 0 if op == "or" else 1
+        case Not():
+            return 2
+        case Compare():
+            return 3
+        case Arith(op, _, _):
+            return _ARITH_LEVEL[op]
+        case Neg():
+            return 6
+    return 9
+
+
+def show(node, env: dict) -> str:
+    """The node as check text, with bound variables replaced by their current values."""
+    match node:
+        case Num(_, text):
+            return text
+        case Word(text, quoted):
+            if not quoted and text in env:
+                return fmt(env[text].value)
+            return f"'{text}'" if quoted else text
+        case Ref(metric, experiment, selectors):
+            at = f"@{experiment}" if experiment else ""
+            return f"{metric}{at}[{_show_selectors(selectors, env)}]"
+        case Exists(selectors):
+            return f"exists[{_show_selectors(selectors, env)}]"
+        case Neg(operand):
+            return f"-{_wrap(operand, env, 7)}"
+        case Not(operand):
+            return f"not {_wrap(operand, env, 2)}"
+        case Arith(op, left, right):
+            own = _ARITH_LEVEL[op]
+            return f"{_wrap(left, env, own)} {op} {_wrap(right, env, own + (op in '-/'))}"
+        case Logic(op, operands):
+            return f" {op} ".join(_wrap(o, env, _level(node) + 1) for o in operands)
+        case Compare(operands, ops):
+            parts = [_wrap(operands[0], env, 4)]
+            for op, operand in zip(ops, operands[1:]):
+                parts += [op, _wrap(operand, env, 4)]
+            return " ".join(parts)
+        case Call(name, args, kwargs):
+            items = [show(a, env) for a in args] + [f"{k}={v.text}" for k, v in kwargs]
+            return f"{name}({', '.join(items)})"
+        case TimeTo(ref, op, target):
+            sels = f", {_show_selectors(ref.selectors, env)}" if ref.selectors else ""
+            at = f"@{ref.experiment}" if ref.experiment else ""
+            return f"time_to({ref.metric}{at} {op} {show(target, env)}{sels})"
+        case Slope(ref, axis):
+            sels = f", {_show_selectors(ref.selectors, env)}" if ref.selectors else ""
+            at = f"@{ref.experiment}" if ref.experiment else ""
+            return f"slope({ref.metric}{at} over {axis}{sels})"
+        case Quant(kind, names, domain, body):
+            inner = {k: v for k, v in env.items() if k not in names}
+            return f"{kind}({', '.join(names)} in {_show_domain(domain)}: {show(body, inner)})"
+    raise TypeError(f"cannot show {node!r}")
+
+
+def _show_selectors(selectors, env) -> str:
+    return ", ".join(f"{k}={show(v, env)}" for k, v in selectors)
+
+
+def _show_domain(domain) -> str:
+    match domain:
+        case SetOf(items):
+            return "{" + ", ".join(show(i, {}) for i in items) + "}"
+        case RangeOf(low, high):
+            return f"{low}..{high}"
+        case AxisOf(name):
+            return name
+
+
+def _wrap(node, env, level: int) -> str:
+    """Parenthesise a child that binds less tightly than its place needs."""
+    text = show(node, env)
+    return f"({text})" if _level(node) < level else text
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class _Bound:
+    value: object
+    local: bool     # a value of the scale (from results or its matrix), not a paper value
+
+
+MISSING = math.nan
+
+
+def _quoted(value) -> str:
+    return f"'{value}'" if isinstance(value, str) else fmt(value)
+
+
+def _is_missing(v) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _same(a, b) -> bool:
+    """Matrix values compare as numbers when both are numbers, else as text."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def _matches(column: pd.Series, value) -> pd.Series:
+    if isinstance(value, (int, float)):
+        return pd.to_numeric(column, errors="coerce") == float(value)
+    return column.astype(str) == str(value)
+
+
+def _attempt(run_id) -> int:
+    m = re.search(r"attempt-(\d+)$", str(run_id))
+    return int(m.group(1)) if m else -1
+
+
+class _Table:
+    """One experiment's results at one scale, indexed by run (filtering a whole DataFrame per
+    reference is too slow for a few hundred references)."""
+
+    def __init__(self, results: pd.DataFrame | None, scale: str):
+        self.frame = pd.DataFrame()
+        self.runs: list[dict] = []             # first row of each run: its point, status, reason
+        self.rows: dict[str, pd.DataFrame] = {}
+        self.values: dict[tuple, pd.DataFrame] = {}   # (run id, metric) -> rows with values
+        if results is None or results.empty:
+            return
+        lacking = {"metric", "value", "run_id", "status"} - set(results.columns)
+        if lacking:
+            raise ValueError(f"results table lacks column(s) {', '.join(sorted(lacking))}")
+        frame = results
+        if "scale" in frame.columns:
+            frame = frame[frame["scale"].isna() | (frame["scale"].astype(str) == scale)]
+        self.frame = frame.assign(value=pd.to_numeric(frame["value"], errors="coerce"))
+        for run_id, rows in self.frame.groupby("run_id", sort=False):
+            self.rows[run_id] = rows
+            self.runs.append(rows.iloc[0].to_dict())
+        valued = self.frame[self.frame["value"].notna()]
+        self.values = dict(iter(valued.groupby(["run_id", "metric"], sort=False)))
+        self.runs.sort(key=lambda r: _attempt(r["run_id"]))
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+    @property
+    def columns(self):
+        return self.frame.columns
+
+
+def _scale_of(spec: dict, scale: str) -> dict:
+    return (spec.get("scales") or {}).get(scale) or {}
+
+
+def _load_spec(experiment: str) -> dict:
+    path = EXPERIMENTS_DIR / f"{experiment}.yaml"
+    if not path.exists():
+        raise CheckError(f"no spec {path} for a reference to {experiment}")
+    return yaml.safe_load(path.read_text())
+
+
+def _effective_spec(spec: dict, other_spec) -> dict:
+    """A `data_from` spec takes axes, dimensions and scales from the spec owning its data."""
+    source = spec.get("data_from")
+    if not source:
+        return spec
+    base = (other_spec or _load_spec)(source)
+    merged = dict(spec)
+    for key in ("axes", "dimensions", "scales"):
+        merged.setdefault(key, base.get(key, {}))
+    return merged
+
+
+class _Context:
+    """What the checks of one spec read: its results and, on demand, other experiments'
+    (spec, results), each indexed once for all claims."""
+
+    def __init__(self, spec: dict, results, scale: str, other_results, other_spec):
+        self.scale = scale
+        self.other_results, self.other_spec = other_results, other_spec
+        self.tables = {None: (spec, _Table(results, scale))}
+
+    def table(self, experiment: str | None) -> tuple[dict, _Table]:
+        if experiment not in self.tables:
+            if self.other_results is None:
+                raise CheckError(f"{experiment}: no results of other experiments were given")
+            spec = _effective_spec((self.other_spec or _load_spec)(experiment), self.other_spec)
+            self.tables[experiment] = (spec, _Table(self.other_results(experiment), self.scale))
+        return self.tables[experiment]
+
+
+class _Evaluator:
+    """Evaluates one check over the results; records what it read and compared."""
+
+    def __init__(self, context: _Context):
+        self.scale = context.scale
+        self.table = context.table
+        self.missing: list[str] = []
+        self.unreached: list[str] = []
+        self.tests: list[tuple[str, bool]] = []
+        self.paper: list[tuple[str, object]] = []
+        self.reproduced: list[tuple[str, object]] = []
+        self.inputs: list[tuple[str, object]] = []
+
+    # -- tables and runs
+
+    def _no_results(self, spec: dict) -> None:
+        """The whole experiment has no results: one reason for all its selections."""
+        scale = _scale_of(spec, self.scale)
+        why = f": not runnable ({scale['reason']})" if scale.get("runnable") is False else ""
+        self.missing.append(f"no results for {spec.get('id', '?')} at `{self.scale}` scale{why}")
+
+    def _map(self, spec: dict, ref: Ref, env: dict) -> tuple[dict, bool]:
+        """(selector column -> value at this scale, whether axis_map changed any value)."""
+        axis_map = _scale_of(spec, self.scale).get("axis_map") or {}
+        out, changed = {}, False
+        for column, node in ref.selectors:
+            if isinstance(node, Word) and not node.quoted and node.text in env:
+                bound = env[node.text]
+                value, local = bound.value, bound.local
+            else:
+                value, local = (node.value if isinstance(node, Num) else node.text), False
+            if not local and column in axis_map:
+                mapped = next((v for k, v in axis_map[column].items() if _same(k, value)), value)
+                changed = changed or not _same(mapped, value)
+                value = mapped
+            out[column] = value
+        return out, changed
+
+    def _split(self, spec: dict, table: pd.DataFrame, sels: dict, text: str):
+        axes = set(spec.get("axes") or {}) | set(_scale_of(spec, self.scale).get("matrix") or {})
+        known = axes | set(table.columns) | set(spec.get("dimensions") or {}) | ROW_DIMENSIONS
+        for column in sels:
+            if column not in known:
+                raise CheckError(f"{text}: {column!r} is neither an axis of "
+                                 f"{spec.get('id', '?')} nor a column of its results")
+        point = {c: v for c, v in sels.items() if c in axes}
+        rows = {c: v for c, v in sels.items() if c not in axes}
+        return axes, point, rows
+
+    def _outside_matrix(self, spec: dict, point: dict) -> str | None:
+        scale = _scale_of(spec, self.scale)
+        matrix = scale.get("matrix") or {}
+        for axis, value in point.items():
+            if axis in matrix and not any(_same(value, v) for v in matrix[axis]):
+                return f"{axis}={fmt(value)}"
+        for ex in scale.get("exclude") or []:
+            if all(a in point and _same(point[a], v) for a, v in ex.items()):
+                return ", ".join(f"{a}={fmt(v)}" for a, v in ex.items()) + " (excluded)"
+        return None
+
+    def _point_runs(self, spec: dict, table: _Table, point: dict, where: str):
+        """The runs (oldest attempt first, any status) of the points matching `point`, or
+        None after recording why there are none."""
+        for column in point:
+            if column not in table.columns:
+                raise CheckError(f"{where}: results of {spec.get('id', '?')} have no column {column!r}")
+        runs = [r for r in table.runs if all(_same(r[c], v) for c, v in point.items())]
+        if not runs:
+            outside = self._outside_matrix(spec, point)
+            self.missing.append(f"{where}: point not in the `{self.scale}` matrix ({outside})"
+                                if outside else f"{where}: no run")
+            return None
+        return runs
+
+    def run_rows(self, ref: Ref, env: dict, text: str):
+        """(rows of the ref's metric in the newest ok run of its point, all rows of that run,
+        run id, metric), or None after recording why it is missing."""
+        spec, table = self.table(ref.experiment)
+        if table.empty:
+            self._no_results(spec)
+            return None
+        sels, changed = self._map(spec, ref, env)
+        axes, point, row_sels = self._split(spec, table, sels, text)
+        mapped = ", ".join(f"{c}={fmt(v)}" for c, v in sels.items())
+        where = f"{text} (at `{self.scale}`: {mapped})" if changed else text
+        runs = self._point_runs(spec, table, point, where)
+        if runs is None:
+            return None
+        open_axes = {}
+        for axis in sorted(axes - set(point)):
+            values = {fmt(r[axis]) for r in runs if axis in r and not pd.isna(r[axis])}
+            if len(values) > 1:
+                open_axes[axis] = sorted(values)
+        if open_axes:
+            left = "; ".join(f"{a} ({', '.join(v)})" for a, v in open_axes.items())
+            raise CheckError(f"ambiguous selection {where}: axes left open: {left}")
+        ok = [r for r in runs if r["status"] == "ok"]
+        if not ok:
+            last = runs[-1]
+            reason = last.get("reason")
+            because = f": {reason}" if isinstance(reason, str) and reason else ""
+            self.missing.append(f"{where}: run {last['run_id']} is {last['status']}{because}")
+            return None
+        run_id = ok[-1]["run_id"]
+        run = table.rows[run_id]
+        metric = spec["metric"]["name"] if ref.metric == "y" else ref.metric
+        rows = table.values.get((run_id, metric), run.iloc[:0])
+        for column, value in row_sels.items():
+            rows = rows[_matches(rows[column], value)] if column in rows.columns else rows.iloc[:0]
+        if rows.empty:
+            self.missing.append(f"{where}: run {run_id} has no {metric} values"
+                                + (f" at {', '.join(f'{c}={fmt(v)}' for c, v in row_sels.items())}"
+                                   if row_sels else ""))
+            return None
+        return rows, run, run_id, metric
+
+    # -- values
+
+    def ref_value(self, ref: Ref, env: dict):
+        text = show(ref, env)
+        found = self.run_rows(ref, env, text)
+        if found is None:
+            return self._input(text, MISSING)
+        rows, _, run_id, metric = found
+        spec, _ = self.table(ref.experiment)
+        if metric == spec["metric"]["name"]:
+            how, over = spec["metric"]["reduce"], spec["metric"].get("over")
+        else:
+            try:
+                how, over = metrics.get(metric).reducer, None
+            except KeyError as e:
+                raise CheckError(f"{text}: {e.args[0]}") from None
+        if over:
+            rows = rows[rows[over].notna()].sort_values(over, kind="stable") \
+                if over in rows.columns else rows.iloc[:0]
+            if rows.empty:
+                self.missing.append(f"{text}: run {run_id} has no {metric} rows with {over}")
+                return self._input(text, MISSING)
+        else:
+            order = [c for c in ("epoch", "step") if c in rows.columns]
+            if order:   # rows without epoch/step (run totals) come last
+                rows = rows.sort_values(order, kind="stable", na_position="last")
+        values = rows["value"]
+        value = {"last": lambda: values.iloc[-1], "sum": values.sum, "mean": values.mean,
+                 "median": values.median, "max": values.max, "min": values.min}[how]()
+        return self._input(text, float(value))
+
+    def _input(self, text: str, value):
+        self.inputs.append((text, value))
+        return value
+
+    def series(self, ref: Ref, env: dict):
+        text = show(ref, env)
+        found = self.run_rows(ref, env, text)
+        return (None, text) if found is None else (found[0], text)
+
+    def time_column(self, rows: pd.DataFrame, text: str) -> pd.Series | None:
+        for column in TIME_COLUMNS:
+            if column in rows.columns and rows[column].notna().all():
+                return rows[column].astype(float)
+        self.missing.append(f"{text}: the rows have no sample time ({' or '.join(TIME_COLUMNS)})")
+        return None
+
+    def time_to(self, node: TimeTo, env: dict):
+        text = show(node, env)
+        found = self.run_rows(node.ref, env, text)
+        target = self.number(node.target, env)
+        if found is None or _is_missing(target):
+            return self._input(text, MISSING)
+        rows, run, run_id, metric = found
+        times = self._times(rows, run, text)
+        if times is None:
+            return self._input(text, MISSING)
+        ordered = rows.assign(_t=times).dropna(subset=["_t"]).sort_values("_t", kind="stable")
+        reached = ordered[COMPARE[node.op](ordered["value"], target)]
+        if reached.empty:
+            best = ordered["value"].max() if node.op in (">", ">=") else ordered["value"].min()
+            self.unreached.append(f"{text}: {metric} never reached {node.op} {fmt(target)} in "
+                                  f"run {run_id} (best {fmt(float(best))})")
+            return self._input(text, MISSING)
+        return self._input(text, float(reached["_t"].iloc[0]))
+
+    def _times(self, rows: pd.DataFrame, run: pd.DataFrame, text: str):
+        """Elapsed time of each row: its own wall_clock_s, else the run's wall_clock_s rows
+        at the same step, else the latest wall_clock_s of the same epoch."""
+        if "wall_clock_s" in rows.columns and rows["wall_clock_s"].notna().all():
+            return rows["wall_clock_s"].astype(float)
+        clock = run[(run["metric"] == "wall_clock_s") & run["value"].notna()]
+        for key in ("step", "epoch"):
+            if key in rows.columns and rows[key].notna().all():
+                times = rows[key].map(clock.groupby(key)["value"].max())
+                if times.notna().any():
+                    return times
+        self.missing.append(f"{text}: no wall_clock_s for the rows of {rows['metric'].iloc[0]}")
+        return None
+
+    def slope(self, node: Slope, env: dict):
+        text = show(node, env)
+        points = []
+        ref = Ref(node.ref.metric, node.ref.experiment,
+                  node.ref.selectors + ((node.axis, Word(node.axis)),))
+        for value, _ in self.domain(AxisOf(node.axis), text, node.ref.experiment):
+            y = self.ref_value(ref, {**env, node.axis: _Bound(value, True)})
+            points.append((self._float(value, f"{node.axis}={fmt(value)}"), y))
+        if any(_is_missing(y) for _, y in points):
+            return self._input(text, MISSING)
+        if len(points) < 2:
+            self.missing.append(f"{text}: needs at least two values of {node.axis}")
+            return self._input(text, MISSING)
+        mx = sum(x for x, _ in points) / len(points)
+        my = sum(y for _, y in points) / len(points)
+        sxx = sum((x - mx) ** 2 for x, _ in points)
+        sxy = sum((x - mx) * (y - my) for x, y in points)
+        return self._input(text, sxy / sxx)
+
+    def domain(self, domain, text: str, experiment: str | None = None) -> list[tuple[object, bool]]:
+        """The values a quantifier ranges over, each with whether it is already a scale value
+        (an axis name takes its values from `experiment`, default the claim's own)."""
+        match domain:
+            case SetOf(items):
+                return [(i.value if isinstance(i, Num) else i.text, False) for i in items]
+            case RangeOf(low, high):
+                return [(float(v), False) for v in range(low, high + 1)]
+            case AxisOf(name):
+                spec, table = self.table(experiment)
+                matrix = _scale_of(spec, self.scale).get("matrix") or {}
+                if name in matrix:
+                    values = list(matrix[name])
+                elif table.empty:
+                    self._no_results(spec)
+                    return []
+                elif name in table.columns or name in (spec.get("dimensions") or {}):
+                    frame = table.frame
+                    ok = frame[(frame["status"] == "ok") & frame["value"].notna()]
+                    # numpy scalars -> Python values, so arithmetic and comparisons accept them
+                    values = list(dict.fromkeys(v.item() if hasattr(v, "item") else v
+                                                for v in ok[name].dropna())) \
+                        if name in ok.columns else []
+                else:
+                    raise CheckError(f"{text}: {name!r} is not an axis of the `{self.scale}` "
+                                     f"matrix nor a column of the results")
+                if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                    values = sorted(values)
+                if not values:
+                    self.missing.append(f"{text}: no values of {name} in the results")
+                return [(v, True) for v in values]
+        raise TypeError(domain)
+
+    @staticmethod
+    def _float(value, text: str) -> float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise CheckError(f"{text}: {value!r} is not a number") from None
+
+    def number(self, node, env: dict) -> float:
+        value = self.evaluate(node, env)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CheckError(f"{show(node, env)} is {fmt(value)!r}, not a number")
+        return float(value)
+
+    def truth(self, node, env: dict) -> bool:
+        value = self.evaluate(node, env)
+        if _is_missing(value):      # the gap is recorded; the verdict will be `not run`
+            return False
+        if not isinstance(value, bool):
+            raise CheckError(f"{show(node, env)} is {fmt(value)!r}, not true/false")
+        return value
+
+    def _record(self, node, value, env) -> None:
+        (self.reproduced if _has_data(node) else self.paper).append((show(node, env), value))
+
+    def evaluate(self, node, env: dict):
+        match node:
+            case Num(value, _):
+                return value
+            case Word(text, quoted):
+                return env[text].value if not quoted and text in env else text
+            case Ref():
+                return self.ref_value(node, env)
+            case Exists(selectors):
+                return self.exists(Ref("y", None, selectors), env)
+            case Neg(operand):
+                return -self.number(operand, env)
+            case Not(operand):
+                return not self.truth(operand, env)
+            case Arith(op, left, right):
+                a, b = self.number(left, env), self.number(right, env)
+                if _is_missing(a) or _is_missing(b):
+                    return MISSING
+                if op == "/" and b == 0:
+                    raise CheckError(f"division by zero: {show(right, env)} is 0")
+                return ARITH[op](a, b)
+            case Logic(op, operands):
+                values = [self.truth(o, env) for o in operands]    # all evaluated: all gaps named
+                return all(values) if op == "and" else any(values)
+            case Compare():
+                return self.compare(node, env)
+            case Call():
+                return self.call(node, env)
+            case TimeTo():
+                return self.time_to(node, env)
+            case Slope():
+                return self.slope(node, env)
+            case Quant():
+                return self.quantify(node, env)
+        raise TypeError(f"cannot evaluate {node!r}")
+
+    def compare(self, node: Compare, env: dict) -> bool:
+        values = [self.evaluate(o, env) for o in node.operands]
+        if any(_has_data(o) for o in node.operands):
+            for operand, value in zip(node.operands, values):
+                self._record(operand, value, env)
+        result = True
+        for op, a, b in zip(node.ops, values, values[1:]):
+            if _is_missing(a) or _is_missing(b):
+                result = False
+                continue
+            if isinstance(a, bool) or isinstance(b, bool):
+                raise CheckError(f"{show(node, env)}: cannot compare true/false values")
+            if isinstance(a, str) or isinstance(b, str):
+                if not (isinstance(a, str) and isinstance(b, str)):
+                    raise CheckError(f"{show(node, env)}: cannot compare {_quoted(a)} with {_quoted(b)}")
+                if op not in ("==", "!="):
+                    raise CheckError(f"{show(node, env)}: words compare only with == and !=")
+            result = result and COMPARE[op](a, b)
+        shown = " ".join([fmt(values[0])] + [f"{op} {fmt(v)}" for op, v in zip(node.ops, values[1:])])
+        self.tests.append((f"{show(node, env)}: {shown}", result))
+        return result
+
+    def call(self, node: Call, env: dict):
+        name, args = node.name, node.args
+        if name in SERIES_FUNCTIONS:
+            rows, text = self.series(args[0], env)
+            shown = show(node, env)
+            if rows is None:
+                return self._input(shown, MISSING)
+            if name == "duration":
+                times = self.time_column(rows, text)
+                if times is None:
+                    return self._input(shown, MISSING)
+                return self._input(shown, float(times.max() - times.min()))
+            values = rows["value"]
+            return self._input(shown, float({"mean_over_time": values.mean, "max_over_time": values.max,
+                                             "min_over_time": values.min}[name]()))
+        values = [self.number(a, env) for a in args]
+        if name == "approx":
+            return self.approx(node, values, env)
+        if any(_is_missing(v) for v in values):
+            return MISSING
+        match name:
+            case "abs":
+                return abs(values[0])
+            case "min":
+                return min(values)
+            case "max":
+                return max(values)
+            case "reduction" | "speedup_gain":
+                base, new = values
+                divisor = base if name == "reduction" else new
+                if divisor == 0:
+                    raise CheckError(f"division by zero in {show(node, env)}")
+                return 1 - new / base if name == "reduction" else base / new - 1
+        raise TypeError(name)
+
+    def approx(self, node: Call, values, env: dict) -> bool:
+        (a, b), tol = values, dict(node.kwargs)
+        self._record(node.args[0], a, env)
+        self._record(node.args[1], b, env)
+        rtol = tol["rtol"].value if "rtol" in tol else 0.0
+        atol = tol["atol"].value if "atol" in tol else 0.0
+        tolerance = ", ".join(f"{k}={v.text}" for k, v in node.kwargs)
+        if _is_missing(a) or _is_missing(b):
+            result = False
+        else:
+            result = abs(a - b) <= atol + rtol * abs(b)
+        self.tests.append((f"{show(node.args[0], env)} = {fmt(a)}, paper {fmt(b)} ({tolerance})",
+                           result))
+        return result
+
+    def exists(self, ref: Ref, env: dict) -> bool:
+        text = show(Exists(ref.selectors), env)
+        spec, table = self.table(None)
+        if table.empty:
+            self._no_results(spec)
+            return self._input(text, MISSING)
+        sels, _ = self._map(spec, ref, env)
+        _, point, row_sels = self._split(spec, table, sels, text)
+        attempted = self._point_runs(spec, table, point, text)
+        if attempted is None:       # never attempted: unknown, not absent
+            return self._input(text, MISSING)
+        found = False
+        for run in attempted:
+            rows = table.rows[run["run_id"]]
+            rows = rows[(rows["status"] == "ok") & rows["value"].notna()]
+            for column, value in row_sels.items():
+                rows = rows[_matches(rows[column], value)] if column in rows.columns else rows.iloc[:0]
+            found = found or not rows.empty
+        self.reproduced.append((text, found))
+        return found
+
+    def quantify(self, node: Quant, env: dict):
+        text = show(node, env)
+        values = self.domain(node.domain, text)
+        if node.kind == "consecutive":
+            ordered = sorted(values, key=lambda v: self._float(v[0], text))
+            bindings = [dict(zip(node.names, (a, b))) for a, b in zip(ordered, ordered[1:])]
+            if not bindings and values:     # e.g. a local matrix with one value of the axis
+                self.missing.append(f"{text}: needs at least two values at `{self.scale}` scale")
+        else:
+            bindings = [{node.names[0]: v} for v in values]
+        results = []
+        for binding in bindings:
+            inner = {**env, **{k: _Bound(v, local) for k, (v, local) in binding.items()}}
+            body = self.truth(node.body, inner) if node.kind in ("all", "any", "count", "consecutive") \
+                else self.number(node.body, inner)
+            results.append((binding[node.names[0]][0], body))
+        if not results:
+            return MISSING         # no values: recorded as missing by domain()
+        bodies = [b for _, b in results]
+        if node.kind in ("all", "consecutive"):
+            return all(bodies)
+        if node.kind == "any":
+            return any(bodies)
+        if node.kind == "count":
+            return float(sum(bodies))
+        if any(_is_missing(b) for b in bodies):
+            return MISSING
+        pick = {"max": max, "min": min, "argmax": max, "argmin": min}[node.kind]
+        best = pick(results, key=lambda r: r[1])
+        return best[1] if node.kind in ("max", "min") else best[0]
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+@dataclass
+class Verdict:
+    claim_id: str
+    verdict: str                # holds | differs | not run | not checkable
+    reason: str
+    check: str | None = None
+    paper_values: list = field(default_factory=list)    # [(text, value)] the paper's numbers
+    reproduced: list = field(default_factory=list)      # [(text, value)] the compared sides
+    inputs: list = field(default_factory=list)          # [(text, value)] every value read
+    experiment: str | None = None
+    paper: str | None = None
+    kind: str | None = None
+    text: str | None = None
+    scale: str | None = None
+    check_alt: str | None = None
+    alt: "Verdict | None" = None
+
+    @property
+    def alt_verdict(self) -> str | None:
+        return self.alt.verdict if self.alt else None
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "alt"}
+        for key in ("paper_values", "reproduced", "inputs"):
+            out[key] = [{"what": t, "value": _plain(v)} for t, v in out[key]]
+        out["alt"] = self.alt.to_dict() if self.alt else None
+        return out
+
+
+def _plain(value):
+    return None if _is_missing(value) else value
+
+
+def _unique(pairs) -> list:
+    """(text, value) pairs once per text, in first-seen order."""
+    return list(dict(pairs).items())
+
+
+def _summary(items: list[str], limit: int = 4) -> str:
+    items = list(dict.fromkeys(items))
+    more = f"; … and {len(items) - limit} more" if len(items) > limit else ""
+    return "; ".join(items[:limit]) + more
+
+
+def _evaluate_check(text: str, context: _Context) -> dict:
+    ev = _Evaluator(context)
+    try:
+        check = parse_check(text)
+        outcome = ev.truth(check.tree, {})
+    except ClaimSyntaxError as e:
+        return {"verdict": "not checkable", "reason": f"check does not parse: {e}"}
+    except CheckError as e:
+        return {"verdict": "not checkable", "reason": f"check error: {e}",
+                "inputs": _unique(ev.inputs)}
+    values = {"paper_values": _unique(ev.paper), "reproduced": _unique(ev.reproduced),
+              "inputs": _unique(ev.inputs)}
+    if ev.missing:
+        return {"verdict": "not run", "reason": _summary(ev.missing), **values}
+    if ev.unreached:
+        return {"verdict": "differs", "reason": _summary(ev.unreached), **values}
+    if outcome:
+        return {"verdict": "holds", "reason": _summary([t for t, _ in ev.tests]), **values}
+    failed = [t for t, ok in ev.tests if not ok]
+    return {"verdict": "differs", "reason": _summary(failed) if failed else "the check is false",
+            **values}
+
+
+def _context(spec: dict, results, scale: str, other_results, other_spec) -> _Context:
+    spec = _effective_spec(spec, other_spec)
+    if spec.get("data_from") and (results is None or results.empty) and other_results:
+        results = other_results(spec["data_from"])
+    return _Context(spec, results, scale, other_results, other_spec)
+
+
+def _verdict(claim: dict, context: _Context) -> Verdict:
+    spec = context.tables[None][0]
+    base = {"claim_id": claim["id"], "experiment": spec.get("id"), "paper": spec.get("paper"),
+            "kind": claim.get("kind"), "text": claim.get("text"), "scale": context.scale}
+    if not claim.get("check"):
+        return Verdict(verdict="not checkable",
+                       reason=claim.get("not_checkable") or "the claim has no check", **base)
+    verdict = Verdict(check=claim["check"], **base, **_evaluate_check(claim["check"], context))
+    if claim.get("check_alt"):
+        verdict.check_alt = claim["check_alt"]
+        verdict.alt = Verdict(check=claim["check_alt"], **base,
+                              **_evaluate_check(claim["check_alt"], context))
+    return verdict
+
+
+def evaluate_claim(claim: dict, spec: dict, results: pd.DataFrame | None, scale: str,
+                   other_results=None, other_spec=None) -> Verdict:
+    """The verdict of one claim of `spec` over its results at `scale`.
+
+    other_results(experiment_id) -> DataFrame serves `y@<experiment>` references (and the
+    results of a `data_from` spec); other_spec(experiment_id) -> dict gives those
+    experiments' specs (default: experiments/<id>.yaml).
+    """
+    return _verdict(claim, _context(spec, results, scale, other_results, other_spec))
+
+
+def evaluate_spec(spec: dict, results: pd.DataFrame | None, scale: str, other_results=None,
+                  other_spec=None) -> list[Verdict]:
+    """The verdicts of every claim of `spec` (results indexed once for all of them)."""
+    context = _context(spec, results, scale, other_results, other_spec)
+    return [_verdict(c, context) for c in spec.get("claims") or []]
+
+
+def _pairs_text(pairs) -> str:
+    return "; ".join(f"{t} = {fmt(v)}" for t, v in pairs)
+
+
+def verdicts_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+    """One row per claim, the columns the report's verdict table shows."""
+    rows = [{
+        "paper": v.paper, "experiment": v.experiment, "claim_id": v.claim_id, "kind": v.kind,
+        "scale": v.scale, "verdict": v.verdict, "reason": v.reason,
+        "paper_values": "; ".join(fmt(val) for _, val in v.paper_values),
+        "reproduced": _pairs_text(v.reproduced), "check": v.check,
+        "alt_verdict": v.alt_verdict, "alt_reason": v.alt.reason if v.alt else None,
+        "alt_reproduced": _pairs_text(v.alt.reproduced) if v.alt else None,
+        "check_alt": v.check_alt, "text": v.text,
+    } for v in verdicts]
+    return pd.DataFrame(rows, columns=[
+        "paper", "experiment", "claim_id", "kind", "scale", "verdict", "reason", "paper_values",
+        "reproduced", "check", "alt_verdict", "alt_reason", "alt_reproduced", "check_alt", "text"])
+
+
+# ---------------------------------------------------------------- command
+
+
+def register(parser) -> None:
+    parser.add_argument("--results", required=True, type=Path,
+                        help="directory of tidy results, data/results/<scale>")
+    parser.add_argument("--scale", required=True, help="the scale the results belong to")
+    parser.add_argument("--experiments", nargs="+", metavar="ID",
+                        help="only these experiments (default: all specs and claims files)")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="project root holding experiments/ and claims/")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the verdicts as JSON")
+    parser.add_argument("--csv", type=Path, metavar="OUT", help="write the verdict table as CSV")
+
+
+def _read_results(directory: Path, experiment: str) -> pd.DataFrame:
+    path = directory / f"{experiment}.csv"
+    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+
+def run(args) -> int:
+    if not args.results.is_dir():
+        print(f"dlobd claims: results directory {args.results} does not exist", file=sys.stderr)
+        return 2
+    specs = {}
+    for path in sorted((args.root / "experiments").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        specs[data.get("id", path.stem)] = data
+    for path in sorted((args.root / "claims").glob("*.yaml")):
+        specs[f"claims/{path.stem}"] = {"id": f"claims/{path.stem}",
+                                        **yaml.safe_load(path.read_text())}
+    wanted = args.experiments or list(specs)
+    unknown = [e for e in wanted if e not in specs]
+    if unknown:
+        print(f"dlobd claims: no spec for {', '.join(unknown)} under {args.root}", file=sys.stderr)
+        return 2
+
+    @functools.cache
+    def other_results(experiment):
+        return _read_results(args.results, experiment)
+
+    def other_spec(experiment):
+        if experiment not in specs:
+            raise CheckError(f"no spec for {experiment}")
+        return specs[experiment]
+
+    verdicts = []
+    for exp in wanted:
+        verdicts += evaluate_spec(specs[exp], other_results(exp), args.scale, other_results,
+                                  other_spec)
+    frame = verdicts_frame(verdicts)
+    if args.json:
+        args.json.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+    for v in verdicts:
+        shown = f"{v.verdict} (alt: {v.alt_verdict})" if v.alt else v.verdict
+        print(f"{v.claim_id:<11} {shown:<32} {v.reason}")
+    counts = frame["verdict"].value_counts()
+    print(", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS))
+    return 0

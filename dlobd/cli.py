@@ -1,0 +1,32 @@
+"""The `dlobd` command: one subcommand per concern, each implemented in its own module.
+
+Every module named here exposes `register(parser)` (adds its arguments) and
+`run(args) -> int` (the exit status).
+"""
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "validate": ("dlobd.spec", "check every experiment spec and claims file"),
+    "parse": ("dlobd.stacks", "parse one native log of a stack into tidy rows (CSV)"),
+    "plan": ("dlobd.plan", "list which experiments can run on this cluster, and why not"),
+    "claims": ("dlobd.claims", "evaluate the claims of experiments over their results"),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="dlobd", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        module.register(sub.add_parser(name, help=help_text, description=help_text))
+        modules[name] = module
+    args = parser.parse_args(argv)
+    return modules[args.command].run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,736 @@
+"""Figures from tidy results: one drawing function per plot form of the specs.
+
+Every figure names its scale, cluster and data on its face, marks the paper's stated
+numbers (the spec's `paper_values`), labels emulated networks and synthetic data, and
+shows points whose run did not end `ok` with their status. An experiment without `ok`
+results still gets a figure that says why ("not run: <reason>"), so the report is
+complete. Drawing uses matplotlib's object API (no pyplot state), so figures can be drawn
+from the threads of one Snakemake process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from dlobd import metrics  # noqa: E402
+
+ROW_X = ("step", "epoch", "wall_clock_s")
+STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
+FIGSIZE = (8.0, 5.0)
+DPI = 100
+PAPER_COLOR = "#c0392b"
+
+
+# ---------------------------------------------------------------- values
+
+
+def _num(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def same(a, b) -> bool:
+    """Matrix values compare as numbers when both are numbers (2 == 2.0), else as text."""
+    fa, fb = _num(a), _num(b)
+    if fa is not None and fb is not None:
+        return fa == fb
+    return str(a) == str(b)
+
+
+def where(frame: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    """Rows whose `column` equals `value` in the sense of `same`."""
+    # an explicit bool mask: an empty object-typed one would select columns instead
+    return frame.loc[frame[column].map(lambda x: same(x, value)).astype(bool)]
+
+
+def label_of(v) -> str:
+    f = _num(v)
+    if f is not None and f.is_integer():
+        return str(int(f))
+    return str(v)
+
+
+def reduce_values(rows: pd.DataFrame, how: str, over: str | None = None) -> float | None:
+    vals = rows
+    order = [c for c in ([over] if over else []) + ["epoch", "step", "wall_clock_s"]
+             if c and c in rows.columns and rows[c].notna().any()]
+    if order:
+        vals = rows.sort_values(order[0], kind="stable")
+    series = pd.to_numeric(vals["value"], errors="coerce").dropna()
+    if series.empty:
+        return None
+    return float({"last": series.iloc[-1], "sum": series.sum(), "mean": series.mean(),
+                  "median": series.median(), "max": series.max(), "min": series.min()}[how])
+
+
+def is_monitor(table: pd.DataFrame) -> pd.Series:
+    """Rows that come from the harness's monitor/<host>.csv samples."""
+    if "log" not in table.columns:
+        return pd.Series(False, index=table.index)
+    return table["log"].astype(str).str.startswith("monitor/")
+
+
+def run_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the stack's own logs (monitor samples excluded)."""
+    return table[~is_monitor(table)]
+
+
+def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
+                 over: str | None = None, where: dict | None = None) -> pd.DataFrame:
+    """One value per run (its axes, run_id, status, value) for a metric, reduced by `how`."""
+    table = run_rows(table)
+    out = []
+    if table.empty:
+        return pd.DataFrame(columns=[*axes, "cluster", "run_id", "status", "reason", "value"])
+    for run_id, rows in table.groupby("run_id", sort=False):
+        first = rows.iloc[0]
+        rec = {a: first[a] for a in axes if a in rows.columns}
+        rec.update(cluster=first.get("cluster"), run_id=run_id, status=first["status"],
+                   reason=first.get("reason"), value=None)
+        if first["status"] == "ok":
+            sel = rows[rows["metric"] == metric]
+            for col, val in (where or {}).items():
+                if col in sel.columns:
+                    sel = where(sel, col, val)
+            rec["value"] = reduce_values(sel, how, over)
+            if rec["value"] is None:
+                rec["status"], rec["reason"] = "no value", f"no {metric} rows in the run's logs"
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def ordered_values(spec_axes_values: dict, axis: str, present) -> list:
+    """Values of an axis in the scale's matrix order, then any others found in the results."""
+    order = list(spec_axes_values.get(axis, []))
+    for v in present:
+        if not any(same(v, o) for o in order):
+            order.append(v)
+    return order
+
+
+# ---------------------------------------------------------------- context
+
+
+class Context:
+    """Everything a drawing function needs besides the axes: spec, scale, labels."""
+
+    def __init__(self, spec: dict, scale_name: str, scale: dict, table: pd.DataFrame,
+                 not_run_reason: str | None = None):
+        self.spec = spec
+        self.scale_name = scale_name
+        self.scale = scale or {}
+        self.table = table
+        self.not_run_reason = not_run_reason
+        self.plot = spec["plot"]
+        self.metric = spec["metric"]
+        self.matrix = self.scale.get("matrix") or {}
+        self.axes = list(spec.get("axes") or self.matrix)
+        for col in table.columns:
+            if col in self.matrix and col not in self.axes:
+                self.axes.append(col)
+        # beside results of another scale, or no results, the paper's numbers get a panel
+        self.paper_panel = bool(self.paper_values()) and (scale_name != "paper"
+                                                          or bool(not_run_reason))
+        self.main_axes: list = []
+        self.extra_bottom = 0.0  # room for long tick labels, set by a form before its axes
+        self.right = 0.98  # less when a form draws a right-hand axis
+        self.paper_area = None
+        self.outer = None
+
+    def main_area(self, fig: Figure):
+        """The part of the figure for the reproduced data (all of it without paper panel)."""
+        self.height_in = fig.get_figheight()
+        if not self.paper_panel:
+            self.outer = fig.add_gridspec(1, 1, **_margins(self))
+            return self.outer[0]
+        self.outer = fig.add_gridspec(1, 2, width_ratios=[3.4, 1], wspace=0.28, **_margins(self))
+        self.paper_area = self.outer[1]
+        return self.outer[0]
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        t = self.table
+        return t[(t["status"] == "ok") & t["value"].notna()] if not t.empty else t
+
+    def y_label(self) -> str:
+        label = self.plot["y_label"]
+        unit = self.metric.get("unit")
+        named = unit and re.search(rf"(^|[\s(/]){re.escape(unit)}($|[\s),])", label, re.IGNORECASE)
+        return label if not unit or named else f"{label} ({unit})"
+
+    def x_label(self) -> str:
+        if self.plot.get("x_label"):
+            return self.plot["x_label"]
+        x = self.plot["x"]
+        desc = (self.spec.get("axes") or {}).get(x) or (self.spec.get("dimensions") or {}).get(x)
+        unit = (desc or {}).get("unit")
+        defaults = {"wall_clock_s": "Training time (s)", "epoch": "Epoch", "step": "Iteration"}
+        base = defaults.get(x, x.replace("_", " "))
+        return f"{base} ({unit})" if unit else base
+
+    def series_keys(self, frame: pd.DataFrame, names: list[str]) -> list[tuple]:
+        values = [ordered_values(self.matrix, n, frame[n].dropna().unique() if n in frame else [])
+                  for n in names]
+        return list(itertools.product(*values)) if names else [()]
+
+    def clusters(self) -> list[str]:
+        t = self.table
+        return sorted({str(c) for c in t["cluster"].dropna()}) if "cluster" in t else []
+
+    def data_labels(self) -> list[str]:
+        t = self.table
+        found = sorted({str(d) for d in t["data_label"].dropna()}) if "data_label" in t else []
+        return found or [str(self.scale.get("dataset") or self.spec.get("dataset"))]
+
+    def emulated(self) -> bool:
+        t = self.table
+        cols = [c for c in ("network",) if c in t.columns]
+        vals = {str(v) for c in cols for v in t[c].dropna().unique()}
+        vals |= {str(v) for v in self.matrix.get("network", [])} if t.empty else set()
+        return any("emulated" in v for v in vals)
+
+    def footer(self) -> str:
+        cluster_spec = self.scale.get("cluster")
+        ran_on = self.clusters()
+        cluster = ", ".join(ran_on) if ran_on else (cluster_spec or "(no runs)")
+        data = ", ".join(self.data_labels())
+        parts = [f"scale: {self.scale_name}", f"cluster: {cluster}", f"data: {data}"]
+        if any("synthetic" in d for d in self.data_labels()):
+            parts.append("SYNTHETIC DATA")
+        if self.emulated():
+            parts.append("EMULATED NETWORK (shaped veth links, not IPoIB/RDMA)")
+        return "  ·  ".join(parts)
+
+    def paper_values(self) -> list[dict]:
+        """The numbers the paper states: this scale's, else the paper scale's."""
+        own = self.scale.get("paper_values")
+        if own:
+            return list(own)
+        return list(((self.spec.get("scales") or {}).get("paper") or {}).get("paper_values") or [])
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _texts(ctx: Context) -> tuple[list[str], list[str]]:
+    """The wrapped title lines and footer lines of a figure."""
+    spec = ctx.spec
+    title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
+    notes = [ctx.footer()]
+    if not ctx.not_run_reason and _non_ok_summary(ctx):
+        notes[0] += "  ·  " + _non_ok_summary(ctx)
+    pv = ctx.paper_values()
+    if ctx.paper_panel:
+        texts = []
+        for p in pv:
+            at = ", ".join(f"{k}={label_of(v)}" for k, v in p["at"].items())
+            approx = "≈" if p.get("approx") else ""
+            texts.append(f"[{at}] {approx}{p['value']:g} ({p['where']})")
+        notes.append("paper's stated values (paper scale, right panel): " + "; ".join(texts))
+    footer = []
+    for note in notes:
+        footer.extend(textwrap.wrap(note, 150))
+    return title, footer
+
+
+def _margins(ctx: Context) -> dict:
+    title, footer = _texts(ctx)
+    height = ctx.height_in / FIGSIZE[1]  # text sizes are fixed; fractions shrink with height
+    bottom = (0.1 + 0.022 * len(footer) + (0.035 if ctx.paper_panel else 0)
+              + ctx.extra_bottom) / height
+    top = 1 - (0.07 + 0.03 * len(title)) / height
+    return {"left": 0.11, "right": ctx.right, "bottom": bottom, "top": top}
+
+
+def _decorate(fig: Figure, ctx: Context) -> None:
+    title, footer = _texts(ctx)
+    fig.suptitle("\n".join(title), fontsize=9.5, y=0.995, va="top")
+    fig.text(0.01, 0.005, "\n".join(footer), fontsize=6.5, va="bottom", ha="left",
+             color="#333333")
+
+
+def _legend_label(names: list[str], key: tuple) -> str:
+    return ", ".join(f"{label_of(v)}" if len(names) == 1 else f"{n}={label_of(v)}"
+                     for n, v in zip(names, key)) or "reproduced"
+
+
+def _select(frame: pd.DataFrame, names: list[str], key: tuple) -> pd.DataFrame:
+    mask = pd.Series(True, index=frame.index)
+    for n, v in zip(names, key):
+        if n in frame.columns:
+            mask &= frame[n].map(lambda x, v=v: same(x, v)).astype(bool)
+        else:
+            mask &= False
+    return frame[mask]
+
+
+def _panel_keys(ctx: Context, frame: pd.DataFrame) -> list[tuple]:
+    return ctx.series_keys(frame, list(ctx.plot.get("panels") or []))
+
+
+def _panel_title(ctx: Context, key: tuple) -> str:
+    names = list(ctx.plot.get("panels") or [])
+    return ", ".join(f"{n}={label_of(v)}" for n, v in zip(names, key))
+
+
+def _axis_scales(ax, ctx: Context) -> None:
+    if ctx.plot.get("log_x"):
+        ax.set_xscale("log", base=2)
+    if ctx.plot.get("log_y"):
+        ax.set_yscale("log")
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def _paper_points(ctx: Context, extra_where: dict | None = None) -> list[dict]:
+    """Paper values that belong on the axes: only when the figure is at paper scale."""
+    if ctx.scale_name != "paper":
+        return []
+    out = []
+    for p in ctx.paper_values():
+        if p.get("metric") not in (None, ctx.metric["name"]):
+            continue
+        out.append(p)
+    return out
+
+
+def _status_note(ax, x, status: str) -> None:
+    """Name the status of a point without a value, at the foot of the axes."""
+    ax.annotate(STATUS_MARK.get(status, status), (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+
+
+def _non_ok_summary(ctx: Context) -> str | None:
+    t = ctx.table
+    if t.empty:
+        return None
+    bad = t[t["status"] != "ok"].drop_duplicates("run_id")
+    if bad.empty:
+        return None
+    counts = bad["status"].value_counts()
+    return "runs not ok: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+# ---------------------------------------------------------------- plot forms
+
+
+def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
+    """Bars grouped by the x axis, one bar per series (the DLoBD paper's nodes/cores charts)."""
+    x, series = ctx.plot["x"], list(ctx.plot.get("series") or [])
+    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
+                          ctx.metric.get("over"))
+    pkeys = _panel_keys(ctx, values)
+    fig_axes = _reuse_axes(fig, ctx, len(pkeys))
+    for ax, pkey in zip(fig_axes, pkeys):
+        pframe = _select(values, list(ctx.plot.get("panels") or []), pkey)
+        xs = ordered_values(ctx.matrix, x, pframe[x].dropna().unique() if x in pframe else [])
+        skeys = ctx.series_keys(pframe, series)
+        width = 0.8 / max(len(skeys), 1)
+        for i, skey in enumerate(skeys):
+            sframe = _select(pframe, series, skey)
+            ys, pos = [], []
+            for j, xv in enumerate(xs):
+                cell = where(sframe, x, xv) if x in sframe else sframe
+                if lines:
+                    xpos = float(xv) if _num(xv) is not None else j
+                else:
+                    xpos = j - 0.4 + width * (i + 0.5)
+                okc = cell[cell["status"] == "ok"]
+                if not okc.empty:
+                    ys.append(float(okc["value"].astype(float).mean()))
+                    pos.append(xpos)
+                elif not cell.empty:
+                    _status_note(ax, xpos, str(cell["status"].iloc[0]))
+            label = _legend_label(series, skey)
+            if lines:
+                ax.plot(pos, ys, marker="o", label=label)
+            elif pos:
+                ax.bar(pos, ys, width=width * 0.95, label=label)
+        for p in _paper_points(ctx):
+            at = p["at"]
+            if not all(same(pkey_v, at.get(n, pkey_v)) for n, pkey_v in
+                       zip(ctx.plot.get("panels") or [], pkey)):
+                continue
+            xv = at.get(x)
+            match = [j for j, v in enumerate(xs) if xv is not None and same(v, xv)]
+            if not match:
+                continue
+            skey = tuple(at.get(s) for s in series)
+            i = next((k for k, sk in enumerate(skeys) if all(same(a, b) for a, b in zip(sk, skey))), 0)
+            xpos = float(xv) if lines and _num(xv) is not None else match[0] - 0.4 + width * (i + 0.5)
+            ax.plot([xpos], [p["value"]], marker="D", mfc="none", mec=PAPER_COLOR, ms=8, ls="none",
+                    label="paper's value" if "paper's value" not in
+                    ax.get_legend_handles_labels()[1] else None)
+        if not lines:
+            ax.set_xticks(range(len(xs)), [label_of(v) for v in xs])
+        elif all(_num(v) is not None for v in xs) and xs:
+            ticks = [float(v) for v in xs]
+            ax.set_xticks(ticks, [label_of(v) for v in xs])
+            if not ctx.plot.get("log_x"):
+                # room for the status notes of points at the ends of the axis
+                pad = 0.06 * (max(ticks) - min(ticks)) or 0.5
+                ax.set_xlim(min(ticks) - pad, max(ticks) + pad)
+        ax.set_xlabel(ctx.x_label())
+        ax.set_ylabel(ctx.y_label())
+        if pkey:
+            ax.set_title(_panel_title(ctx, pkey), fontsize=9)
+        _axis_scales(ax, ctx)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, title=", ".join(series) if series else None, title_fontsize=7)
+
+
+def scaling_lines(fig: Figure, ctx: Context) -> None:
+    """Lines over a numeric scale axis (nodes, GPUs, cores), one line per series."""
+    grouped_bars(fig, ctx, lines=True)
+
+
+def _curve(rows: pd.DataFrame, xcol: str, how: str | None) -> tuple[list, list]:
+    """x and y of one run's line: every sample, or with `how` one value per x (per epoch)."""
+    rows = rows.dropna(subset=[xcol])
+    if how is None:
+        rows = rows.sort_values(xcol, kind="stable")
+        return list(rows[xcol].astype(float)), list(rows["value"].astype(float))
+    xs, ys = [], []
+    for xv, group in rows.groupby(xcol, sort=True):
+        value = reduce_values(group, how)
+        if value is not None:
+            xs.append(float(xv))
+            ys.append(value)
+    return xs, ys
+
+
+def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> None:
+    """One line per run of the series; with `per_x`, the metric's reducer gives one value per
+    x (e.g. the accumulated time at the end of each epoch), else every sample is drawn."""
+    metric = ctx.metric["name"]
+    ok = run_rows(ctx.ok)
+    series = list(ctx.plot.get("series") or [])
+    pkeys = _panel_keys(ctx, ctx.table)
+    y2 = ctx.plot.get("y2")
+    if y2:
+        ctx.right = 0.9
+    fig_axes = _reuse_axes(fig, ctx, len(pkeys))
+    for ax, pkey in zip(fig_axes, pkeys):
+        pframe = _select(ok, list(ctx.plot.get("panels") or []), pkey)
+        twin = ax.twinx() if y2 else None
+        for skey in ctx.series_keys(pframe, series):
+            sframe = _select(pframe, series, skey)
+            for run_id, rows in sframe.groupby("run_id", sort=False):
+                if xcol not in rows.columns:
+                    continue
+                mine = rows[rows["metric"] == metric]
+                xs, ys = _curve(mine, xcol, ctx.metric["reduce"] if per_x else None)
+                if not xs:
+                    continue
+                (line,) = ax.plot(xs, ys, marker="o" if len(xs) < 40 else None, ms=4,
+                                  label=_legend_label(series, skey))
+                if twin is not None:
+                    xs2, ys2 = _curve(rows[rows["metric"] == y2], xcol,
+                                      metrics.get(y2).reducer if per_x else None)
+                    twin.plot(xs2, ys2, ls="--", marker="s", ms=3, color=line.get_color(),
+                              alpha=0.7)
+        if twin is not None:
+            twin.set_ylabel(ctx.plot.get("y2_label") or f"{y2} ({metrics.get(y2).unit}, dashed)")
+        for p in _paper_points(ctx):
+            if xcol in p["at"]:
+                ax.plot([float(p["at"][xcol])], [p["value"]], marker="D", mfc="none",
+                        mec=PAPER_COLOR, ms=8, ls="none", label="paper's value")
+        ax.set_xlabel(ctx.x_label())
+        ax.set_ylabel(ctx.y_label())
+        if xcol in ("epoch", "step") and ax.get_lines():
+            # whole epochs only, and room around a run that logged a single one
+            top = max(max(line.get_xdata(), default=1) for line in ax.get_lines())
+            ax.set_xlim(0.5, max(float(top), 1.0) + 0.5)
+            if top <= 20:
+                ax.set_xticks(range(1, int(max(top, 1)) + 1))
+            else:
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if pkey:
+            ax.set_title(_panel_title(ctx, pkey), fontsize=9)
+        _axis_scales(ax, ctx)
+        _dedupe_legend(ax, series)
+
+
+def _dedupe_legend(ax, series) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    seen = {}
+    for h, lab in zip(handles, labels):
+        seen.setdefault(lab, h)
+    if seen:
+        ax.legend(list(seen.values()), list(seen.keys()), fontsize=7,
+                  title=", ".join(series) if series else None, title_fontsize=7)
+
+
+def lines_over_time(fig: Figure, ctx: Context) -> None:
+    """Metric against elapsed training time (accuracy-over-time charts)."""
+    _lines_over(fig, ctx, ctx.plot["x"] if ctx.plot["x"] in ROW_X else "wall_clock_s")
+
+
+def lines_over_epoch(fig: Figure, ctx: Context) -> None:
+    """The metric reduced per epoch (or iteration, if the spec's x is `step`), a point each."""
+    _lines_over(fig, ctx, ctx.plot["x"] if ctx.plot["x"] in ROW_X else "epoch", per_x=True)
+
+
+def payload_curves(fig: Figure, ctx: Context) -> None:
+    """Latency/bandwidth against payload size, one curve per series (log-scaled payload)."""
+    x = ctx.plot["x"]
+    if x in ctx.axes:
+        return grouped_bars(fig, ctx, lines=True)
+    ok = run_rows(ctx.ok)
+    ok = ok[ok["metric"] == ctx.metric["name"]] if not ok.empty else ok
+    series = list(ctx.plot.get("series") or [])
+    pkeys = _panel_keys(ctx, ctx.table)
+    for ax, pkey in zip(_reuse_axes(fig, ctx, len(pkeys)), pkeys):
+        pframe = _select(ok, list(ctx.plot.get("panels") or []), pkey)
+        for skey in ctx.series_keys(pframe, series):
+            sframe = _select(pframe, series, skey)
+            if sframe.empty or x not in sframe.columns:
+                continue
+            agg = sframe.groupby(x)["value"].mean().sort_index()
+            ax.plot(agg.index.astype(float), agg.values, marker="o", label=_legend_label(series, skey))
+        for p in _paper_points(ctx):
+            if x in p["at"]:
+                ax.plot([float(p["at"][x])], [p["value"]], marker="D", mfc="none",
+                        mec=PAPER_COLOR, ms=8, ls="none", label="paper's value")
+        ax.set_xlabel(ctx.x_label())
+        ax.set_ylabel(ctx.y_label())
+        if pkey:
+            ax.set_title(_panel_title(ctx, pkey), fontsize=9)
+        if ctx.plot.get("log_x", True):  # payload axes span bytes to megabytes
+            ax.set_xscale("log", base=2)
+        if ctx.plot.get("log_y"):
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        _dedupe_legend(ax, series)
+
+
+def breakdown_bars(fig: Figure, ctx: Context) -> None:
+    """Stacked bars: one bar per x value (and series), segments by the `plot.stack` dimension."""
+    x, stack_dim = ctx.plot["x"], ctx.plot.get("stack")
+    t = run_rows(ctx.table)
+    groups = [a for a in [x, *(ctx.plot.get("series") or [])] if a in t.columns]
+    if t.empty or not groups:
+        _reuse_axes(fig, ctx, 1)
+        return
+    keys = ctx.series_keys(t, groups)
+    # label bars by the axes that vary; a value every bar shares says nothing
+    varying = [i for i in range(len(groups)) if len({label_of(k[i]) for k in keys}) > 1] or [0]
+    labels = [", ".join(label_of(k[i]) for i in varying) for k in keys]
+    crowded = len(keys) > 4 or max(len(lab) for lab in labels) > 14
+    if crowded:
+        ctx.extra_bottom = 0.012 * max(len(lab) for lab in labels)
+    ax = _reuse_axes(fig, ctx, 1)[0]
+    ok = t[(t["status"] == "ok") & (t["metric"] == ctx.metric["name"])]
+    parts = [None]
+    if stack_dim and stack_dim in ok.columns:
+        declared = ((ctx.spec.get("dimensions") or {}).get(stack_dim) or {}).get("values", [])
+        present = ok[stack_dim].dropna().unique()
+        parts = [p for p in ordered_values({stack_dim: declared}, stack_dim, present)
+                 if any(same(p, q) for q in present)] or [None]
+    for k_i, key in enumerate(keys):
+        cell = _select(t, groups, key)
+        if not cell.empty and (cell["status"] != "ok").all():
+            _status_note(ax, k_i, str(cell["status"].iloc[0]))
+    colors = matplotlib.colormaps["tab10"]
+    bottoms = np.zeros(len(keys))
+    for c_i, part in enumerate(parts):
+        heights = []
+        for key in keys:
+            cell = _select(ok, groups, key)
+            if part is not None:
+                cell = where(cell, stack_dim, part)
+            value = reduce_values(cell, ctx.metric["reduce"], ctx.metric.get("over")) \
+                if not cell.empty else None
+            heights.append(value or 0.0)
+        ax.bar(range(len(keys)), heights, bottom=bottoms, color=colors(c_i % 10),
+               label=label_of(part) if part is not None else ctx.metric["name"])
+        bottoms += np.array(heights)
+    ax.set_xticks(range(len(keys)), labels, rotation=30 if crowded else 0,
+                  ha="right" if crowded else "center", fontsize=8)
+    ax.set_xlabel(" / ".join(groups[i] for i in varying))
+    ax.set_ylabel(ctx.y_label())
+    ax.margins(y=0.08)
+    _axis_scales(ax, ctx)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, title=stack_dim, title_fontsize=7)
+
+
+def table(fig: Figure, ctx: Context) -> None:
+    """The paper's tables: one row per matrix point with its value and status."""
+    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
+                          ctx.metric.get("over"))
+    ax = _reuse_axes(fig, ctx, 1)[0]
+    ax.axis("off")
+    if values.empty:
+        return
+    cols = [a for a in ctx.axes if a in values.columns]
+    unit = ctx.metric.get("unit", "")
+    cells = []
+    for _, r in values.iterrows():
+        val = "" if r["value"] is None or pd.isna(r["value"]) else f"{float(r['value']):.4g}"
+        cells.append([label_of(r[c]) for c in cols] + [val, str(r["status"])])
+    head = cols + [f"{ctx.metric['name']} ({unit})", "status"]
+    tab = ax.table(cellText=cells[:30], colLabels=head, loc="upper center", cellLoc="center")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(8)
+    tab.scale(1, 1.3)
+
+
+def utilisation(fig: Figure, ctx: Context) -> None:
+    """Host CPU, memory or network over time from the monitor samples (dlobd-fig8 style):
+    one line per run, host and (for network) interface and direction."""
+    t = ctx.table
+    mon = t[is_monitor(t)]
+    series = list(ctx.plot.get("series") or [])
+    ax = _reuse_axes(fig, ctx, 1)[0]
+    if not mon.empty:
+        mon = mon[(mon["metric"] == ctx.metric["name"]) & (mon["status"] == "ok")]
+    lines = [c for c in ("run_id", "host", "interface", "direction") if c in mon.columns]
+    for skey in ctx.series_keys(mon, series):
+        sframe = _select(mon, series, skey)
+        if sframe.empty:
+            continue
+        # name only what tells the lines of one series apart
+        varying = [c for c in lines[1:] if sframe[c].nunique() > 1]
+        for key, rows in sframe.groupby(lines, sort=False, dropna=False):
+            rows = rows.sort_values("wall_clock_s")
+            parts = dict(zip(lines, key))
+            extra = " ".join(str(parts[c]) for c in varying)
+            name = _legend_label(series, skey)
+            ax.plot(rows["wall_clock_s"].astype(float), rows["value"].astype(float),
+                    label=f"{name} ({extra})" if extra else name)
+    ax.set_xlabel("Time (s)")
+    ax.set_ylabel(ctx.y_label())
+    ax.grid(True, alpha=0.3)
+    _dedupe_legend(ax, series)
+
+
+FORMS = {
+    "grouped_bars": grouped_bars,
+    "lines_over_time": lines_over_time,
+    "lines_over_epoch": lines_over_epoch,
+    "scaling_lines": scaling_lines,
+    "breakdown_bars": breakdown_bars,
+    "payload_curves": payload_curves,
+    "table": table,
+    "utilisation": utilisation,
+}
+
+
+def _reuse_axes(fig: Figure, ctx: Context, n: int) -> list:
+    """The figure's plot axes, created on first use: one sub-plot per panel, beside the
+    narrow panel of the paper's values when the figure has one."""
+    if ctx.main_axes:
+        return ctx.main_axes[:n]
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    if n > 1:
+        fig.set_size_inches(4.2 * cols + (2 if ctx.paper_panel else 0),
+                            FIGSIZE[1] + 2.6 * (rows - 1))
+    area = ctx.main_area(fig)
+    grid = area.subgridspec(rows, cols, hspace=0.45, wspace=0.3)
+    axs = [fig.add_subplot(grid[i // cols, i % cols]) for i in range(n)]
+    ctx.main_axes = axs
+    return axs
+
+
+def paper_panel(fig: Figure, ctx: Context) -> None:
+    """The paper's stated values (paper scale) as marked points in a panel of their own:
+    on the paper's cluster they are not comparable on the reproduced axis."""
+    ax = fig.add_subplot(ctx.paper_area)
+    pvs = ctx.paper_values()
+    labels = ["\n".join(label_of(v) for v in p["at"].values()) for p in pvs]
+    values = [p["value"] for p in pvs]
+    ax.plot(range(len(pvs)), values, marker="D", ls="none", mfc="none", mec=PAPER_COLOR, ms=7)
+    for i, p in enumerate(pvs):
+        ax.annotate(f"{'≈' if p.get('approx') else ''}{p['value']:g}", (i, p["value"]),
+                    xytext=(0, 5), textcoords="offset points", ha="center", fontsize=6.5,
+                    color=PAPER_COLOR)
+    ax.set_xticks(range(len(pvs)), labels, fontsize=6)
+    ax.set_xlim(-0.6, len(pvs) - 0.4)
+    ax.set_ylim(0, max(values) * 1.2 if values and max(values) > 0 else None)
+    units = {get_unit(ctx, p) for p in pvs}
+    ax.set_title("paper's stated values", fontsize=8, color=PAPER_COLOR)
+    ax.set_ylabel(", ".join(sorted(u for u in units if u)), fontsize=7)
+    ax.tick_params(axis="y", labelsize=6.5)
+    ax.set_xlabel(" / ".join(pvs[0]["at"]) if pvs else "", fontsize=6.5)
+
+
+def get_unit(ctx: Context, paper_value: dict) -> str:
+    if paper_value.get("metric") and paper_value["metric"] != ctx.metric["name"]:
+        return metrics.get(paper_value["metric"]).unit
+    return ctx.metric.get("unit", "")
+
+
+# ---------------------------------------------------------------- entry
+
+
+def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
+                   runs_dir=None) -> str | None:
+    """Why an experiment has no `ok` values at a scale, or None if it has some."""
+    if not table.empty and ((table["status"] == "ok") & table["value"].notna()).any():
+        return None
+    if scale is None:
+        return f"the spec has no {scale_name!r} scale"
+    if not scale.get("runnable", True):
+        return scale.get("reason") or f"not runnable at scale {scale_name}"
+    if not table.empty:
+        runs = table.drop_duplicates("run_id")
+        first = runs.iloc[0]
+        counts = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
+        return f"no run ended ok ({counts}); e.g. {first['run_id']}: {first['reason']}"
+    where = f" under {runs_dir}" if runs_dir else ""
+    return f"no runs{where} at scale {scale_name}"
+
+
+def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
+         out_png, out_pdf=None, not_run: str | None = None) -> Figure:
+    """Draw one experiment's figure in its spec's plot form and save PNG (and PDF)."""
+    ctx = Context(spec, scale_name, scale, table, not_run)
+    # a figure that only says why it is empty needs less room, unless it shows the paper's values
+    short = not_run and not ctx.paper_panel
+    fig = Figure(figsize=(FIGSIZE[0], 3.4) if short else FIGSIZE, dpi=DPI)
+    if not_run:
+        ax = fig.add_subplot(ctx.main_area(fig))
+        ax.axis("off")
+        ax.text(0.5, 0.55, "\n".join(textwrap.wrap(f"not run: {not_run}", 70)),
+                ha="center", va="center", fontsize=11, color="#7f2704",
+                bbox={"boxstyle": "round", "fc": "#fdf2e9", "ec": "#e59866"})
+        ax.text(0.5, 0.12, f"plot form: {spec['plot']['form']}  ·  metric: "
+                f"{spec['metric']['name']} ({spec['metric']['unit']})",
+                ha="center", va="center", fontsize=8, color="#555555")
+    else:
+        FORMS[spec["plot"]["form"]](fig, ctx)
+    if ctx.paper_panel:
+        paper_panel(fig, ctx)
+    _decorate(fig, ctx)
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=DPI)
+    if out_pdf:
+        fig.savefig(out_pdf)
+    return fig
+
+
+def render(spec: dict, scale_name: str, scale: dict | None, results_csv, out_png, out_pdf,
+           runs_dir=None) -> str | None:
+    """Draw one experiment from its results CSV; returns why it was not run, if it was not."""
+    table = pd.read_csv(results_csv)
+    reason = not_run_reason(spec, scale_name, scale, table, runs_dir)
+    draw(spec, scale_name, scale, table, out_png, out_pdf, not_run=reason)
+    return reason
+

@@ -1,0 +1,171 @@
+"""Provenance of a run: software versions, the machine, its NICs, the project's commit.
+
+Everything is best effort: a component that is not installed reads as null, never as a
+guess. Probes that start programs (java, mpirun, git) run once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import platform
+import re
+import socket
+import subprocess
+from pathlib import Path
+
+import psutil
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def prefix() -> Path:
+    """The provisioned software prefix ($DLOBD_PREFIX, default ~/dlobd-stack)."""
+    return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
+
+
+def _run(cmd: list[str], timeout: float = 10) -> str | None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (proc.stdout + proc.stderr).strip() if proc.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def prefix_env() -> dict:
+    """Variables exported by <prefix>/etc/dlobd-env.sh (HADOOP_HOME, SPARK_HOME, ...)."""
+    env_file = prefix() / "etc" / "dlobd-env.sh"
+    if not env_file.is_file():
+        return {}
+    out = _run(["bash", "-c", 'source "$1" >/dev/null 2>&1; env -0', "_", str(env_file)])
+    if out is None:
+        return {}
+    env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
+    return {k: v for k, v in env.items() if os.environ.get(k) != v}
+
+
+def _jar_version(pattern: str) -> str | None:
+    for path in sorted(glob.glob(pattern, recursive=True)):
+        m = re.search(r"-(\d+(?:\.\d+)+)(?=[-.])", Path(path).name)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _site_packages() -> list[str]:
+    """site-packages of the stacks' Python (DLOBD_PYTHON_HOME), else anywhere in the prefix."""
+    home = prefix_env().get("DLOBD_PYTHON_HOME") or os.environ.get("DLOBD_PYTHON_HOME")
+    if home:
+        found = glob.glob(os.path.join(home, "lib", "python*", "site-packages"))
+        if found:
+            return found
+    return glob.glob(str(prefix() / "**" / "site-packages"), recursive=True)
+
+
+def dist_version(name: str) -> str | None:
+    """Version of a Python distribution installed for the stacks."""
+    for site in _site_packages():
+        for path in sorted(glob.glob(os.path.join(site, f"{name}-*.dist-info"))):
+            m = re.match(rf"{re.escape(name)}-(.+)\.dist-info$", Path(path).name)
+            if m:
+                return m.group(1)
+    return None
+
+
+def _stack_python() -> str:
+    """The version of the Python the stacks run with (their venv), else this one."""
+    home = prefix_env().get("DLOBD_PYTHON_HOME") or os.environ.get("DLOBD_PYTHON_HOME")
+    try:
+        for line in Path(home, "pyvenv.cfg").read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() in ("version", "version_info"):
+                return value.strip()
+    except (OSError, TypeError):
+        pass
+    return platform.python_version()
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict:
+    env = {**os.environ, **prefix_env()}
+    pre = str(prefix())
+    java = _run(["java", "-version"])
+    hadoop_home = env.get("HADOOP_HOME") or pre
+    mpi = _run(["mpirun", "--version"])
+    return {
+        "java": java.splitlines()[0] if java else None,
+        "hadoop": env.get("HADOOP_VERSION")
+        or _jar_version(os.path.join(hadoop_home, "**", "hadoop-common-[0-9]*.jar")),
+        "spark": env.get("SPARK_VERSION") or dist_version("pyspark"),
+        "python": _stack_python(),
+        "tensorflow": dist_version("tensorflow_cpu") or dist_version("tensorflow"),
+        "tensorflowonspark": dist_version("tensorflowonspark"),
+        "bigdl": env.get("DLOBD_BIGDL_VERSION")
+        or _jar_version(os.path.join(pre, "**", "bigdl-dllib-*.jar")),
+        "mpi": mpi.splitlines()[0] if mpi else None,
+    }
+
+
+def nics() -> list[dict]:
+    """Every interface with its addresses and link rate (null where the kernel has none)."""
+    addrs = psutil.net_if_addrs()
+    out = []
+    for name in sorted(addrs):
+        speed = None
+        try:
+            raw = Path(f"/sys/class/net/{name}/speed").read_text().strip()
+            speed = int(raw) if int(raw) > 0 else None
+        except (OSError, ValueError):
+            pass  # virtual links (lo, veth, ifb) have no rate
+        kind = "infiniband" if Path(f"/sys/class/net/{name}/device/infiniband").exists() else None
+        out.append({
+            "name": name,
+            "speed_mbps": speed,
+            "type": kind,
+            "addresses": [a.address for a in addrs[name]
+                          if a.family in (socket.AF_INET, socket.AF_INET6)],
+        })
+    return out
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> dict:
+    commit = _run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"])
+    status = _run(["git", "-C", str(PROJECT_ROOT), "status", "--porcelain",
+                   "--untracked-files=no"])
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def system() -> dict:
+    return {
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpus": psutil.cpu_count(logical=True),
+        "memory_mb": psutil.virtual_memory().total // (1024 * 1024),
+        "nics": nics(),
+    }
+
+
+def local_host() -> dict:
+    return {"name": socket.gethostname(), "address": "127.0.0.1", "roles": ["all"]}
+
+
+def collect(stack: str | None = None) -> dict:
+    """The provenance part of run.json: versions, system, hosts, git."""
+    v = dict(versions())
+    v["stack"] = v.get(stack) if stack in v else None
+    v["harness_python"] = platform.python_version()
+    return {"versions": v, "system": system(), "hosts": [local_host()], "git": git_state()}

@@ -1,0 +1,154 @@
+"""The report: one self-contained HTML page (Jinja2) with every figure, the verdict
+table (filterable by paper and verdict) and the provenance of every run.
+
+Figures are embedded as data URIs so the page can be mailed or archived alone; the PDFs
+are linked beside it. The page reads results, figures and verdicts only.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from dlobd import figures, provenance
+
+PAPERS = {
+    "dlobd": "DLoBD (TMSCS)",
+    "slides": "SC'18 booth slides",
+    "scaffe": "S-Caffe (PPoPP'17)",
+    "rdmatf": "RDMA TensorFlow (USTC)",
+    "tfgrpc": "TF-gRPC-Bench",
+}
+VERDICT_ORDER = ["holds", "differs", "not run", "not checkable"]
+# the columns of claims.verdicts_frame the verdict table shows
+VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
+                  "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("dlobd", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+def _read_csv(path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def _clean(value):
+    """JSON/NaN-safe cell value for the template."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and pd.isna(value):
+        return ""
+    return value
+
+
+def _paper_of(verdict_id: str, specs: dict) -> str:
+    if verdict_id in specs:
+        return specs[verdict_id]["paper"]
+    return verdict_id.split("-")[0]
+
+
+def verdict_rows(results_dir, scales, verdict_ids, specs) -> list[dict]:
+    rows = []
+    for scale in scales:
+        for vid in verdict_ids:
+            frame = _read_csv(Path(results_dir, scale, "verdicts", f"{vid}.csv"))
+            for rec in frame.to_dict("records"):
+                rec = {k: _clean(rec.get(k)) for k in VERDICT_FIELDS}
+                rec["experiment"] = rec["experiment"] or vid
+                rec["scale"] = scale
+                rec["paper"] = _paper_of(vid, specs)
+                rows.append(rec)
+    return rows
+
+
+def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
+                       report_dir) -> list[dict]:
+    out = []
+    for eid in sorted(specs, key=lambda e: (list(PAPERS).index(specs[e]["paper"])
+                                            if specs[e]["paper"] in PAPERS else 99, e)):
+        spec = specs[eid]
+        for scale in scales:
+            did = data_ids.get(eid, eid)
+            table = _read_csv(Path(results_dir, scale, f"{did}.csv"))
+            scale_data = (spec.get("scales") or {}).get(scale)
+            reason = figures.not_run_reason(spec, scale, scale_data, table, runs_dir)
+            try:
+                run_list = json.loads(Path(results_dir, scale, "runs", f"{did}.json").read_text())
+            except (OSError, json.JSONDecodeError):
+                run_list = []
+            png = Path(figures_dir, scale, f"{eid}.png")
+            pdf = Path(figures_dir, scale, f"{eid}.pdf")
+            counts = {}
+            for r in run_list:
+                if r.get("used"):
+                    counts[r["status"]] = counts.get(r["status"], 0) + 1
+            data_labels = sorted({str(d) for d in table.get("data_label", pd.Series()).dropna()})
+            out.append({
+                "id": eid,
+                "anchor": f"{eid}-{scale}",
+                "scale": scale,
+                "paper": spec["paper"],
+                "paper_name": PAPERS.get(spec["paper"], spec["paper"]),
+                "figure": spec["figure"],
+                "title": spec["title"],
+                "stack": spec.get("stack"),
+                "model": spec.get("model"),
+                "dataset": (scale_data or {}).get("dataset", spec.get("dataset")),
+                "data_labels": data_labels,
+                "cluster": (scale_data or {}).get("cluster"),
+                "clusters": sorted({r.get("cluster") for r in run_list if r.get("cluster")}),
+                "data_from": spec.get("data_from"),
+                "not_run": reason,
+                "counts": counts,
+                "png": _data_uri(png),
+                "pdf": os.path.relpath(pdf, report_dir),
+                "runs": run_list,
+            })
+    return out
+
+
+def _data_uri(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
+                 data_ids: dict, runs_dir) -> Path:
+    out_html = Path(out_html)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    verdicts = verdict_rows(results_dir, scales, verdict_ids, specs)
+    entries = experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
+                                 out_html.parent)
+    counts = {v: sum(1 for r in verdicts if r.get("verdict") == v) for v in VERDICT_ORDER}
+    git = provenance.git_state()
+    html = _env().get_template("report.html.j2").render(
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        git=git,
+        scales=list(scales),
+        runs_dir=str(runs_dir),
+        papers=PAPERS,
+        verdict_names=VERDICT_ORDER,
+        verdict_counts=counts,
+        verdicts=verdicts,
+        known_ids=set(specs),
+        experiments=entries,
+        n_run=sum(1 for e in entries if not e["not_run"]),
+    )
+    out_html.write_text(html, encoding="utf-8")
+    return out_html

@@ -1,0 +1,222 @@
+"""Raw run directories to the tidy results table (docs/runs-and-results.md).
+
+Two steps, each one Snakemake rule:
+
+- `parse_point`: the chosen attempt of one matrix point (newest `ok`, else newest) through
+  its stack's parser, plus the harness's monitor samples, to tidy rows;
+- `assemble`: the parsed points of one experiment into `data/results/<scale>/<id>.csv`,
+  with the spec's axes as columns, and a summary of every run's run.json for the report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from dlobd import metrics, runs
+
+FIXED_COLUMNS = ["metric", "value", "unit", "step", "epoch"]
+TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label"]
+MONITOR_DIR = "monitor"
+_NET_COLUMN = re.compile(r"^net_(.+)_(rx|tx)_bytes$")
+
+
+def parse_attempt(attempt: runs.Attempt, stack: str) -> tuple[list[dict], str, str | None]:
+    """Rows, status and reason of one attempt.
+
+    A run that did not end `ok` keeps its own status. An `ok` run whose logs the stack's
+    parser cannot read becomes `unparseable` with the parser's reason: no number is invented.
+    """
+    from dlobd import stacks
+
+    status = attempt.record["status"]
+    if status != "ok":
+        return [], status, attempt.record.get("reason")
+    try:
+        result = stacks.parse_run(stack, attempt.path)
+    except KeyError as exc:  # a stack without a parser
+        return [], "unparseable", str(exc.args[0] if exc.args else exc)
+    if result.status != "ok":
+        return [], "unparseable", result.reason
+    if not result.finished:
+        # the run says it ended well but its log stops short: a damaged log, not a result
+        return [], "unparseable", f"log cut short although the run ended ok: {result.reason}"
+    rows = [dict(r) for r in result.rows]
+    if not rows:
+        return [], "unparseable", f"{attempt.run_id}: the parser found no values"
+    return rows + monitor_rows(attempt.path), "ok", None
+
+
+def monitor_rows(attempt_dir: Path) -> list[dict]:
+    """The psutil samples of monitor/<host>.csv as tidy rows of the metric vocabulary.
+
+    Columns `cpu_util_pct` and `rss_mb` become cpu_util_pct and host_mem_mb; byte counters
+    `net_<if>_<rx|tx>_bytes` become net_mb_per_s rates between samples. Rows carry
+    `log` = monitor/<host>.csv, which tells them apart from the stack's own rows.
+    """
+    out = []
+    for path in sorted((attempt_dir / MONITOR_DIR).glob("*.csv")):
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError):
+            continue  # a monitor that died early is not a reason to lose the run
+        if "time_s" not in frame.columns or frame.empty:
+            continue
+        frame = frame.sort_values("time_s")
+        t = pd.to_numeric(frame["time_s"], errors="coerce")
+        host = str(frame["host"].iloc[0]) if "host" in frame.columns else path.stem
+        base = {"host": host, "log": f"{MONITOR_DIR}/{path.name}"}
+        series = []
+        for column, metric in (("cpu_util_pct", "cpu_util_pct"), ("rss_mb", "host_mem_mb")):
+            if column in frame.columns:
+                series.append((metric, {}, t, pd.to_numeric(frame[column], errors="coerce")))
+        for column in frame.columns:
+            m = _NET_COLUMN.match(column)
+            if m:
+                counter = pd.to_numeric(frame[column], errors="coerce")
+                rate = counter.diff() / t.diff() / 1e6
+                series.append(("net_mb_per_s", {"interface": m.group(1), "direction": m.group(2)},
+                               t, rate))
+        for metric, dims, times, values in series:
+            unit = metrics.get(metric).unit
+            for ts, v in zip(times, values):
+                if pd.notna(ts) and pd.notna(v):
+                    out.append({"metric": metric, "value": float(v), "unit": unit,
+                                "wall_clock_s": float(ts), **base, **dims})
+    return out
+
+
+def parse_point(point_dir, runs_dir, stack) -> pd.DataFrame:
+    """Tidy rows of one matrix point, from its chosen attempt.
+
+    `stack` is the stack name, or a function of the point giving it (specs whose
+    `stack_axis` names the stack per point). A run.json that breaks the contract makes
+    the point `unparseable` with the reason, so one bad record cannot stop the pipeline.
+    """
+    point_dir = Path(point_dir)
+    found = []
+    for a in runs.attempts(point_dir):
+        try:
+            found.append(runs.read_attempt(a, runs_dir))
+        except runs.RunError as exc:
+            rid = runs.run_id(a, runs_dir)
+            cluster, scale = Path(rid).parts[:2]
+            found.append(runs.Attempt(a, rid, int(a.name.split("-")[1]), {
+                "cluster": cluster, "scale": scale, "point": {},
+                "status": "unparseable", "reason": str(exc)}))
+    if not found:
+        raise runs.RunError(f"{point_dir}: no attempt-NNN directories")
+    chosen = runs.select(found)[0]
+    rec = chosen.record
+    stack_name = stack(rec.get("point", {})) if callable(stack) else stack
+    rows, status, reason = parse_attempt(chosen, stack_name)
+    if not rows:
+        rows = [{"metric": None, "value": None, "unit": None}]
+    frame = pd.DataFrame(rows)
+    for axis, value in rec.get("point", {}).items():
+        frame[f"point.{axis}"] = value
+    frame["run_id"] = chosen.run_id
+    frame["status"] = status
+    frame["reason"] = reason
+    frame["cluster"] = rec["cluster"]
+    frame["scale"] = rec["scale"]
+    frame["data_label"] = (rec.get("labels") or {}).get("data") or runs.data_label(
+        rec.get("dataset"))
+    frame["attempts"] = len(found)
+    return frame
+
+
+def write_parsed(point_dir, runs_dir, stack, out_csv) -> None:
+    out_csv = Path(out_csv)
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    parse_point(point_dir, runs_dir, stack).to_csv(out_csv, index=False)
+
+
+def columns_for(axes: list[str], frames: list[pd.DataFrame]) -> list[str]:
+    dims = []
+    for frame in frames:
+        for col in frame.columns:
+            if col.startswith("point.") or col in FIXED_COLUMNS or col in TAIL_COLUMNS:
+                continue
+            if col not in dims and col != "attempts":
+                dims.append(col)
+    return ["experiment", *axes, *FIXED_COLUMNS, *dims, *TAIL_COLUMNS]
+
+
+def assemble(experiment: str, axes: list[str], parsed_csvs) -> pd.DataFrame:
+    """One experiment's tidy table from its parsed points (empty table if none)."""
+    frames = [pd.read_csv(p, keep_default_na=True) for p in parsed_csvs]
+    extra_axes = []
+    for frame in frames:
+        for col in frame.columns:
+            if col.startswith("point."):
+                axis = col[len("point."):]
+                if axis not in axes and axis not in extra_axes:
+                    extra_axes.append(axis)
+    all_axes = [*axes, *extra_axes]
+    cols = columns_for(all_axes, frames)
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    renamed = []
+    for frame in frames:
+        frame = frame.rename(columns={f"point.{a}": a for a in all_axes})
+        frame = frame.drop(columns=["attempts"], errors="ignore")
+        frame["experiment"] = experiment
+        renamed.append(frame)
+    table = pd.concat(renamed, ignore_index=True)
+    return table.reindex(columns=cols)
+
+
+def run_summaries(runs_dir, scale: str, experiment: str) -> list[dict]:
+    """Every attempt of an experiment, with the fields the report shows."""
+    chosen = {a.run_id for a in runs.select(runs.experiment_attempts(runs_dir, scale, experiment))}
+    out = []
+    for a in runs.experiment_attempts(runs_dir, scale, experiment):
+        rec = a.record
+        out.append({
+            "run_id": a.run_id,
+            "used": a.run_id in chosen,
+            "point": rec.get("point"),
+            "status": rec.get("status"),
+            "reason": rec.get("reason"),
+            "start": rec.get("start"),
+            "end": rec.get("end"),
+            "exit_status": rec.get("exit_status"),
+            "command": rec.get("command"),
+            "cluster": rec.get("cluster"),
+            "dataset": rec.get("dataset"),
+            "labels": rec.get("labels"),
+            "hosts": rec.get("hosts"),
+            "versions": {k: v for k, v in (rec.get("versions") or {}).items() if v},
+            "system": {k: v for k, v in (rec.get("system") or {}).items() if k != "nics"},
+            "nics": [f"{n.get('name')} ({n.get('speed_mbps') or 'no rate'}"
+                     f"{' Mb/s' if n.get('speed_mbps') else ''})"
+                     for n in (rec.get("system") or {}).get("nics", [])],
+            "git": rec.get("git"),
+        })
+    return out
+
+
+def write_results(experiment: str, axes: list[str], parsed_csvs, out_csv, runs_json=None,
+                  runs_dir=None, scale=None) -> pd.DataFrame:
+    table = assemble(experiment, axes, parsed_csvs)
+    out_csv = Path(out_csv)
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_csv, index=False)
+    if runs_json is not None:
+        Path(runs_json).parent.mkdir(parents=True, exist_ok=True)
+        summaries = run_summaries(runs_dir, scale, experiment) if runs_dir else []
+        Path(runs_json).write_text(json.dumps(summaries, indent=1, default=str) + "\n")
+    return table
+
+
+def read_results(path) -> pd.DataFrame:
+    """A results CSV as written by write_results (empty table stays empty)."""
+    return pd.read_csv(path)
+
+
+def ok_rows(table: pd.DataFrame) -> pd.DataFrame:
+    return table[(table["status"] == "ok") & table["value"].notna()]

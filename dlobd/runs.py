@@ -1,0 +1,355 @@
+"""Run directories, attempts and run.json (docs/runs-and-results.md).
+
+A run is one matrix point of one experiment at one scale on one cluster. Its raw logs
+live in `<runs>/<cluster>/<scale>/<experiment>/<point>/attempt-<NNN>/`; a rerun is a new
+attempt, so nothing a run wrote is ever overwritten. `run.json` is written once, when
+the run ends; an attempt without it was interrupted and reads as `failed`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlobd.spec import point_id  # one definition of the point directory name
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "hung", "not runnable", "unparseable")
+RUN_JSON = "run.json"
+_ATTEMPT_RE = re.compile(r"^attempt-(\d{3,})$")
+
+
+class RunError(Exception):
+    """A run directory or run.json that breaks the layout contract."""
+
+
+class NotRunnable(Exception):
+    """Raised by a stack launcher when this cluster cannot provide the point."""
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def point_dir(runs_dir, cluster: str, scale: str, experiment: str, point: dict) -> Path:
+    return Path(runs_dir) / cluster / scale / experiment / point_id(point)
+
+
+def attempts(pdir) -> list[Path]:
+    """The attempt directories of one point, oldest first."""
+    pdir = Path(pdir)
+    if not pdir.is_dir():
+        return []
+    found = []
+    for child in pdir.iterdir():
+        m = _ATTEMPT_RE.match(child.name)
+        if m and child.is_dir():
+            found.append((int(m.group(1)), child))
+    return [p for _, p in sorted(found)]
+
+
+def new_attempt(runs_dir, cluster: str, scale: str, experiment: str, point: dict) -> Path:
+    """Create the next `attempt-NNN` directory; never reuses an existing one."""
+    pdir = point_dir(runs_dir, cluster, scale, experiment, point)
+    pdir.mkdir(parents=True, exist_ok=True)
+    existing = attempts(pdir)
+    n = int(_ATTEMPT_RE.match(existing[-1].name).group(1)) + 1 if existing else 1
+    while True:
+        candidate = pdir / f"attempt-{n:03d}"
+        try:
+            candidate.mkdir()  # atomic: two concurrent launchers cannot share an attempt
+            return candidate
+        except FileExistsError:
+            n += 1
+
+
+def run_id(attempt_dir, runs_dir) -> str:
+    return Path(attempt_dir).relative_to(Path(runs_dir)).as_posix()
+
+
+def validate_record(record: dict, where: str = "run.json") -> None:
+    """Check the fields every reader relies on; raise RunError naming the problem."""
+    for key in ("experiment", "scale", "cluster", "point", "status"):
+        if key not in record:
+            raise RunError(f"{where}: missing field '{key}'")
+    if record["status"] not in STATUSES:
+        raise RunError(
+            f"{where}: status {record['status']!r} is not one of {', '.join(STATUSES)}"
+        )
+    if record["status"] != "ok" and not record.get("reason"):
+        raise RunError(f"{where}: status {record['status']!r} needs a reason")
+    if not isinstance(record["point"], dict):
+        raise RunError(f"{where}: 'point' must be a mapping of axis to value")
+
+
+def write_run_json(attempt_dir, record: dict) -> Path:
+    """Write run.json of an attempt, once: an existing run.json is never replaced."""
+    path = Path(attempt_dir) / RUN_JSON
+    validate_record(record, str(path))
+    body = {"schema": SCHEMA_VERSION, **record}
+    try:
+        with open(path, "x", encoding="utf-8") as fh:
+            json.dump(body, fh, indent=2, sort_keys=False, default=str)
+            fh.write("\n")
+    except FileExistsError:
+        raise RunError(f"{path}: already written; a rerun is a new attempt") from None
+    return path
+
+
+@dataclass
+class Attempt:
+    """One attempt directory with its (possibly synthesised) record."""
+
+    path: Path
+    run_id: str
+    number: int
+    record: dict
+
+
+def read_attempt(attempt_dir, runs_dir) -> Attempt:
+    attempt_dir = Path(attempt_dir)
+    rid = run_id(attempt_dir, runs_dir)
+    number = int(_ATTEMPT_RE.match(attempt_dir.name).group(1))
+    path = attempt_dir / RUN_JSON
+    parts = Path(rid).parts  # cluster, scale, experiment, point, attempt
+    if not path.exists():
+        record = {
+            "cluster": parts[0], "scale": parts[1], "experiment": parts[2], "point": {},
+            "status": "failed",
+            "reason": "no run.json: the run was interrupted before it finished",
+        }
+    else:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RunError(f"{path}: unreadable: {exc}") from None
+        if not isinstance(record, dict):
+            raise RunError(f"{path}: not a JSON object")
+        validate_record(record, str(path))
+    record.setdefault("run_id", rid)
+    return Attempt(attempt_dir, rid, number, record)
+
+
+def experiment_attempts(runs_dir, scale: str, experiment: str) -> list[Attempt]:
+    """Every attempt of one experiment at one scale, on every cluster, oldest first per point."""
+    runs_dir = Path(runs_dir)
+    out = []
+    if not runs_dir.is_dir():
+        return out
+    for cluster_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+        exp_dir = cluster_dir / scale / experiment
+        if not exp_dir.is_dir():
+            continue
+        for pdir in sorted(p for p in exp_dir.iterdir() if p.is_dir()):
+            out.extend(read_attempt(a, runs_dir) for a in attempts(pdir))
+    return out
+
+
+def select(attempt_list: list[Attempt]) -> list[Attempt]:
+    """Per (cluster, point): the newest `ok` attempt, else the newest attempt."""
+    groups: dict[tuple, list[Attempt]] = {}
+    for a in attempt_list:
+        key = tuple(Path(a.run_id).parts[:4])  # cluster, scale, experiment, point
+        groups.setdefault(key, []).append(a)
+    chosen = []
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda a: a.number)
+        ok = [a for a in group if a.record["status"] == "ok"]
+        chosen.append(ok[-1] if ok else group[-1])
+    return chosen
+
+
+def input_files(runs_dir, scale: str, experiment: str, log_files=()) -> list[str]:
+    """The raw files the results of an experiment are computed from (for Snakemake inputs)."""
+    files = []
+    for a in experiment_attempts(runs_dir, scale, experiment):
+        for name in (RUN_JSON, *log_files):
+            p = a.path / name
+            if p.is_file():
+                files.append(str(p))
+    return files
+
+
+# ---------------------------------------------------------------- writing runs
+
+
+def _base_record(spec_data: dict, scale: str, cluster: str, point: dict) -> dict:
+    scale_data = spec_data.get("scales", {}).get(scale, {})
+    return {
+        "experiment": spec_data["id"],
+        "scale": scale,
+        "cluster": cluster,
+        "point": dict(point),
+        "stack": spec_data.get("stack"),
+        "dataset": scale_data.get("dataset", spec_data.get("dataset")),
+    }
+
+
+def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, point: dict,
+                        reason: str) -> Path:
+    """Record that this cluster cannot provide a point. Returns the attempt directory.
+
+    Writing the same reason again for the same point reuses the newest record instead of
+    piling up identical attempts; a different reason (the cluster changed) is a new attempt.
+    """
+    if not reason:
+        raise RunError("record_not_runnable needs a reason")
+    pdir = point_dir(runs_dir, cluster, scale, spec_data["id"], point)
+    existing = attempts(pdir)
+    if existing:
+        last = read_attempt(existing[-1], runs_dir)
+        if last.record["status"] == "not runnable" and last.record.get("reason") == reason:
+            return last.path
+    attempt_dir = new_attempt(runs_dir, cluster, scale, spec_data["id"], point)
+    from dlobd import provenance
+
+    stamp = now_iso()
+    record = {
+        "run_id": run_id(attempt_dir, runs_dir),
+        **_base_record(spec_data, scale, cluster, point),
+        "command": None, "cwd": None, "start": stamp, "end": stamp, "exit_status": None,
+        "status": "not runnable", "reason": reason,
+        **provenance.collect(stack=spec_data.get("stack")),
+        "labels": _labels(spec_data, scale, point),
+    }
+    write_run_json(attempt_dir, record)
+    return attempt_dir
+
+
+@dataclass
+class RunContext:
+    """What a stack launcher gets: the point, where to write, and how long it may take."""
+
+    spec: dict
+    scale: str
+    cluster: str
+    point: dict
+    attempt_dir: Path
+    runs_dir: Path
+    fixed: dict = field(default_factory=dict)
+    time_limit_s: float | None = None
+
+
+@dataclass
+class LaunchResult:
+    """What a stack launcher returns; runs.launch turns it into run.json."""
+
+    command: list | None
+    status: str
+    reason: str | None = None
+    exit_status: int | None = None
+    cwd: str | None = None
+    hosts: list | None = None
+    versions: dict = field(default_factory=dict)  # e.g. {"stack": "bigdl 2.4.0"}
+    labels: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+
+def run_command(ctx: RunContext, command: list, env: dict | None = None,
+                cwd: str | None = None) -> LaunchResult:
+    """Run one command with stdout.log/stderr.log in the attempt and the spec's time limit.
+
+    A command past its limit has its whole process group killed and is `hung`.
+    """
+    out = open(ctx.attempt_dir / "stdout.log", "xb")
+    err = open(ctx.attempt_dir / "stderr.log", "xb")
+    with out, err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=ctx.time_limit_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return LaunchResult(list(command), "hung",
+                                f"killed after the time limit of {ctx.time_limit_s} s",
+                                exit_status=proc.returncode, cwd=cwd)
+    if code != 0:
+        return LaunchResult(list(command), "failed", f"exit status {code}",
+                            exit_status=code, cwd=cwd)
+    return LaunchResult(list(command), "ok", exit_status=code, cwd=cwd)
+
+
+def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local") -> Path:
+    """Run one matrix point through its stack's launcher and write run.json.
+
+    Returns the attempt directory. Points the cluster cannot provide (scale marked not
+    runnable, stack without a launcher, launcher raising NotRunnable) get a
+    `not runnable` record instead of a run.
+    """
+    from dlobd import provenance, stacks
+
+    scale_data = spec_data.get("scales", {}).get(scale)
+    if scale_data is None:
+        raise RunError(f"{spec_data['id']}: no scale {scale!r} in the spec")
+    if not scale_data.get("runnable", True):
+        return record_not_runnable(runs_dir, cluster, scale, spec_data, point,
+                                   scale_data.get("reason") or f"scale {scale} not runnable")
+    from dlobd import plan
+
+    lacking = plan.point_missing(scale_data, point)
+    if lacking:
+        return record_not_runnable(runs_dir, cluster, scale, spec_data, point, "; ".join(lacking))
+    axis = spec_data.get("stack_axis")
+    # a scale may run another stack than the paper did (e.g. native TF for tf_cnn_benchmarks)
+    stack_name = (str(point[axis]) if axis and axis in point
+                  else scale_data.get("stack", spec_data["stack"]))
+    try:
+        module = stacks.get(stack_name)
+    except (KeyError, ImportError, ValueError) as exc:
+        return record_not_runnable(runs_dir, cluster, scale, spec_data, point,
+                                   f"stack {stack_name!r} is not available: {exc}")
+    if not hasattr(module, "launch"):
+        return record_not_runnable(runs_dir, cluster, scale, spec_data, point,
+                                   f"stack {stack_name!r} has no launcher yet")
+
+    attempt_dir = new_attempt(runs_dir, cluster, scale, spec_data["id"], point)
+    ctx = RunContext(spec=spec_data, scale=scale, cluster=cluster, point=dict(point),
+                     attempt_dir=attempt_dir, runs_dir=Path(runs_dir),
+                     fixed=dict(scale_data.get("fixed", {})),
+                     time_limit_s=scale_data.get("time_limit_s"))
+    start = now_iso()
+    try:
+        result = module.launch(ctx)
+    except NotRunnable as exc:
+        result = LaunchResult(None, "not runnable", str(exc))
+    except Exception as exc:  # the record must exist whatever the launcher did
+        result = LaunchResult(None, "failed", f"launcher error: {type(exc).__name__}: {exc}")
+    end = now_iso()
+    prov = provenance.collect(stack=stack_name)
+    if result.hosts is not None:
+        prov["hosts"] = result.hosts
+    prov["versions"].update(result.versions)
+    record = {
+        "run_id": run_id(attempt_dir, runs_dir),
+        **_base_record(spec_data, scale, cluster, point),
+        "command": result.command, "cwd": result.cwd,
+        "start": start, "end": end, "exit_status": result.exit_status,
+        "status": result.status, "reason": result.reason,
+        **prov,
+        "labels": {**_labels(spec_data, scale, point), **result.labels},
+        **result.extra,
+    }
+    write_run_json(attempt_dir, record)
+    return attempt_dir
+
+
+def _labels(spec_data: dict, scale: str, point: dict) -> dict:
+    dataset = spec_data.get("scales", {}).get(scale, {}).get("dataset", spec_data.get("dataset"))
+    labels = {"data": data_label(dataset)}
+    if "network" in point:
+        labels["network"] = str(point["network"])
+    return labels
+
+
+def data_label(dataset) -> str:
+    """`synthetic` for generated data, else the data set name (DESIGN.md §10)."""
+    if not dataset:
+        return "unknown"
+    return "synthetic" if "synthetic" in str(dataset) else str(dataset)

@@ -1,0 +1,561 @@
+"""Experiment specs: load, validate, expand into matrix points.
+
+Contract: docs/experiment-spec.md (fields, cross-checks) and docs/runs-and-results.md
+(point ids). Schema: dlobd/schemas/experiment.schema.json (JSON Schema 2020-12).
+
+API used by the pipeline:
+
+- ``load_all(root) -> dict[str, Spec]``: every ``experiments/*.yaml`` under the project
+  root, keyed by id (no validation; call ``validate`` for that).
+- ``Spec``: ``.id``, ``.path``, ``.data`` (the parsed YAML dict), ``.scale(name)`` (the scale
+  dict; a spec with ``data_from`` returns its source spec's scale), ``.axes()``, ``.dimensions()``,
+  ``.source_spec`` (the spec owning the data),
+  ``.points(scale) -> [(point_id, {axis: value})]`` (matrix expanded, ``exclude`` applied,
+  sorted by point id), ``.stack(scale)`` (the stack module at that scale), ``.claims``.
+- ``claims_files(root) -> dict[path, dict]``: the claims-only files ``claims/*-text.yaml``.
+- ``point_id(point) -> str``: the directory name of a matrix point.
+- ``validate(root, files=None) -> (errors, summary)``: schema + cross-checks; every error
+  is a string ``<file>: <field path>: <reason>``.
+
+Command: ``dlobd validate [--dir experiments] [files...]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from dlobd import ROOT, metrics
+
+SCHEMA_PATH = Path(__file__).with_name("schemas") / "experiment.schema.json"
+CATALOG_DIR = ROOT.parent / "shared" / "catalog"  # ../shared/catalog beside the checkout
+
+# Row columns every experiment's results carry besides its axes (docs/runs-and-results.md).
+ROW_COLUMNS = frozenset({"step", "epoch", "wall_clock_s"})
+
+
+def load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def metric_dims(name: str) -> frozenset[str] | None:
+    """Columns a row of metric `name` may be selected on (None: not in the vocabulary)."""
+    metric = metrics.METRICS.get(name)
+    if metric is None:
+        return None
+    return frozenset(metric.dims) | frozenset(metrics.COMMON_DIMS) | ROW_COLUMNS
+
+
+def _fmt(value) -> str:
+    """A matrix value as text: 384.0 and 384 are both '384'."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def point_id(point: dict) -> str:
+    """`axis-value` pairs sorted by axis, joined by `_`; `default` for a point without axes."""
+    if not point:
+        return "default"
+    return "_".join(
+        re.sub(r"[^A-Za-z0-9.+-]", "-", f"{axis}-{_fmt(point[axis])}") for axis in sorted(point)
+    )
+
+
+def _matches(point: dict, partial: dict) -> bool:
+    return all(axis in point and _fmt(point[axis]) == _fmt(v) for axis, v in partial.items())
+
+
+def expand(scale: dict) -> list[tuple[str, dict]]:
+    """The points of one scale: the matrix's cartesian product minus `exclude`; none for a
+    scale without a matrix (not runnable there)."""
+    if "matrix" not in scale:
+        return []
+    matrix = scale["matrix"] or {}
+    axes = sorted(matrix)
+    points = []
+    for values in itertools.product(*(matrix[a] for a in axes)):
+        point = dict(zip(axes, values))
+        if not any(_matches(point, ex) for ex in scale.get("exclude", [])):
+            points.append((point_id(point), point))
+    return sorted(points, key=lambda p: p[0])
+
+
+@dataclass
+class Spec:
+    id: str
+    path: Path
+    data: dict
+    registry: dict = field(default_factory=dict, repr=False)  # id -> Spec, for data_from
+
+    @property
+    def source_spec(self) -> "Spec":
+        """The spec that owns the data: itself, or its `data_from` spec."""
+        target = self.data.get("data_from")
+        return self.registry[target] if target else self
+
+    def axes(self) -> dict:
+        return self.source_spec.data.get("axes", {})
+
+    def dimensions(self) -> dict:
+        return self.data.get("dimensions") or self.source_spec.data.get("dimensions", {})
+
+    def scale(self, name: str) -> dict:
+        scales = self.source_spec.data.get("scales", {})
+        if name not in scales:
+            raise KeyError(f"{self.id}: no scale {name!r} (has: {', '.join(sorted(scales))})")
+        return scales[name]
+
+    def points(self, scale: str) -> list[tuple[str, dict]]:
+        return expand(self.scale(scale))
+
+    def stack(self, scale: str) -> str:
+        """The stack module that runs this spec at `scale` (a scale may override the spec's)."""
+        return self.scale(scale).get("stack", self.data["stack"])
+
+    @property
+    def claims(self) -> list[dict]:
+        return self.data.get("claims", [])
+
+
+# libyaml's loader when PyYAML has it: the same safe subset, several times faster
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _read_yaml(path: Path):
+    return yaml.load(path.read_text(), Loader=_LOADER)
+
+
+def load_all(root: Path | str = ROOT, directory: str = "experiments") -> dict[str, Spec]:
+    registry: dict[str, Spec] = {}
+    for path in sorted(Path(root, directory).glob("*.yaml")):
+        data = _read_yaml(path)
+        spec_id = data.get("id", path.stem) if isinstance(data, dict) else path.stem
+        registry[spec_id] = Spec(spec_id, path, data if isinstance(data, dict) else {}, registry)
+    return registry
+
+
+def claims_files(root: Path | str = ROOT) -> dict[Path, dict]:
+    return {p: _read_yaml(p) for p in sorted(Path(root, "claims").glob("*-text.yaml"))}
+
+
+def load_catalog(catalog_dir: Path = CATALOG_DIR) -> tuple[dict, dict]:
+    """(experiments by id, claims by id) from the shared catalog."""
+    exps = _read_yaml(catalog_dir / "experiments.yaml")["experiments"]
+    claims = _read_yaml(catalog_dir / "claims.yaml")["claims"]
+    return {e["id"]: e for e in exps}, {c["id"]: c for c in claims}
+
+
+# ---------------------------------------------------------------- claim syntax
+
+def parse_check(text: str):
+    """Parse a check with the claim language (dlobd/claims.py); returns its Check object."""
+    from dlobd import claims  # imported late: the spec module must load without it
+
+    return claims.parse_check(text)
+
+
+def check_selections(text: str) -> list:
+    """The places a check reads results: objects with `.experiment` (None = this spec),
+    `.metric` ('y' or a metric name), `.selectors` ({column: value}, a bound variable is a
+    `dlobd.claims.Var`) and `.open_axes(matrix)`."""
+    return parse_check(text).selections()
+
+
+def _selector_text(value) -> str | None:
+    """A selector value as matrix text; None for a quantifier's bound variable."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return _fmt(value)
+    return None
+
+
+def _syntax_error_type():
+    try:
+        from dlobd.claims import ClaimSyntaxError
+    except ImportError:
+        return None
+    return ClaimSyntaxError
+
+
+# ---------------------------------------------------------------- validation
+
+
+class _Errors(list):
+    """Error lines `<file>: <field path>: <reason>`, files shown relative to the project root."""
+
+    def __init__(self, root: Path):
+        super().__init__()
+        self.root = Path(root).resolve()
+
+    def add(self, path: Path | str, field_path: str, reason: str) -> None:
+        shown = Path(path)
+        try:
+            shown = shown.resolve().relative_to(self.root)
+        except ValueError:
+            pass
+        line = f"{shown}: {field_path}: {reason}"
+        if line not in self:  # one check may read the same selection several times
+            self.append(line)
+
+
+def _json_path(error: jsonschema.ValidationError) -> str:
+    parts = []
+    for p in error.absolute_path:
+        parts.append(f"[{p}]" if isinstance(p, int) else (("." if parts else "") + str(p)))
+    return "".join(parts) or "(top)"
+
+
+def _schema_reason(error: jsonschema.ValidationError) -> str:
+    if error.validator == "oneOf" and error.schema is not None and "properties" in error.schema:
+        return "a claim needs exactly one of `check` or `not_checkable` (and `check_alt` only beside `check`)"
+    if error.validator == "not" and isinstance(error.instance, dict) and "data_from" in error.instance:
+        present = [k for k in ("axes", "scales", "same_data_as") if k in error.instance]
+        return (f"a spec with data_from takes its axes and scales from {error.instance['data_from']}: "
+                f"remove {', '.join(present)}")
+    return error.message
+
+
+def _schema_errors(validator, data, path: Path, errors: _Errors) -> None:
+    for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        errors.add(path, _json_path(err), _schema_reason(err))
+
+
+def _in_values(value: str, values) -> bool:
+    return any(_fmt(v) == value or _try_num(v) == _try_num(value) is not None for v in values)
+
+
+def _try_num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _axis_values(spec: Spec) -> dict[str, list]:
+    """Every value an axis takes in any scale's matrix (or axis_map) of the owning spec."""
+    values: dict[str, list] = {a: [] for a in spec.axes()}
+    for scale in spec.source_spec.data.get("scales", {}).values():
+        for axis, vals in (scale.get("matrix") or {}).items():
+            values.setdefault(axis, []).extend(vals)
+    return values
+
+
+def _check_scale(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
+    where = f"scales.{name}"
+    axes = spec.axes()
+    matrix = scale.get("matrix")
+    if name == "paper" and matrix is None:
+        errors.add(spec.path, f"{where}.matrix", "the paper scale needs a matrix (the figure's points)")
+    if matrix is not None:
+        for axis in matrix:
+            if axis not in axes:
+                errors.add(spec.path, f"{where}.matrix.{axis}", f"unknown axis {axis!r} (declared: {', '.join(sorted(axes))})")
+        for axis in axes:
+            if axis not in matrix:
+                errors.add(spec.path, f"{where}.matrix", f"declared axis {axis!r} has no values in this matrix")
+
+    def check_point(point: dict, fpath: str, allow_dims: bool = False) -> None:
+        for axis, value in point.items():
+            if axis in axes:
+                if matrix is not None and axis in matrix and not _in_values(_fmt(value), matrix[axis]):
+                    errors.add(spec.path, f"{fpath}.{axis}", f"value {_fmt(value)!r} is not in the {name} matrix of {axis!r}")
+            elif not (allow_dims and (axis in spec.dimensions() or axis in ROW_COLUMNS)):
+                errors.add(spec.path, f"{fpath}.{axis}", f"unknown axis {axis!r}")
+
+    for i, ex in enumerate(scale.get("exclude", [])):
+        check_point(ex, f"{where}.exclude[{i}]")
+    for i, pn in enumerate(scale.get("point_needs", [])):
+        check_point(pn["at"], f"{where}.point_needs[{i}].at")
+    for i, pv in enumerate(scale.get("paper_values", [])):
+        check_point(pv["at"], f"{where}.paper_values[{i}].at", allow_dims=True)
+        open_axes = sorted(a for a, vals in (matrix or {}).items() if len(vals) > 1 and a not in pv["at"])
+        if open_axes:
+            errors.add(spec.path, f"{where}.paper_values[{i}].at", f"does not name a point: axes left open: {', '.join(open_axes)}")
+    if matrix is not None and not expand(scale):
+        errors.add(spec.path, f"{where}.exclude", "every point of the matrix is excluded")
+    for axis, mapping in (scale.get("axis_map") or {}).items():
+        if axis not in axes:
+            errors.add(spec.path, f"{where}.axis_map.{axis}", f"unknown axis {axis!r}")
+            continue
+        paper_matrix = (spec.source_spec.data.get("scales", {}).get("paper") or {}).get("matrix") or {}
+        for src, dst in mapping.items():
+            if axis in paper_matrix and not _in_values(_fmt(src), paper_matrix[axis]):
+                errors.add(spec.path, f"{where}.axis_map.{axis}.{src}", f"{src!r} is not in the paper matrix of {axis!r}")
+            if matrix is not None and axis in matrix and not _in_values(_fmt(dst), matrix[axis]):
+                errors.add(spec.path, f"{where}.axis_map.{axis}.{src}", f"maps to {_fmt(dst)!r}, which is not in the {name} matrix of {axis!r}")
+
+
+def _check_claim_syntax(owner: Spec | None, registry: dict, claim: dict, fpath: str, path: Path,
+                        errors: _Errors, syntax_error) -> None:
+    for key in ("check", "check_alt"):
+        text = claim.get(key)
+        if text is None:
+            continue
+        if syntax_error is None:  # dlobd.claims not present: syntax unchecked (reported by validate)
+            return
+        try:
+            selections = check_selections(text)
+        except syntax_error as exc:  # the parser's own error carries the position
+            errors.add(path, f"{fpath}.{key}", f"syntax error: {exc}")
+            continue
+        where = f"{fpath}.{key}"
+        for sel in selections:
+            target = owner
+            if sel.experiment is not None:
+                target = registry.get(sel.experiment)
+                if target is None:
+                    errors.add(path, where, f"names unknown experiment {sel.experiment!r}")
+                    continue
+            if target is None:
+                errors.add(path, where, "a claim outside an experiment spec must name its experiment (y@<id>[...])")
+                continue
+            metric = target.data.get("metric", {}).get("name") if sel.metric == "y" else sel.metric
+            allowed = metric_dims(metric) if isinstance(metric, str) else None
+            if allowed is None:
+                if sel.metric != "y":  # an unknown primary metric is reported at metric.name
+                    errors.add(path, where, f"unknown metric {metric!r} (not in docs/metrics.md)")
+                allowed = ROW_COLUMNS
+            axes, dims, values = target.axes(), target.dimensions(), _axis_values(target)
+            for column, raw in sel.selectors.items():
+                value = _selector_text(raw)
+                if column in axes:
+                    if value is not None and not _in_values(value, values.get(column, [])):
+                        errors.add(path, where, f"{column}={value}: value not in any matrix of {target.id}")
+                elif column in dims:
+                    if column not in allowed:
+                        errors.add(path, where, f"{column!r} is not a dimension of metric {metric!r} (docs/metrics.md)")
+                    listed = dims[column].get("values")
+                    if value is not None and listed and not _in_values(value, listed):
+                        errors.add(path, where, f"{column}={value}: not a value of dimension {column!r} of {target.id}")
+                elif column not in allowed:
+                    errors.add(path, where, f"selector names unknown axis {column!r} of {target.id}")
+            # an unnamed axis with several values makes the reference ambiguous
+            for scale_name, scale in target.source_spec.data.get("scales", {}).items():
+                open_axes = sel.open_axes(scale.get("matrix") or {})
+                if open_axes:
+                    errors.add(path, where, f"{sel.text or sel.metric}: ambiguous in the {scale_name} matrix of "
+                                            f"{target.id} (axes left open: {', '.join(open_axes)})")
+
+
+def _check_metrics(spec: Spec, errors: _Errors) -> None:
+    """Metric names of the spec exist in the vocabulary; declared dimensions belong to a metric used."""
+    data = spec.data
+    used = {"metric.name": data["metric"]["name"]}
+    if "y2" in data["plot"]:
+        used["plot.y2"] = data["plot"]["y2"]
+    for name, scale in (data.get("scales") or {}).items():
+        for i, pv in enumerate(scale.get("paper_values", [])):
+            if "metric" in pv:
+                used[f"scales.{name}.paper_values[{i}].metric"] = pv["metric"]
+    allowed = set(ROW_COLUMNS)
+    for field_path, name in used.items():
+        dims = metric_dims(name)
+        if dims is None:
+            errors.add(spec.path, field_path, f"unknown metric {name!r} (not in docs/metrics.md)")
+        else:
+            allowed |= dims
+    for dim, decl in data.get("dimensions", {}).items():
+        if dim not in allowed:
+            errors.add(spec.path, f"dimensions.{dim}", f"not a dimension of the spec's metrics ({', '.join(sorted(set(used.values())))}) in docs/metrics.md")
+        if dim == "phase":  # the one dimension whose values the vocabulary fixes
+            for value in decl.get("values", []):
+                if value not in metrics.PHASES:
+                    errors.add(spec.path, f"dimensions.phase.values", f"{value!r} is not a phase of docs/metrics.md")
+
+
+def validate(root: Path | str = ROOT, files: list | None = None, directory: str = "experiments",
+             catalog_dir: Path = CATALOG_DIR) -> tuple[list[str], dict]:
+    """Validate specs and claims files. With `files`, only those specs are checked (the
+    completeness of claim placement is then not checked)."""
+    root = Path(root)
+    errors = _Errors(root)
+    schema = load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    file_validator = jsonschema.Draft202012Validator({**schema["$defs"]["claims_file"], "$defs": schema["$defs"]})
+    syntax_error = _syntax_error_type()
+    if not (Path(catalog_dir) / "claims.yaml").is_file():
+        errors.add(catalog_dir, "(catalog)", "catalog not found: experiments.yaml and claims.yaml are needed for the cross-checks")
+        return list(errors), {"specs": 0, "claims_files": 0, "claims": 0, "warnings": []}
+    cat_exps, cat_claims = load_catalog(catalog_dir)
+
+    registry: dict[str, Spec] = {}
+    unreadable: set[str] = set()  # ids of files that do not load: no follow-on errors for them
+    paths = sorted(Path(root, directory).glob("*.yaml"))
+    for path in paths:
+        try:
+            data = _read_yaml(path)
+        except yaml.YAMLError as exc:
+            errors.add(path, "(file)", "not valid YAML: " + " ".join(str(exc).split()))
+            unreadable.add(path.stem)
+            continue
+        if not isinstance(data, dict):
+            errors.add(path, "(file)", "a spec is a YAML mapping")
+            unreadable.add(path.stem)
+            continue
+        spec_id = data.get("id") if isinstance(data.get("id"), str) else path.stem
+        if spec_id in registry:
+            errors.add(path, "id", f"duplicate id {spec_id!r} (also in {registry[spec_id].path})")
+        registry[spec_id] = Spec(spec_id, path, data, registry)
+    if files:
+        wanted = {Path(f).resolve() for f in files}
+        checked = [s for s in registry.values() if s.path.resolve() in wanted]
+        missing = wanted - {s.path.resolve() for s in checked}
+        for m in sorted(missing):
+            errors.add(m, "(file)", "no such spec file")
+    else:
+        checked = list(registry.values())
+    cfiles = {}
+    for path in [] if files else sorted(Path(root, "claims").glob("*-text.yaml")):
+        try:
+            cfiles[path] = _read_yaml(path)
+        except yaml.YAMLError as exc:
+            errors.add(path, "(file)", "not valid YAML: " + " ".join(str(exc).split()))
+
+    placed: dict[str, str] = {}
+    n_claims = 0
+
+    def place(claim: dict, where: str, path: Path, fpath: str, owner_id: str | None, paper: str | None) -> None:
+        cid = claim.get("id")
+        if not isinstance(cid, str):
+            return
+        if cid in placed:
+            errors.add(path, f"{fpath}.id", f"claim {cid} is placed twice (also in {placed[cid]})")
+        placed[cid] = where
+        cat = cat_claims.get(cid)
+        if cat is None:
+            errors.add(path, f"{fpath}.id", f"claim {cid} is not in the catalog")
+            return
+        if cat.get("experiment_id") and cat["experiment_id"] != owner_id:
+            errors.add(path, f"{fpath}.id", f"claim {cid} belongs to experiment {cat['experiment_id']} (catalog)")
+        if claim.get("kind") != cat.get("kind"):
+            errors.add(path, f"{fpath}.kind", f"{claim.get('kind')!r} differs from the catalog's kind {cat.get('kind')!r}")
+        if paper and not cid.startswith(paper + "-"):
+            errors.add(path, f"{fpath}.id", f"claim {cid} is not a claim of paper {paper!r}")
+
+    for spec in checked:
+        data, path = spec.data, spec.path
+        before = len(errors)
+        _schema_errors(validator, data, path, errors)
+        schema_ok = len(errors) == before
+        if spec.id != path.stem:
+            errors.add(path, "id", f"{spec.id!r} differs from the file name {path.stem!r}")
+        cat = cat_exps.get(spec.id)
+        if cat is None:
+            errors.add(path, "id", f"{spec.id!r} is not an experiment of the catalog")
+        else:
+            if data.get("source") != cat["source"]:
+                errors.add(path, "source", f"{data.get('source')!r} differs from the catalog's {cat['source']!r}")
+        if isinstance(data.get("paper"), str) and not spec.id.startswith(data["paper"] + "-"):
+            errors.add(path, "paper", f"{data['paper']!r} does not match the id {spec.id!r}")
+        for i, other in enumerate(data.get("same_data_as") or []):
+            if other not in registry:
+                errors.add(path, f"same_data_as[{i}]", f"names unknown spec {other!r}")
+            elif registry[other].data.get("data_from") != spec.id:
+                errors.add(path, f"same_data_as[{i}]", f"{other} does not say `data_from: {spec.id}`")
+        target = data.get("data_from")
+        if target is not None:
+            if target not in registry:
+                errors.add(path, "data_from", f"names unknown spec {target!r}")
+                for i, claim in enumerate(data.get("claims") or []):
+                    place(claim, spec.id, path, f"claims[{i}]", spec.id, data.get("paper"))
+                continue
+            if registry[target].data.get("data_from"):
+                errors.add(path, "data_from", f"{target} itself takes its data from elsewhere")
+            if spec.id not in (registry[target].data.get("same_data_as") or []):
+                errors.add(path, "data_from", f"{target} does not list {spec.id} in same_data_as")
+        if not schema_ok:
+            # cross-checks assume the shapes the schema guarantees
+            for i, claim in enumerate(data.get("claims") or []):
+                if isinstance(claim, dict):
+                    place(claim, spec.id, path, f"claims[{i}]", spec.id, data.get("paper"))
+            continue
+
+        _check_metrics(spec, errors)
+        axes = spec.axes()
+        dims = spec.dimensions()
+        for axis in dims:
+            if axis in axes:
+                errors.add(path, f"dimensions.{axis}", "is also a matrix axis")
+        plot = data["plot"]
+        x_ok = set(axes) | set(dims) | ROW_COLUMNS
+        if plot["x"] not in x_ok:
+            errors.add(path, "plot.x", f"{plot['x']!r} is not a declared axis, dimension, step, epoch or wall_clock_s")
+        for key in ("series", "panels"):
+            for i, name in enumerate(plot.get(key, [])):
+                if name not in axes and name not in dims:
+                    errors.add(path, f"plot.{key}[{i}]", f"{name!r} is not a declared axis or dimension")
+        if "stack" in plot and plot["stack"] not in dims:
+            errors.add(path, "plot.stack", f"{plot['stack']!r} is not a declared dimension")
+        if "stack_axis" in data:
+            sa = data["stack_axis"]
+            if sa not in axes:
+                errors.add(path, "stack_axis", f"{sa!r} is not a declared axis")
+            else:
+                stacks = set(load_schema()["$defs"]["stack"]["enum"])
+                for v in _axis_values(spec)[sa]:
+                    if v not in stacks:
+                        errors.add(path, "stack_axis", f"value {v!r} of {sa!r} is not a stack module")
+        if target is None:
+            for name, scale in data["scales"].items():
+                _check_scale(spec, name, scale, errors)
+        for i, claim in enumerate(data.get("claims", [])):
+            n_claims += 1
+            place(claim, spec.id, path, f"claims[{i}]", spec.id, data["paper"])
+            _check_claim_syntax(spec, registry, claim, f"claims[{i}]", path, errors, syntax_error)
+
+    for path, cdata in cfiles.items():
+        before = len(errors)
+        _schema_errors(file_validator, cdata, path, errors)
+        where = f"claims/{path.name}"
+        if len(errors) != before:
+            for i, claim in enumerate((cdata or {}).get("claims") or [] if isinstance(cdata, dict) else []):
+                if isinstance(claim, dict):
+                    place(claim, where, path, f"claims[{i}]", None, None)
+            continue
+        if not path.stem.startswith(cdata["paper"] + "-"):
+            errors.add(path, "paper", f"{cdata['paper']!r} does not match the file name")
+        for i, claim in enumerate(cdata["claims"]):
+            n_claims += 1
+            place(claim, where, path, f"claims[{i}]", None, cdata["paper"])
+            _check_claim_syntax(None, registry, claim, f"claims[{i}]", path, errors, syntax_error)
+
+    if not files:
+        for cid in sorted(set(cat_claims) - set(placed)):
+            if cat_claims[cid].get("experiment_id") not in unreadable:
+                errors.add(Path(root, directory), "claims", f"catalog claim {cid} is placed nowhere")
+        for eid in sorted(set(cat_exps) - set(registry) - unreadable):
+            errors.add(Path(root, directory), "(files)", f"catalog experiment {eid} has no spec")
+    warnings = [] if syntax_error else ["claim checks not parsed: dlobd.claims (the claim language) is not available"]
+    summary = {"specs": len(checked), "claims_files": len(cfiles), "claims": n_claims, "warnings": warnings}
+    return list(errors), summary
+
+
+# ---------------------------------------------------------------- command
+
+
+def register(parser) -> None:
+    parser.add_argument("--dir", default="experiments", help="spec directory under the project root")
+    parser.add_argument("--root", default=str(ROOT), help="project root (holds experiments/ and claims/)")
+    parser.add_argument("files", nargs="*", help="only these spec files (claim placement is then not checked)")
+
+
+def run(args) -> int:
+    errors, summary = validate(args.root, args.files or None, args.dir)
+    for line in errors:
+        print(line)
+    if errors:
+        print(f"{len(errors)} error(s)")
+        return 1
+    for line in summary["warnings"]:
+        print(f"warning: {line}", file=sys.stderr)
+    print(f"ok: {summary['specs']} specs, {summary['claims_files']} claims files, {summary['claims']} claims")
+    return 0

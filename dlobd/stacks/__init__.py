@@ -1,0 +1,160 @@
+"""The stacks: one module per DL stack, holding its log parser (and, later, its launcher).
+
+Every stack module has
+  LOG_FILES   glob patterns, relative to a run directory, of the files its parser reads
+  parse(text) -> ParseResult   one log file's text to tidy rows
+
+`dlobd parse --stack <stack> <logfile>...` prints the rows as CSV. `parse_run` parses the
+LOG_FILES of one run directory and joins the rows, each tagged with its `log` file.
+
+Damaged input, for every stack (docs/metrics.md, "Damaged logs"):
+- empty, binary, or no line of the stack's format: status `unparseable` with the reason;
+- steps going backwards or repeating, or a second start header for the same task (two
+  logs interleaved or concatenated): `unparseable`, naming the line;
+- a log cut short: status `ok` with the rows of its complete lines only, `finished`
+  False and the reason saying what is missing. A last line without its newline is cut
+  mid-line and is never read, since its last number may be cut too.
+"""
+
+import argparse
+import csv
+import importlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlobd.metrics import ROW_FIELDS
+
+STACKS = ("bigdl", "caffe", "grpcbench", "hr_reduce", "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
+
+# Every parser's reason for a text with no line of its format starts with this.
+NO_LINES = "no line of"
+EMPTY = "empty log"
+
+# Above this share of control characters a "log" is binary data, not text.
+BINARY_SHARE = 0.01
+
+
+@dataclass
+class ParseResult:
+    rows: list = field(default_factory=list)  # dicts: metric, value, unit, step, epoch, dims...
+    status: str = "ok"                        # 'ok' or 'unparseable'
+    reason: str | None = None                 # why unparseable, or what a cut log lacks
+    finished: bool = False                    # the log reaches the run's normal end
+    meta: dict = field(default_factory=dict)  # settings the log states (model, batch size ...)
+    events: list = field(default_factory=list)  # timestamped milestones: {time, event, line}
+
+    @classmethod
+    def unparseable(cls, reason: str) -> "ParseResult":
+        return cls(status="unparseable", reason=reason)
+
+
+class LogError(ValueError):
+    """A log that cannot be read as a whole; the message is the reason."""
+
+
+def get(name: str):
+    if name not in STACKS:
+        raise KeyError(f"unknown stack {name!r}; known stacks: {', '.join(STACKS)}")
+    return importlib.import_module(f"dlobd.stacks.{name}")
+
+
+def text_lines(text: str) -> tuple[list[tuple[int, str]], bool]:
+    """The complete lines of a log as (line number, text), and whether a cut last line was dropped.
+
+    Raises LogError for empty and binary input.
+    """
+    if not text.strip():
+        raise LogError(EMPTY)
+    control = sum(1 for c in text if (ord(c) < 32 and c not in "\t\n\r") or c == "\ufffd")
+    if "\x00" in text or control > BINARY_SHARE * len(text):
+        raise LogError(f"binary data, not a text log ({control} of {len(text)} characters "
+                       "are control bytes or undecodable)")
+    lines = text.split("\n")
+    cut = lines[-1] != ""
+    lines = lines[:-1]  # the part after the last newline: empty, or a line cut mid-way
+    return [(i + 1, line.rstrip("\r")) for i, line in enumerate(lines)], cut
+
+
+def read_log(path: Path) -> str:
+    # Undecodable bytes become U+FFFD, which text_lines counts as binary.
+    return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def parse_file(stack: str, path: Path) -> ParseResult:
+    return get(stack).parse(read_log(path))
+
+
+def parse_run(stack: str, run_dir: Path) -> ParseResult:
+    """Parse every LOG_FILES match of a run directory; rows carry the file as `log`.
+
+    Empty files and files without any line of the stack's format are skipped (a Spark
+    driver's stdout may hold none); any other unparseable file makes the run unparseable.
+    """
+    module = get(stack)
+    run_dir = Path(run_dir)
+    paths = sorted({p for pattern in module.LOG_FILES for p in run_dir.glob(pattern) if p.is_file()})
+    if not paths:
+        return ParseResult.unparseable(
+            f"{run_dir}: no log file matching {', '.join(module.LOG_FILES)}")
+    combined = ParseResult(finished=True)
+    silent = []
+    for path in paths:
+        rel = str(path.relative_to(run_dir))
+        result = module.parse(read_log(path))
+        if result.status != "ok":
+            if result.reason and result.reason.startswith((NO_LINES, EMPTY)):
+                silent.append(rel)
+                continue
+            return ParseResult.unparseable(f"{rel}: {result.reason}")
+        combined.rows += [{**r, "log": rel} for r in result.rows]
+        combined.events += [{**e, "log": rel} for e in result.events]
+        combined.meta.update(result.meta)
+        if not result.finished:
+            combined.finished = False
+            combined.reason = "; ".join(filter(None, [combined.reason, f"{rel}: {result.reason}"]))
+    if not combined.rows and not combined.events:
+        read = [str(p.relative_to(run_dir)) for p in paths if str(p.relative_to(run_dir)) not in silent]
+        return ParseResult.unparseable(
+            f"{run_dir}: no value in its {stack} logs ({', '.join(read) or 'none'} read; "
+            f"{', '.join(silent) or 'none'} empty or without a line of {stack}'s format)")
+    return combined
+
+
+def to_csv(rows: list, out) -> None:
+    dims = sorted({k for r in rows for k in r} - set(ROW_FIELDS))
+    writer = csv.DictWriter(out, fieldnames=list(ROW_FIELDS) + dims, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in r.items()})
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", required=True, choices=STACKS)
+    parser.add_argument("logs", nargs="+", type=Path,
+                        help="log files, or a run directory (its LOG_FILES are read)")
+
+
+def run(args) -> int:
+    status = 0
+    rows = []
+    for path in args.logs:
+        if path.is_dir():
+            result = parse_run(args.stack, path)
+        elif path.is_file():
+            result = parse_file(args.stack, path)
+        else:
+            print(f"dlobd parse: {path}: no such file or directory", file=sys.stderr)
+            status = 2
+            continue
+        if result.status != "ok":
+            print(f"dlobd parse: {path}: unparseable: {result.reason}", file=sys.stderr)
+            status = max(status, 1)
+            continue
+        if not result.finished:
+            print(f"dlobd parse: {path}: run did not finish: {result.reason}", file=sys.stderr)
+        tag = {"log": str(path)} if len(args.logs) > 1 and path.is_file() else {}
+        rows += [{**r, **tag} for r in result.rows]
+    if rows:
+        to_csv(rows, sys.stdout)
+    return status

@@ -1,0 +1,296 @@
+"""hr_reduce: the project's S-Caffe hierarchical-reduce micro-benchmark (benchmarks/hr-reduce).
+
+Parser: reads the benchmark's stdout, OSU-style, in one of three forms chosen by its
+column header line:
+
+  # HR-Reduce latency test (dlobd hr-reduce 1.0)
+  # Algorithm: chain
+  # Chunks: auto (~1024 KiB each, 1..64)
+  # Ranks: 4
+  # MPI library: Open MPI v4.1.4, ...
+  # Size  Avg Latency(us)  Min Latency(us)  Max Latency(us)  Median(us)  Iterations  Chunks  Chain  Choice
+  67108864  87188.37  62580.10  112161.40  87822.47  5  64  0  chain
+  # Verified: 15 sizes, the reduced result on rank 0 matched the expected sum
+
+- latency test: one `latency_us` row per size (`message_bytes`, `operation=reduce`), the
+  value the median over iterations of the slowest rank's time (avg/min/max stay in the log;
+  the medians resist a loaded machine). Per-size choices of `tuned` go to meta.
+- cost model (`# Size Predicted(us) Unit time(us) Factor Unit bytes Iterations`): one
+  `latency_us` row per size with `operation=model-bin` or `model-cc`: the time eq. (1)/(2)
+  of the paper predicts from the measured pairwise reduce time t(b) or t(c) (meta keeps
+  t and the factor).
+- training loop (`# Iter Loss Propagation(s) ForwardBackward(s) Aggregation(s)`): per
+  iteration `loss` and `time_breakdown_s` (phases propagation, forward_backward,
+  aggregation); the run's `train_time_s` from the `# Total(s):` line.
+
+Finished when the `# Verified:` line is present (the benchmark prints it only after every
+reduce matched; a mismatch aborts the job before it).
+
+Launcher: builds benchmarks/hr-reduce with CMake against the point's MPI (Debian OpenMPI
+or MPICH, through `mpicc.openmpi` / `mpicc.mpich`) into
+`$DLOBD_PREFIX/build/hr-reduce-<mpi>` (beside the other builds, outside the git tree;
+rebuilt when a source is newer than the binary), then runs it under that MPI's mpirun with
+`fixed.processes` ranks, oversubscribed when they outnumber the cores (labelled so).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from dlobd import provenance, runs
+from dlobd.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+
+LOG_FILES = ("stdout.log",)
+
+SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "hr-reduce"
+MPIS = {
+    "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": "mpirun.openmpi"},
+    "mpich": {"mpicc": "mpicc.mpich", "mpirun": "mpirun.mpich"},
+}
+
+TITLE = re.compile(r"^# HR-Reduce (latency test|cost model|training loop)")
+HEADER_FIELD = re.compile(r"^# ([A-Za-z][A-Za-z ]*?): (.*)$")
+TOTAL = re.compile(r"^# Total\(s\): train (\S+) propagation (\S+) forward_backward (\S+) "
+                   r"aggregation (\S+)\s*$")
+PHASES = ("propagation", "forward_backward", "aggregation")
+
+
+# ------------------------------------------------------------------ parser
+
+
+def parse(text: str) -> ParseResult:
+    try:
+        lines, cut = text_lines(text)
+        return _parse(lines, cut)
+    except LogError as e:
+        return ParseResult.unparseable(str(e))
+
+
+def _number(no: int, token: str, what: str) -> float:
+    try:
+        return float(token)
+    except ValueError:
+        raise LogError(f"line {no}: {what} {token!r} is not a number") from None
+
+
+def _parse(lines, cut) -> ParseResult:
+    result = ParseResult()
+    mode = None       # 'latency', 'model' or 'train' once the column header is read
+    title_seen = False
+    last_key = None   # last size or iteration, which must grow
+    choices = {}
+    for no, line in lines:
+        if TITLE.match(line):
+            if title_seen:
+                raise LogError(f"line {no}: a second benchmark header (two logs concatenated?)")
+            title_seen = True
+            result.meta["title"] = line[2:].strip()
+            continue
+        if line.startswith("# Size") or line.startswith("# Iter"):
+            if mode is not None:
+                raise LogError(f"line {no}: a second column header (two logs concatenated?)")
+            if line.startswith("# Iter"):
+                mode = "train"
+            elif "Predicted" in line:
+                mode = "model"
+            else:
+                mode = "latency"
+            continue
+        if line.startswith("# Verified:"):
+            if mode is None:
+                raise LogError(f"line {no}: '# Verified:' before any measurement")
+            result.finished = True
+            result.meta["verified"] = line[len("# Verified:"):].strip()
+            continue
+        total = TOTAL.match(line)
+        if total:
+            if mode != "train":
+                raise LogError(f"line {no}: a training total in a {mode or 'header-less'} log")
+            train, *parts = (_number(no, t, "total") for t in total.groups())
+            result.rows.append(row("train_time_s", train))
+            result.meta["phase_totals_s"] = dict(zip(PHASES, parts))
+            continue
+        field = HEADER_FIELD.match(line)
+        if field and mode is None:
+            result.meta[field.group(1).lower().replace(" ", "_")] = field.group(2).strip()
+            continue
+        if line.startswith("#") or not line.strip():
+            continue
+        if mode is None:
+            continue  # text before the benchmark's header (mpirun's own messages)
+        cols = line.split()
+        if mode == "train":
+            if len(cols) != 5:
+                raise LogError(f"line {no}: a training row needs 5 columns "
+                               f"(iteration, loss, three phase times), found {len(cols)}")
+            step = int(_number(no, cols[0], "iteration"))
+            _check_order(no, last_key, step, "iteration")
+            last_key = step
+            loss = _number(no, cols[1], "loss")
+            if loss == loss and abs(loss) != float("inf"):
+                result.rows.append(row("loss", loss, step=step))
+            else:
+                result.meta.setdefault("non_finite", []).append({"step": step, "loss": cols[1]})
+            for phase, token in zip(PHASES, cols[2:]):
+                result.rows.append(row("time_breakdown_s", _number(no, token, phase), step=step,
+                                       phase=phase))
+            continue
+        want = 6 if mode == "model" else 9
+        if len(cols) != want:
+            raise LogError(f"line {no}: a {mode} row needs {want} columns, found {len(cols)}")
+        size = int(_number(no, cols[0], "size"))
+        _check_order(no, last_key, size, "size")
+        last_key = size
+        if mode == "model":
+            predicted, unit_us, factor = (_number(no, t, "value") for t in cols[1:4])
+            algorithm = result.meta.get("algorithm", "model")
+            result.rows.append(row("latency_us", predicted, message_bytes=size, operation=algorithm))
+            result.meta.setdefault("model_terms", {})[size] = {
+                "unit_time_us": unit_us, "factor": factor, "unit_bytes": int(_number(no, cols[4], "bytes"))}
+        else:
+            median = _number(no, cols[4], "median latency")
+            for token in cols[1:4]:
+                _number(no, token, "latency")
+            result.rows.append(row("latency_us", median, message_bytes=size, operation="reduce"))
+            choices[size] = cols[8]
+    if mode is None:
+        if title_seen:
+            result.reason = "the benchmark header but no column header: stopped before measuring"
+            return result
+        raise LogError(f"{NO_LINES} hr_reduce's format: no '# HR-Reduce' header with a column header")
+    if result.meta.get("algorithm") == "tuned":
+        result.meta["choices"] = choices
+    if not result.finished:
+        result.reason = ("no '# Verified:' line: the log stops before the run's end"
+                         + ("; its last line was cut mid-line and not read" if cut else ""))
+    return result
+
+
+def _check_order(no: int, last, value, what: str) -> None:
+    if last is not None and value <= last:
+        raise LogError(f"line {no}: {what} {value} after {last} (two logs interleaved or concatenated?)")
+
+
+# ------------------------------------------------------------------ build
+
+
+def build_dir(mpi: str) -> Path:
+    return provenance.prefix() / "build" / f"hr-reduce-{mpi}"
+
+
+def ensure_built(mpi: str, log_path: Path | None = None) -> Path:
+    """The benchmark binary for one MPI, (re)built with CMake when missing or stale."""
+    if mpi not in MPIS:
+        raise ValueError(f"hr_reduce: unknown MPI {mpi!r}; known: {', '.join(MPIS)}")
+    mpicc = shutil.which(MPIS[mpi]["mpicc"])
+    if not mpicc:
+        raise runs.NotRunnable(f"{MPIS[mpi]['mpicc']} not found: install Debian's "
+                               f"{'libopenmpi-dev' if mpi == 'openmpi' else 'libmpich-dev'}")
+    if not shutil.which("cmake"):
+        raise runs.NotRunnable("cmake not found: it builds benchmarks/hr-reduce")
+    bdir = build_dir(mpi)
+    binary = bdir / "hr_reduce"
+    sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".h", ".txt")]
+    if binary.exists() and all(p.stat().st_mtime <= binary.stat().st_mtime for p in sources):
+        return binary
+    steps = [["cmake", "-S", str(SOURCE_DIR), "-B", str(bdir), f"-DMPI_C_COMPILER={mpicc}",
+              "-DCMAKE_BUILD_TYPE=Release"],
+             ["cmake", "--build", str(bdir)]]
+    out = []
+    for cmd in steps:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        out.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode != 0:
+            if log_path:
+                log_path.write_text("".join(out))
+            raise RuntimeError(f"building hr_reduce with {mpi} failed: {' '.join(cmd)} exit "
+                               f"{proc.returncode}: {(proc.stderr or proc.stdout).strip()[-400:]}")
+    if log_path:
+        log_path.write_text("".join(out))
+    return binary
+
+
+def mpirun_prefix(mpi: str, processes: int) -> list[str]:
+    """mpirun for `processes` ranks on this host, allowing more ranks than cores."""
+    cmd = [MPIS[mpi]["mpirun"], "-np", str(processes)]
+    if mpi == "openmpi":
+        cmd[1:1] = ["--oversubscribe", "--bind-to", "none"]
+        if os.geteuid() == 0:
+            cmd.insert(1, "--allow-run-as-root")
+    return cmd  # MPICH's hydra places any number of ranks on one host as it is
+
+
+# ------------------------------------------------------------------ launcher
+
+
+def benchmark_args(value: str) -> list[str]:
+    """Benchmark options for an algorithm axis value of the specs."""
+    v = str(value)
+    if v in ("mpi-default", "none", "mv2", "mpi"):
+        return ["--algorithm", "mpi"]
+    if v == "hr-tuned":
+        return ["--algorithm", "tuned"]
+    m = re.fullmatch(r"(cb|cc)-(\d+)", v)
+    if m:
+        return ["--algorithm", m.group(1), "--chain", m.group(2)]
+    if v in ("binomial", "chain", "tuned", "model-bin", "model-cc"):
+        return ["--algorithm", v]
+    raise ValueError(f"hr_reduce: algorithm {v!r} is none of mpi-default/none, binomial, chain, "
+                     "cb-K, cc-K, hr-tuned, model-bin, model-cc")
+
+
+def plan_point(point: dict, fixed: dict) -> tuple[str, list[str]]:
+    """(MPI, benchmark options) of one matrix point."""
+    mpi = str(fixed.get("mpi", "openmpi"))
+    if "mpi_impl" in point:  # Fig. 12: whose reduce; `hr` is the tuned design on hr_runtime
+        impl = str(point["mpi_impl"])
+        if impl == "hr":
+            mpi, args = str(fixed.get("hr_runtime", "openmpi")), ["--algorithm", "tuned"]
+        else:
+            mpi, args = impl, ["--algorithm", "mpi"]
+    else:
+        args = benchmark_args(point.get("algorithm", fixed.get("algorithm", "mpi")))
+    mpi = mpi.lower().replace(" ", "")
+    if mpi not in MPIS:
+        raise ValueError(f"hr_reduce: MPI {mpi!r} is not one of {', '.join(MPIS)}")
+    if "chunks" in fixed:
+        args += ["--chunks", str(fixed["chunks"])]
+    if fixed.get("mode") == "training loop":
+        args += ["--train", str(int(fixed.get("iterations", 20))),
+                 "--grad-bytes", str(int(fixed["gradient_bytes"])),
+                 "--batch", str(int(fixed.get("batch", 2)))]
+    else:
+        args += ["--sizes", f"{int(fixed.get('min_bytes', 4))}:{int(fixed.get('max_bytes', 1 << 20))}",
+                 "--iterations", str(int(fixed.get("iterations", 20))),
+                 "--warmup", str(int(fixed.get("warmup", 5)))]
+    return mpi, args
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    mpi, args = plan_point(ctx.point, ctx.fixed)
+    processes = int(ctx.fixed.get("processes", 4))
+    binary = ensure_built(mpi, ctx.attempt_dir / "build.log")
+    command = mpirun_prefix(mpi, processes) + [str(binary), *args]
+    result = runs.run_command(ctx, command, cwd=str(ctx.attempt_dir))
+    cores = os.cpu_count() or 1
+    placement = (f"{processes} ranks oversubscribed on {cores} cores" if processes > cores
+                 else f"{processes} ranks on {cores} cores")
+    result.labels.update({"ranks": placement, "oversubscribed": str(processes > cores).lower(),
+                          "buffers": "host", "mpi": mpi})
+    result.versions.update({"stack": "hr-reduce 1.0", "mpi": _mpi_version(mpi)})
+    return result
+
+
+def _mpi_version(mpi: str) -> str | None:
+    cmd = [MPIS[mpi]["mpirun"], "--version"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (proc.stdout or proc.stderr).strip()
+    return " ".join(text.splitlines()[:2]) if text else None

@@ -1,0 +1,110 @@
+"""Session fixtures for tests that need the provisioned local cluster.
+
+`provisioned`: this machine provisioned from scratch with playbooks/site.yml into a fresh prefix
+(a temporary folder; Maven's ~/.m2 and pip's cache are reused, so it takes minutes), run twice:
+both runs' output and time are kept for the tests to check. `cluster`: the same prefix with HDFS
+and YARN up (cluster-up.yml); stopped at the end of the session, and any daemon left is killed.
+
+Other integration tests (experiment slices) use `cluster` and source `cluster.env_file`.
+The local inventory's ports must be free: stop a cluster of your own first (`make cluster-down`).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dlobd import ROOT
+
+ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
+INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
+
+
+@dataclass
+class Run:
+    rc: int
+    out: str
+    seconds: float
+
+    def recap(self) -> dict[str, int]:
+        match = re.search(r"^localhost\s+:\s+(.*)$", self.out, re.MULTILINE)
+        assert match, "no PLAY RECAP line in the playbook's output"
+        return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(1))}
+
+    def changed_tasks(self) -> list[str]:
+        task, found = None, []
+        for line in self.out.splitlines():
+            if line.startswith("TASK ["):
+                task = line
+            elif line.startswith("changed:") and task not in found:
+                found.append(task)
+        return found
+
+
+@dataclass
+class Provisioned:
+    prefix: Path
+    log_dir: Path
+    runs: dict[str, Run] = field(default_factory=dict)
+
+    @property
+    def env_file(self) -> Path:
+        return self.prefix / "etc" / "dlobd-env.sh"
+
+    def playbook(self, name: str, record: str | None = None) -> Run:
+        cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(ROOT / "playbooks" / name),
+               "-e", json.dumps({"dlobd_prefix": str(self.prefix)})]
+        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+        start = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600, cwd=ROOT)
+        run = Run(done.returncode, done.stdout + done.stderr, time.monotonic() - start)
+        # Every run's output is kept, numbered, never overwritten.
+        n = len(list(self.log_dir.glob("*.log")))
+        (self.log_dir / f"{n:02d}-{name.removesuffix('.yml')}.log").write_text(run.out)
+        if record:
+            self.runs[record] = run
+        return run
+
+    def daemons(self) -> dict[str, psutil.Process]:
+        """The running daemons of this prefix, by name."""
+        found = {}
+        for proc in psutil.process_iter(["cmdline"]):
+            cmdline = proc.info["cmdline"] or []
+            names = [a.split("=", 1)[1] for a in cmdline if a.startswith("-Ddlobd.daemon=")]
+            if names and any(str(self.prefix) in a for a in cmdline):
+                found[names[0]] = proc
+        return found
+
+
+@pytest.fixture(scope="session")
+def provisioned(tmp_path_factory):
+    base = tmp_path_factory.mktemp("dlobd")
+    p = Provisioned(prefix=base / "stack", log_dir=base / "logs")
+    p.log_dir.mkdir()
+    try:
+        first = p.playbook("site.yml", record="first")
+        assert first.rc == 0, first.out[-5000:]
+        p.runs["daemons_after_first"] = p.daemons()
+        p.playbook("site.yml", record="rerun")
+        yield p
+    finally:
+        p.playbook("cluster-down.yml")
+        for proc in p.daemons().values():
+            proc.kill()
+        shutil.rmtree(p.prefix, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(provisioned):
+    """The provisioned prefix with HDFS and YARN running (started again if a test stopped it)."""
+    if len(provisioned.daemons()) < 4:
+        run = provisioned.playbook("cluster-up.yml", record="cluster-up")
+        assert run.rc == 0, run.out[-5000:]
+    return provisioned

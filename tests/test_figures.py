@@ -1,0 +1,246 @@
+"""Figures from tidy results (dlobd/figures.py): what is drawn is what the results say."""
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dlobd import figures, metrics, results, runs, stacks
+from rundirs import make_run, real_logs
+
+SPEC = {
+    "id": "dlobd-fig7b", "paper": "dlobd", "figure": "Fig. 7(b)",
+    "title": "BigDL on CIFAR-10: accumulated epoch time over cores",
+    "stack": "bigdl", "model": "vgg16", "dataset": "cifar10",
+    "metric": {"name": "epoch_time_s", "unit": "s", "better": "lower", "reduce": "sum"},
+    "plot": {"form": "grouped_bars", "x": "cores", "series": ["network"],
+             "y_label": "Accumulated epoch time (s)"},
+    "axes": {"network": {"description": "transport"}, "cores": {"description": "cores", "numeric": True}},
+    "scales": {
+        "paper": {"runnable": True, "cluster": "dlobd-cluster-B-comet",
+                  "matrix": {"network": ["ipoib", "rdma"], "cores": [96, 384]},
+                  "paper_values": [{"at": {"network": "ipoib", "cores": 384}, "value": 2372, "where": "Sec. 4.6"},
+                                   {"at": {"network": "rdma", "cores": 384}, "value": 870, "where": "Sec. 4.6", "approx": True}]},
+        "local": {"runnable": True, "matrix": {"network": ["loopback", "eth-100mbit-emulated"], "cores": [1, 2]},
+                  "dataset": "cifar10-synthetic"},
+    },
+}
+
+
+def _table(tmp_path, spec, scale, points, log, status_of=lambda p: ("ok", None)):
+    parsed = []
+    for i, point in enumerate(points):
+        status, reason = status_of(point)
+        make_run(tmp_path / "runs", spec, scale, point, {"stderr.log": log}, status=status, reason=reason)
+        out = tmp_path / "parsed" / f"{i}.csv"
+        results.write_parsed(runs.point_dir(tmp_path / "runs", "local", scale, spec["id"], point),
+                             tmp_path / "runs", spec["stack"], out)
+        parsed.append(out)
+    results.write_results(spec["id"], list(spec["axes"]), parsed, tmp_path / "r.csv")
+    return results.read_results(tmp_path / "r.csv")
+
+
+@pytest.fixture
+def log():
+    return real_logs("bigdl", min_rows=5)[0]
+
+
+def _rows(log, metric):
+    return [r for r in stacks.get("bigdl").parse(stacks.read_log(log)).rows if r["metric"] == metric]
+
+
+def _texts(fig):
+    """Every text on the figure outside the axes, with wrapped lines joined again."""
+    return " ".join([t.get_text() for t in fig.texts] + [fig._suptitle.get_text()]).replace("\n", " ")
+
+
+def test_grouped_bars_draw_the_reduced_values(tmp_path, log):
+    points = [{"network": "loopback", "cores": 1}, {"network": "loopback", "cores": 2},
+              {"network": "eth-100mbit-emulated", "cores": 1}]
+    table = _table(tmp_path, SPEC, "local", points, log,
+                   lambda p: ("hung", "killed after 900 s") if p["cores"] == 2 else ("ok", None))
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    fig = figures.draw(SPEC, "local", SPEC["scales"]["local"], table, png, pdf)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
+    expected = sum(r["value"] for r in _rows(log, "epoch_time_s"))
+    ax = fig.axes[0]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == pytest.approx([expected, expected])  # two ok runs, one hung
+    assert ax.get_ylabel() == "Accumulated epoch time (s)"
+    assert ax.get_xlabel() == "cores"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
+    notes = [t.get_text() for t in ax.texts]
+    assert "hung" in notes  # the hung point is shown with its status, not dropped
+    text = _texts(fig)
+    for part in ("scale: local", "cluster: local", "data: synthetic", "SYNTHETIC DATA",
+                 "EMULATED NETWORK", "runs not ok: 1 hung", "Fig. 7(b) (dlobd)"):
+        assert part in text
+
+
+def test_paper_values_get_their_own_panel_at_local_scale(tmp_path, log):
+    table = _table(tmp_path, SPEC, "local", [{"network": "loopback", "cores": 1}], log)
+    fig = figures.draw(SPEC, "local", SPEC["scales"]["local"], table, tmp_path / "f.png")
+    panel = [a for a in fig.axes if a.get_title() == "paper's stated values"]
+    assert len(panel) == 1
+    ys = np.concatenate([line.get_ydata() for line in panel[0].get_lines()])
+    assert list(ys) == [2372, 870]
+    assert "[network=rdma, cores=384] ≈870 (Sec. 4.6)" in _texts(fig)
+
+
+def test_paper_values_are_marked_on_the_axes_at_paper_scale(tmp_path, log):
+    points = [{"network": "ipoib", "cores": 384}, {"network": "rdma", "cores": 384}]
+    table = _table(tmp_path, SPEC, "paper", points, log)
+    fig = figures.draw(SPEC, "paper", SPEC["scales"]["paper"], table, tmp_path / "f.png")
+    ax = fig.axes[0]
+    marked = [line for line in ax.get_lines() if line.get_label() == "paper's value"
+              or line.get_marker() == "D"]
+    assert sorted(float(v) for line in marked for v in line.get_ydata()) == [870.0, 2372.0]
+    assert not [a for a in fig.axes if a.get_title() == "paper's stated values"]
+
+
+def test_lines_over_time_follow_the_logged_samples(tmp_path, log):
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "loss", "unit": "1", "better": "lower", "reduce": "last"}
+    spec["plot"] = {"form": "lines_over_time", "x": "wall_clock_s", "series": ["network"],
+                    "y_label": "Training loss"}
+    table = _table(tmp_path, spec, "local", [{"network": "loopback", "cores": 1}], log)
+    fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
+    line = fig.axes[0].get_lines()[0]
+    rows = sorted(_rows(log, "loss"), key=lambda r: r["wall_clock_s"])
+    assert list(line.get_xdata()) == pytest.approx([r["wall_clock_s"] for r in rows])
+    assert list(line.get_ydata()) == pytest.approx([r["value"] for r in rows])
+    assert fig.axes[0].get_xlabel() == "Training time (s)"
+    assert fig.axes[0].get_ylabel() == "Training loss (1)"
+
+
+def test_not_run_figure_says_why(tmp_path):
+    empty = results.assemble(SPEC["id"], list(SPEC["axes"]), [])
+    scale = {"runnable": False, "reason": "needs InfiniBand: no HCA on this machine"}
+    reason = figures.not_run_reason(SPEC, "local", scale, empty)
+    assert reason == "needs InfiniBand: no HCA on this machine"
+    fig = figures.draw(SPEC, "local", scale, empty, tmp_path / "f.png", tmp_path / "f.pdf",
+                       not_run=reason)
+    shown = "\n".join(t.get_text() for ax in fig.axes for t in ax.texts).replace("\n", " ")
+    assert "not run: needs InfiniBand: no HCA on this machine" in shown
+    assert (tmp_path / "f.pdf").stat().st_size > 0
+    assert figures.not_run_reason(SPEC, "local", SPEC["scales"]["local"], empty, "data/runs") == \
+        "no runs under data/runs at scale local"
+
+
+def test_not_run_reason_summarises_failed_runs(tmp_path, log):
+    table = _table(tmp_path, SPEC, "local", [{"network": "loopback", "cores": 1}], log,
+                   lambda p: ("failed", "exit status 1"))
+    reason = figures.not_run_reason(SPEC, "local", SPEC["scales"]["local"], table)
+    assert reason.startswith("no run ended ok (1 failed)")
+    assert reason.endswith("exit status 1")
+
+
+def test_table_form_lists_every_point_with_status(tmp_path, log):
+    spec = copy.deepcopy(SPEC)
+    spec["plot"]["form"] = "table"
+    points = [{"network": "loopback", "cores": 1}, {"network": "loopback", "cores": 2}]
+    table = _table(tmp_path, spec, "local", points, log,
+                   lambda p: ("failed", "exit 1") if p["cores"] == 2 else ("ok", None))
+    fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
+    cells = [c.get_text().get_text() for c in fig.axes[0].tables[0].get_celld().values()]
+    expected = sum(r["value"] for r in _rows(log, "epoch_time_s"))
+    assert f"{expected:.4g}" in cells and "failed" in cells and "epoch_time_s (s)" in cells
+
+
+def _synthetic_table(rows, axes):
+    """A results table from rows given here (for forms no real log of this machine has)."""
+    frame = pd.DataFrame(rows)
+    for col, val in (("status", "ok"), ("reason", None), ("cluster", "local"),
+                     ("scale", "local"), ("data_label", "synthetic")):
+        frame[col] = val
+    return frame
+
+
+def test_breakdown_bars_stack_the_phases():
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "time_breakdown_s", "unit": "s", "better": "lower", "reduce": "sum"}
+    spec["axes"] = {"system": {"description": "TFoS or native TF"}}
+    spec["dimensions"] = {"phase": {"description": "phase", "values": list(metrics.PHASES)}}
+    spec["plot"] = {"form": "breakdown_bars", "x": "system", "series": [], "stack": "phase",
+                    "y_label": "Time (s)"}
+    spec["scales"]["local"] = {"runnable": True, "matrix": {"system": ["tfos", "native"]}}
+    rows = []
+    for system, phases in (("tfos", {"yarn_scheduling": 4.0, "training": 10.0}),
+                           ("native", {"training": 8.0})):
+        for phase, value in phases.items():
+            rows.append({"system": system, "run_id": system,
+                         **metrics.row("time_breakdown_s", value, phase=phase)})
+    fig = figures.draw(spec, "local", spec["scales"]["local"], _synthetic_table(rows, ["system"]),
+                       "/dev/null")
+    ax = fig.axes[0]
+    tops = {}
+    for bar in ax.patches:
+        x = round(bar.get_x() + bar.get_width() / 2)
+        tops[x] = max(tops.get(x, 0), bar.get_y() + bar.get_height())
+    assert tops == {0: 14.0, 1: 8.0}
+    assert ax.get_legend().get_title().get_text() == "phase"
+
+
+def test_payload_curves_are_log_scaled_means_per_payload():
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "latency_us", "unit": "us", "better": "lower", "reduce": "mean"}
+    spec["axes"] = {"channel": {"description": "gRPC channel"}}
+    spec["dimensions"] = {"payload_bytes": {"description": "payload", "unit": "bytes"}}
+    spec["plot"] = {"form": "payload_curves", "x": "payload_bytes", "series": ["channel"],
+                    "y_label": "Latency (us)"}
+    spec["scales"]["local"] = {"runnable": True, "matrix": {"channel": ["tcp"]}}
+    rows = [{"channel": "tcp", "run_id": "r", **metrics.row("latency_us", v, payload_bytes=p)}
+            for p, v in ((64, 100.0), (64, 120.0), (65536, 400.0))]
+    fig = figures.draw(spec, "local", spec["scales"]["local"], _synthetic_table(rows, ["channel"]),
+                       "/dev/null")
+    ax = fig.axes[0]
+    line = ax.get_lines()[0]
+    assert list(line.get_xdata()) == [64, 65536] and list(line.get_ydata()) == [110.0, 400.0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "payload bytes (bytes)"
+
+
+def test_utilisation_draws_monitor_samples(tmp_path, log):
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "cpu_util_pct", "unit": "%", "better": "lower", "reduce": "mean"}
+    spec["plot"] = {"form": "utilisation", "x": "wall_clock_s", "series": ["network"],
+                    "y_label": "CPU utilisation"}
+    point = {"network": "loopback", "cores": 1}
+    monitor = "time_s,host,cpu_util_pct,rss_mb\n0,vm,12.5,100\n1,vm,80,150\n2,vm,75,160\n"
+    make_run(tmp_path / "runs", spec, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
+    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point),
+                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
+    table = results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
+    fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
+    line = fig.axes[0].get_lines()[0]
+    assert list(line.get_ydata()) == [12.5, 80.0, 75.0]
+    assert fig.axes[0].get_ylabel() == "CPU utilisation (%)"
+
+
+@pytest.mark.parametrize("form", sorted(figures.FORMS))
+def test_every_form_draws_png_and_pdf(tmp_path, log, form):
+    spec = copy.deepcopy(SPEC)
+    spec["plot"]["form"] = form
+    table = _table(tmp_path, spec, "local", [{"network": "loopback", "cores": 1}], log)
+    figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png", tmp_path / "f.pdf")
+    assert (tmp_path / "f.png").stat().st_size > 5000
+    assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_network_utilisation_has_a_line_per_interface_and_direction(tmp_path, log):
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "net_mb_per_s", "unit": "MB/s", "better": "lower", "reduce": "mean"}
+    spec["plot"] = {"form": "utilisation", "x": "wall_clock_s", "series": ["network"],
+                    "y_label": "Network throughput"}
+    point = {"network": "loopback", "cores": 1}
+    monitor = ("time_s,host,net_lo_rx_bytes,net_lo_tx_bytes,net_eth0_rx_bytes,net_eth0_tx_bytes\n"
+               "0,vm,0,0,0,0\n1,vm,1000000,3000000,0,0\n2,vm,2000000,6000000,500000,0\n")
+    make_run(tmp_path / "runs", spec, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
+    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point),
+                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
+    table = results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
+    fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
+    got = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}
+    assert got == {"loopback (lo rx)": [1.0, 1.0], "loopback (lo tx)": [3.0, 3.0],
+                   "loopback (eth0 rx)": [0.0, 0.5], "loopback (eth0 tx)": [0.0, 0.0]}
+    assert fig.axes[0].get_ylabel() == "Network throughput (MB/s)"

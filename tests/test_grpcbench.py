@@ -1,0 +1,311 @@
+"""TF-gRPC-Bench (benchmarks/tf-grpc-bench): payload generation, option errors, short real
+runs of every benchmark and of the TCP baseline on loopback, the grpcbench parser on their
+output, and the launcher through dlobd.runs. The suite is built (cmake) on first use into
+the same directory the launcher uses."""
+
+import collections
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlobd import runs, stacks
+from dlobd.stacks import grpcbench
+
+ROOT = Path(__file__).resolve().parent.parent
+SHORT = ["--port", "0", "--warmup", "0.2", "--duration", "0.5"]
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return grpcbench.build()
+
+
+def tgb(binary, *args, timeout=60):
+    return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def header(binary, *args) -> dict:
+    proc = tgb(binary, "payload", *args)
+    assert proc.returncode == 0, proc.stderr
+    return dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+
+
+def layout(binary, *args):
+    h = header(binary, *args)
+    return h["buffer_categories"].split(","), [int(s) for s in h["buffer_sizes"].split(",")]
+
+
+# ---------------------------------------------------------------- payload generation
+
+def test_skew_default_is_60_30_10_towards_large(binary):
+    cats, sizes = layout(binary, "--scheme", "skew")
+    assert collections.Counter(cats) == {"L": 6, "M": 3, "S": 1}
+    assert {c: s for c, s in zip(cats, sizes)} == {"L": 1048576, "M": 10240, "S": 10}
+
+
+@pytest.mark.parametrize("bias, expected", [
+    ("small", {"S": 12, "M": 6, "L": 2}),
+    ("medium", {"M": 12, "L": 6, "S": 2}),
+    ("large", {"L": 12, "M": 6, "S": 2}),
+])
+def test_skew_biased_variants(binary, bias, expected):
+    cats, _ = layout(binary, "--scheme", "skew", "--skew-bias", bias, "--buffers", 20)
+    assert collections.Counter(cats) == expected
+
+
+def test_skew_custom_mix_and_two_categories(binary):
+    cats, _ = layout(binary, "--scheme", "skew", "--skew-mix", "50,30,20", "--buffers", 10)
+    assert collections.Counter(cats) == {"L": 5, "M": 3, "S": 2}
+    cats, _ = layout(binary, "--scheme", "skew", "--categories", "small,large", "--buffers", 9)
+    assert collections.Counter(cats) == {"L": 6, "S": 3}  # 60:30 of nine buffers
+
+
+def test_uniform_spreads_the_chosen_categories_evenly(binary):
+    cats, sizes = layout(binary, "--scheme", "uniform")
+    assert cats == ["S", "M", "L"] * 3 + ["S"]
+    assert sizes[:3] == [10, 10240, 1048576]
+    cats, sizes = layout(binary, "--categories", "large", "--buffers", 4, "--large-bytes", 2097152)
+    assert cats == ["L"] * 4 and sizes == [2097152] * 4
+
+
+def test_random_is_seeded_and_spreads_all_categories(binary):
+    a = layout(binary, "--scheme", "random", "--buffers", 3000, "--seed", 7)
+    assert a == layout(binary, "--scheme", "random", "--buffers", 3000, "--seed", 7)
+    assert a != layout(binary, "--scheme", "random", "--buffers", 3000, "--seed", 8)
+    counts = collections.Counter(a[0])
+    assert set(counts) == {"S", "M", "L"}
+    assert all(abs(n / 3000 - 1 / 3) < 0.04 for n in counts.values())
+    cats, _ = layout(binary, "--scheme", "random", "--categories", "small,medium", "--buffers", 50)
+    assert set(cats) == {"S", "M"}
+
+
+def test_custom_sizes_and_counts(binary):
+    cats, sizes = layout(binary, "--scheme", "custom", "--sizes", "2,2048,8388608")
+    assert (cats, sizes) == (["S", "M", "L"], [2, 2048, 8388608])
+    h = header(binary, "--scheme", "custom", "--counts", "small=1,large=2")
+    assert h["buffer_sizes"] == "10,1048576,1048576" and h["payload_bytes"] == "2097162"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--scheme", "zipf"], "unknown payload scheme 'zipf'"),
+    (["--small-bytes", 1024], "--small-bytes 1024: outside the small category's range [1, 1023]"),
+    (["--medium-bytes", 1023], "outside the medium category's range [1024, 1048575]"),
+    (["--large-bytes", 10485761], "outside the large category's range [1048576, 10485760]"),
+    (["--buffers", 0], "--buffers 0: a payload needs at least one iovec buffer"),
+    (["--scheme", "custom", "--sizes", "0"], "--sizes 0: outside every category's range"),
+    (["--scheme", "random", "--categories", "large"], "needs at least two buffer categories"),
+    (["--scheme", "skew", "--skew-mix", "50,40"], "--skew-mix needs three percentages"),
+    (["--benchmark", "p2p-echo"], "unknown benchmark 'p2p-echo'"),
+    (["--workers", 3], "p2p-latency is point-to-point"),
+    (["--duration", 0], "--duration"),
+])
+def test_bad_options_fail_with_a_clear_message(binary, args, message):
+    for command in ("payload", "run"):
+        proc = tgb(binary, command, *args)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.startswith("error: ") and message in proc.stderr
+
+
+def test_unreachable_ps_fails_within_the_timeout_naming_it(binary):
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    proc = tgb(binary, "run", "--ps", f"127.0.0.1:{port}", "--timeout", "1.5")
+    took = time.monotonic() - start
+    assert proc.returncode == 2
+    assert f"cannot reach parameter server 127.0.0.1:{port} within 1.5 s" in proc.stderr
+    assert 1.4 < took < 4
+
+
+# ---------------------------------------------------------------- real runs, parsed
+
+def run_parsed(binary, *args, command="run"):
+    proc = tgb(binary, command, *SHORT, *args)
+    assert proc.returncode == 0, proc.stderr
+    result = grpcbench.parse(proc.stdout)
+    assert (result.status, result.finished, result.reason) == ("ok", True, None)
+    return proc.stdout, result
+
+
+def values(result, metric, **where):
+    return [r["value"] for r in result.rows if r["metric"] == metric
+            and all(r.get(k) == v for k, v in where.items())]
+
+
+def test_p2p_latency_skew_runs_and_parses(binary):
+    text, r = run_parsed(binary, "--scheme", "skew", "--repeats", 2)
+    assert r.meta["benchmark"] == "p2p-latency" and r.meta["payload_bytes"] == "6322186"
+    mean, p50, p99 = (values(r, m) for m in ("latency_us", "latency_p50_us", "latency_p99_us"))
+    assert len(mean) == len(p50) == len(p99) == 2
+    assert all(0 < a <= b for a, b in zip(p50, p99))
+    assert [row["step"] for row in r.rows if row["metric"] == "latency_us"] == [1, 2]
+    rows = [line.split() for line in text.splitlines() if line.startswith("row total")]
+    assert all(int(f[4]) > 0 and f[4] == f[13] for f in rows)  # every call verified
+
+
+def test_p2p_latency_serialized_splits_serialization(binary):
+    _, r = run_parsed(binary, "--mode", "serialized", "--scheme", "custom", "--sizes", 65536)
+    ser = values(r, "latency_us", operation="serialization")
+    comm = values(r, "latency_us", operation="communication")
+    assert len(ser) == len(comm) == 1 and ser[0] > 0 and comm[0] > 0
+
+
+def test_p2p_bandwidth_runs_and_parses(binary):
+    _, r = run_parsed(binary, "--benchmark", "p2p-bandwidth", "--scheme", "uniform",
+                      "--categories", "large", "--buffers", 4)
+    (mb,) = values(r, "bandwidth_mb_per_s")
+    assert mb > 10
+
+
+def test_ps_throughput_two_ps_three_workers(binary):
+    text, r = run_parsed(binary, "--benchmark", "ps-throughput", "--parameter-servers", 2,
+                         "--workers", 3, "--scheme", "random", "--buffers", 4)
+    assert len(r.meta["ps"].split(",")) == 2
+    workers = [line.split() for line in text.splitlines() if line.startswith("row worker")]
+    assert [w[3] for w in workers] == ["0", "1", "2"]
+    (calls,) = values(r, "rpc_calls_per_s")
+    assert calls == pytest.approx(sum(float(w[12]) for w in workers), rel=1e-3)
+    assert all(int(w[4]) % 2 == 0 for w in workers)  # each round calls both servers
+
+
+def test_tcp_baseline_runs_and_parses(binary):
+    _, ping = run_parsed(binary, "--scheme", "custom", "--sizes", 10, command="tcp-pingpong")
+    assert values(ping, "latency_p50_us", operation="tcp")[0] > 0
+    _, stream = run_parsed(binary, "--categories", "large", "--buffers", 2, command="tcp-stream")
+    assert values(stream, "bandwidth_mb_per_s", operation="tcp")[0] > 10
+
+
+class CorruptingProxy(threading.Thread):
+    """A loopback TCP relay that flips one byte of the client's stream past `offset`."""
+
+    def __init__(self, target_port, offset):
+        super().__init__(daemon=True)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.target_port, self.offset = target_port, offset
+
+    def pump(self, src, dst, corrupt):
+        seen = 0
+        try:
+            while data := src.recv(65536):
+                if corrupt and seen <= self.offset < seen + len(data):
+                    i = self.offset - seen
+                    data = data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:]
+                seen += len(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            dst.close()
+
+    def run(self):
+        client, _ = self.listener.accept()
+        server = socket.create_connection(("127.0.0.1", self.target_port))
+        threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+        self.pump(client, server, True)
+
+
+def test_a_corrupted_echo_is_caught_by_the_checksum(binary):
+    ps = subprocess.Popen([str(binary), "ps", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                          text=True)
+    try:
+        port = int(ps.stdout.readline().split(":")[-1])
+        proxy = CorruptingProxy(port, offset=300_000)  # inside the first payload's data
+        proxy.start()
+        proc = tgb(binary, "run", *SHORT[2:], "--ps", f"127.0.0.1:{proxy.port}",
+                   "--categories", "large", "--buffers", 1)
+        assert proc.returncode == 2
+        assert re.search(rf"echo from 127.0.0.1:{proxy.port}: checksum mismatch", proc.stderr)
+    finally:
+        ps.terminate()
+        ps.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- parser on damaged output
+
+@pytest.fixture(scope="module")
+def real_output(binary):
+    proc = tgb(binary, "run", *SHORT[:2], "--warmup", "0.1", "--duration", "0.3",
+               "--repeats", 2, "--scheme", "custom", "--sizes", 100)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_cut_output_keeps_complete_repeats(real_output):
+    lines = real_output.splitlines(keepends=True)
+    whole = grpcbench.parse(real_output)
+    cut = grpcbench.parse("".join(lines[:-1]))  # without `end: ok`
+    assert cut.status == "ok" and not cut.finished and "no 'end: ok' line" in cut.reason
+    assert cut.rows == whole.rows
+    half = grpcbench.parse("".join(lines[:-2]) + lines[-2][:20])
+    assert "cut mid-line" in half.reason and len(half.rows) == len(whole.rows) // 2
+
+
+def test_concatenated_or_other_version_output_is_unparseable(real_output):
+    twice = grpcbench.parse(real_output + real_output)
+    assert twice.status == "unparseable" and "interleaved or concatenated" in twice.reason
+    other = grpcbench.parse(real_output.replace("tf-grpc-bench-output: 1", "tf-grpc-bench-output: 2"))
+    assert other.status == "unparseable" and "format version '2'" in other.reason
+    bad = grpcbench.parse(real_output.replace("row total 1 all ", "row total 1 all x", 1))
+    assert bad.status == "unparseable" and re.search(r"line \d+: calls 'x\d+'", bad.reason)
+
+
+# ---------------------------------------------------------------- launcher
+
+def spec(name):
+    return yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text())
+
+
+def test_launcher_maps_points_to_options():
+    data = spec("slides-rdma-grpc-latency-small")
+    argv = grpcbench.command("tgb", data["scales"]["local"]["fixed"],
+                             {"network": "loopback", "payload_bytes": 32})
+    assert argv[argv.index("--scheme") + 1] == "custom" and argv[argv.index("--sizes") + 1] == "32"
+    with pytest.raises(runs.NotRunnable, match="network eth-10g-emulated"):
+        grpcbench.command("tgb", {}, {"network": "eth-10g-emulated"})
+    with pytest.raises(ValueError, match="parameter 'colour' is not a tf-grpc-bench option"):
+        grpcbench.command("tgb", {"colour": "red"}, {"network": "loopback"})
+
+
+def test_launch_one_point_end_to_end(binary, tmp_path):
+    data = spec("tfgrpc-fig13")
+    data["scales"]["local"]["fixed"].update(warmup_s=0.2, duration_s=0.5, repeats=1)
+    attempt = runs.launch(data, "local", {"network": "loopback", "payload_scheme": "skew"},
+                          tmp_path, cluster="local")
+    record = runs.read_attempt(attempt, tmp_path).record
+    assert record["status"] == "ok", record.get("reason")
+    assert record["versions"]["stack"].startswith("tf-grpc-bench 1 (grpc++ ")
+    assert "--parameter-servers" in record["command"] and record["labels"]["data"] == "synthetic"
+    result = stacks.parse_run("grpcbench", attempt)
+    assert result.finished and [r["metric"] for r in result.rows] == [
+        "rpc_calls_per_s", "bandwidth_mb_per_s"]
+    assert result.meta["scheme"] == "skew" and result.meta["workers"] == "3"
+
+
+# ---------------------------------------------------------------- iovec capture (tfgrpc-fig4)
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_iovec_capture_counts_what_grpc_hands_to_sendmsg(binary, tmp_path):
+    trace = tmp_path / "trace.txt"
+    proc = subprocess.run(["strace", *grpcbench.STRACE_ARGS, "-o", str(trace), str(binary), "run",
+                           *SHORT, "--scheme", "custom", "--sizes", "10,2000000"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    text = trace.read_text()
+    r = grpcbench.parse(text)
+    assert (r.status, r.finished) == ("ok", True) and r.meta["sendmsg_calls"] > 0
+    counts = {row["size_class"]: row["value"] for row in r.rows}
+    # the worker's 2 MB buffer goes out as one iovec per call; nothing else is that large
+    assert counts["large"] == text.count("iov_len=2000000}") > 0
+    assert counts["small"] > 0 and sum(counts.values()) == len(re.findall(r"iov_len=\d+", text))
+    cut = text.replace("msg_iovlen=2,", "msg_iovlen=3,", 1)
+    assert "iovecs printed" in grpcbench.parse(cut).reason

@@ -1,0 +1,62 @@
+"""The network axis configuration: every value the specs use means something for their stack."""
+
+import pytest
+
+from dlobd import ROOT, networks, plan, spec
+
+SPECS = spec.load_all(ROOT)
+# stacks whose launchers take their transport from config/networks.yaml
+CONFIGURED = set(networks._config()["stacks"])
+
+
+def _uses():
+    for sid, s in sorted(SPECS.items()):
+        for scale in ("paper", "local"):
+            try:
+                matrix = s.scale(scale).get("matrix") or {}
+            except KeyError:
+                continue
+            stack = s.stack(scale)
+            for value in matrix.get("network", []):
+                if stack in CONFIGURED:
+                    yield sid, scale, stack, value
+
+
+@pytest.mark.parametrize("sid,scale,stack,network", list(_uses()))
+def test_every_network_value_of_a_spec_resolves_for_its_stack(sid, scale, stack, network):
+    transport = networks.resolve(stack, network)
+    assert transport.transport in {"tcp", "rdma", "mpi"}
+    assert transport.settings, f"{sid}: no {transport.transport} setting for {stack}"
+
+
+def test_tcp_and_rdma_paths_differ_for_the_papers_stacks():
+    assert networks.resolve("tensorflow", "ipoib").settings == {"protocol": "grpc"}
+    assert networks.resolve("tensorflow", "rdma").settings == {"protocol": "grpc+verbs"}
+    assert networks.resolve("bigdl", "ipoib").settings == {"spark": "vanilla"}
+    assert networks.resolve("bigdl", "rdma").settings == {"spark": "rdma-spark"}
+
+
+def test_rdma_needs_infiniband_and_the_stacks_rdma_build():
+    needs = networks.resolve("bigdl", "rdma").needs
+    assert {"infiniband", "rdma", "rdma-spark"} <= set(needs)
+    assert networks.resolve("tensorflow", "loopback").needs == ()
+
+
+def test_emulated_links_are_marked_emulated():
+    assert networks.resolve("bigdl", "eth-1g-emulated").emulated
+    assert not networks.resolve("bigdl", "eth-1g").emulated
+
+
+def test_unknown_network_names_the_value_and_the_file():
+    with pytest.raises(networks.UnknownNetwork, match=r"'tcp-1GigE' is not defined in networks.yaml"):
+        networks.resolve("bigdl", "tcp-1GigE")
+    with pytest.raises(networks.UnknownNetwork, match=r"stack 'nosuch'"):
+        networks.resolve("nosuch", "loopback")
+
+
+def test_missing_gives_reasons_on_a_machine_without_infiniband():
+    if plan.capabilities()["infiniband"][0]:
+        pytest.skip("this machine has InfiniBand")
+    reasons = networks.missing("bigdl", "rdma")
+    assert any(r.startswith("needs infiniband") for r in reasons)
+    assert networks.missing("bigdl", "loopback") == []

@@ -1,0 +1,157 @@
+"""The Snakemake pipeline, run for real: raw runs -> results -> figures -> verdicts -> report."""
+
+import hashlib
+import html
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dlobd import runs, spec
+from rundirs import make_run, real_logs
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+SPECS = spec.load_all(ROOT)
+# BigDL experiments (real BigDL logs exist), one that reads another's results
+# (dlobd-fig7a's claims read dlobd-fig6c), and one with no local form
+SUBSET = ["dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b", "dlobd-fig4a"]
+
+
+def snakemake(tmp_path, *extra, config=(), env=None):
+    cmd = [SNAKEMAKE, "--profile", "profiles/local", "--nolock", *extra, "--config",
+           f"runs_dir={tmp_path / 'runs'}", f"results_dir={tmp_path / 'results'}",
+           f"figures_dir={tmp_path / 'figures'}", f"report_dir={tmp_path / 'report'}",
+           f"state_dir={tmp_path / 'state'}", *config]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return proc.stdout + proc.stderr
+
+
+def tree_digest(root: Path) -> dict:
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pipeline")
+    log = real_logs("bigdl", min_rows=5)[0]
+    runs_dir = tmp / "runs"
+    data = {e: SPECS[e].data for e in SUBSET}
+    make_run(runs_dir, data["dlobd-fig6c"], "local", {"network": "loopback"}, {"stderr.log": log})
+    make_run(runs_dir, data["dlobd-fig7a"], "local", {"network": "loopback"}, {"stderr.log": log})
+    make_run(runs_dir, data["dlobd-fig7b"], "local", {"network": "loopback", "cores": 1},
+             {"stderr.log": log})
+    make_run(runs_dir, data["dlobd-fig7b"], "local", {"network": "loopback", "cores": 2},
+             {"stderr.log": log}, status="hung", reason="killed after the time limit of 900 s")
+    before = tree_digest(runs_dir)
+    config = [f"experiments={json.dumps(SUBSET)}"]
+    first = snakemake(tmp, config=config)
+    return {"tmp": tmp, "before": before, "first": first, "config": config, "log": log}
+
+
+def test_every_experiment_gets_figures_verdicts_and_a_report(built):
+    tmp = built["tmp"]
+    for e in SUBSET:
+        assert (tmp / "figures" / "local" / f"{e}.png").stat().st_size > 5000
+        assert (tmp / "figures" / "local" / f"{e}.pdf").read_bytes()[:5] == b"%PDF-"
+        verdicts = pd.read_csv(tmp / "results" / "local" / "verdicts" / f"{e}.csv")
+        assert sorted(verdicts["claim_id"]) == sorted(c["id"] for c in SPECS[e].claims)
+        assert set(verdicts["verdict"]) <= {"holds", "differs", "not run", "not checkable"}
+    assert (tmp / "report" / "index.html").is_file()
+
+
+def test_results_follow_the_raw_runs(built):
+    tmp = built["tmp"]
+    table = pd.read_csv(tmp / "results" / "local" / "dlobd-fig7b.csv")
+    ok = table[table["status"] == "ok"]
+    assert set(ok["cores"]) == {1} and len(ok) > 5
+    hung = table[table["status"] == "hung"]
+    assert len(hung) == 1 and hung.iloc[0]["cores"] == 2
+    assert hung.iloc[0]["reason"] == "killed after the time limit of 900 s"
+    # dlobd-fig4a has no local form: an empty table, and no run was invented
+    assert pd.read_csv(tmp / "results" / "local" / "dlobd-fig4a.csv").empty
+
+
+def test_raw_logs_are_only_read(built):
+    assert tree_digest(built["tmp"] / "runs") == built["before"]
+
+
+def test_report_names_not_run_experiments_with_their_reason(built):
+    page = html.unescape((built["tmp"] / "report" / "index.html").read_text())
+    reason = SPECS["dlobd-fig4a"].scale("local")["reason"]
+    section = page[page.index('id="dlobd-fig4a-local"'):]
+    assert f"not run</b>: {reason}" in section
+    ran = page[page.index('id="dlobd-fig7b-local"'):]
+    assert "runs used:" in ran[:3000] and "1 hung" in ran[:3000]
+
+
+def test_second_run_has_nothing_to_do_and_new_logs_rebuild(built):
+    tmp = built["tmp"]
+    assert "Nothing to be done" in snakemake(tmp, config=built["config"])
+    # a new attempt of one point rebuilds what depends on it, and nothing else
+    make_run(tmp / "runs", SPECS["dlobd-fig7b"].data, "local", {"network": "loopback", "cores": 2},
+             {"stderr.log": built["log"]})
+    planned = job_counts(snakemake(tmp, "--dry-run", "--quiet", "rules", config=built["config"]))
+    assert planned == {"parse": "1", "results": "1", "figure": "1", "claims": "1", "report": "1",
+                       "all": "1", "total": "6"}
+    snakemake(tmp, config=built["config"])
+    table = pd.read_csv(tmp / "results" / "local" / "dlobd-fig7b.csv")
+    assert set(table["status"]) == {"ok"} and set(table["cores"]) == {1, 2}
+
+
+def test_launch_records_not_runnable_points_once(tmp_path):
+    # with an empty software prefix no stack is provisioned, so no real job starts: every
+    # point gets a `not runnable` record with the reason, and a rerun adds none. A scale
+    # without local points (dlobd-fig4a) launches nothing: its figure says why.
+    config = ['experiments=["dlobd-fig7b", "dlobd-fig4a"]', "launch=True"]
+    env = {"DLOBD_PREFIX": str(tmp_path / "no-prefix")}
+    snakemake(tmp_path, config=config, env=env)
+    records = sorted((tmp_path / "runs").rglob("run.json"))
+    got = {runs.run_id(p.parent, tmp_path / "runs"): json.loads(p.read_text()) for p in records}
+    assert set(got) == {
+        "local/local/dlobd-fig7b/cores-1_network-loopback/attempt-001",
+        "local/local/dlobd-fig7b/cores-2_network-loopback/attempt-001",
+    }
+    assert {r["status"] for r in got.values()} == {"not runnable"}
+    assert all(r["reason"].startswith("needs hadoop: ") for r in got.values())
+    again = snakemake(tmp_path, config=config, env=env)
+    assert "Nothing to be done" in again, again
+    assert len(list((tmp_path / "runs").rglob("run.json"))) == 2
+
+
+def job_counts(out: str) -> dict:
+    """The job table of `snakemake --dry-run --quiet rules`: rule -> count."""
+    return dict(line.split() for line in out.splitlines()
+                if len(line.split()) == 2 and line.split()[1].isdigit())
+
+
+def test_full_workflow_plans_all_experiments(tmp_path):
+    counts = job_counts(snakemake(tmp_path, "--dry-run", "--quiet", "rules"))
+    owners = sum(1 for s in SPECS.values() if not s.data.get("data_from"))
+    assert counts["figure"] == str(len(SPECS)) == "55"
+    assert counts["results"] == str(owners)
+    assert counts["claims"] == str(len(SPECS) + len(spec.claims_files(ROOT)))
+    assert counts["report"] == "1"
+
+
+def test_snakemake_lint_is_clean():
+    proc = subprocess.run([SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Lints for" not in proc.stdout + proc.stderr
+
+
+def test_snakemake_report_collects_the_figures(built):
+    tmp = built["tmp"]
+    out = tmp / "report" / "snakemake.html"
+    snakemake(tmp, "--report", str(out), config=built["config"])
+    page = out.read_text()
+    for e in SUBSET:
+        assert f"{e}.png" in page

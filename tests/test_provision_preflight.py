@@ -1,0 +1,230 @@
+"""Bad input to the playbooks fails early with a clear message.
+
+Each scenario runs the real ansible-playbook on a crafted inventory (this machine, reached over
+the local connection, into a throw-away prefix); nothing is installed system-wide and no daemon is
+started. The scenarios are independent, so they all run at once (one fixture) and each test reads
+its own scenario's result.
+"""
+
+import hashlib
+import http.server
+import io
+import json
+import os
+import socket
+import subprocess
+import tarfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlobd import ROOT
+
+PLAYBOOKS = ROOT / "playbooks"
+ANSIBLE_PLAYBOOK = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "ansible-playbook"
+GROUP_VARS = yaml.safe_load((PLAYBOOKS / "group_vars" / "all" / "main.yml").read_text())
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+         "dlobd_cluster_address": "127.0.0.1"}
+
+
+def inventory(tmp_path: Path, groups: dict, extra_hosts: dict | None = None) -> Path:
+    hosts = {"localhost": LOCAL, **(extra_hosts or {})}
+    data = {"all": {"hosts": hosts,
+                    "children": {g: {"hosts": {h: None for h in members}} for g, members in groups.items()}}}
+    path = tmp_path / "inventory" / "hosts.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+ONE_NODE = {"namenode": ["localhost"], "resourcemanager": ["localhost"], "workers": ["localhost"]}
+
+
+def run_playbook(tmp_path: Path, inv: Path, playbook: str, *extra: str, extra_vars: dict | None = None):
+    cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inv), str(PLAYBOOKS / playbook),
+           "-e", json.dumps({"dlobd_prefix": str(tmp_path / "prefix"), **(extra_vars or {})}), *extra]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FORCE_COLOR": "0"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    """An HTTP server on loopback laid out like the Apache archive, holding a small Hadoop-shaped
+    release tarball under two versions: one whose published .sha512 is right, one whose is wrong."""
+    root = tmp_path_factory.mktemp("mirror")
+    tarballs = {}
+    for version, good in (("9.9.1", True), ("9.9.2", False)):
+        rel = root / "hadoop" / "common" / f"hadoop-{version}"
+        rel.mkdir(parents=True)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            payload = b"not a real jar\n"
+            info = tarfile.TarInfo(f"hadoop-{version}/share/hadoop/common/hadoop-common-{version}.jar")
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+        tarball = rel / f"hadoop-{version}.tar.gz"
+        tarball.write_bytes(buf.getvalue())
+        digest = hashlib.sha512(buf.getvalue()).hexdigest() if good else "0" * 128
+        # Apache's BSD-style checksum line.
+        (rel / f"{tarball.name}.sha512").write_text(f"SHA512 ({tarball.name}) = {digest}\n")
+        tarballs[version] = tarball
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=str(root), **k)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def maven_settings(tmp_path_factory):
+    """Maven settings whose only repository is a local folder holding Hadoop's BOM for a made-up
+    version with a wrong .sha1 beside it."""
+    root = tmp_path_factory.mktemp("maven")
+    bom = root / "repo/org/apache/hadoop/hadoop-project/9.9.3/hadoop-project-9.9.3.pom"
+    bom.parent.mkdir(parents=True)
+    bom.write_text("<project><modelVersion>4.0.0</modelVersion><groupId>org.apache.hadoop</groupId>"
+                   "<artifactId>hadoop-project</artifactId><version>9.9.3</version>"
+                   "<packaging>pom</packaging></project>\n")
+    bom.with_name(bom.name + ".sha1").write_text("0" * 40 + "\n")
+    settings = root / "settings.xml"
+    settings.write_text(f"<settings><mirrors><mirror><id>central</id><mirrorOf>*</mirrorOf>"
+                        f"<url>file://{root / 'repo'}</url></mirror></mirrors></settings>\n")
+    return settings
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, mirror, maven_settings):
+    """Run every scenario concurrently; map scenario name -> (exit status, output, its tmp dir)."""
+    with socket.socket() as closed, socket.socket() as busy:
+        closed.bind(("127.0.0.1", 0))  # a loopback port nobody listens on (never listen())
+        closed_port = closed.getsockname()[1]
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        busy_port = busy.getsockname()[1]
+        ghost = {"ghost": {"ansible_host": "127.0.0.1", "ansible_port": closed_port, "ansible_connection": "ssh",
+                           "ansible_ssh_common_args": "-o ConnectTimeout=5 -o StrictHostKeyChecking=no",
+                           "dlobd_cluster_address": "127.0.0.1"}}
+        scenarios = {
+            "no_namenode": ({"resourcemanager": ["localhost"], "workers": ["localhost"]}, None, "preflight.yml", (), {}),
+            "unreachable": ({**ONE_NODE, "workers": ["localhost", "ghost"]}, ghost, "preflight.yml", (), {}),
+            "port_in_use": (ONE_NODE, None, "preflight.yml", (),
+                            {"dlobd_ports": {**GROUP_VARS["dlobd_ports"], "namenode_rpc": busy_port}}),
+            "memory": (ONE_NODE, None, "preflight.yml", (),
+                       {"dlobd_daemon_heap_mb": {**GROUP_VARS["dlobd_daemon_heap_mb"], "namenode": 10_000_000}}),
+            # The machine's real JDK, held to a requirement it cannot meet.
+            "java_old": (ONE_NODE, None, "preflight.yml", (), {"dlobd_java_min_version": 99}),
+            "java_missing": (ONE_NODE, None, "preflight.yml", (),
+                             {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
+            "spack": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "spack"}),
+            "tarball_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
+                            {"dlobd_install_method": "tarball", "dlobd_apache_mirror": mirror,
+                             "dlobd_hadoop_version": "9.9.2"}),
+            "tarball_good": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
+                             {"dlobd_install_method": "tarball", "dlobd_apache_mirror": mirror,
+                              "dlobd_hadoop_version": "9.9.1"}),
+            "maven_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
+                          {"dlobd_hadoop_version": "9.9.3", "dlobd_maven_extra_args": ["-s", str(maven_settings)]}),
+        }
+
+        def one(name):
+            groups, extra_hosts, book, args, extra_vars = scenarios[name]
+            tmp = tmp_path_factory.mktemp(name)
+            rc, out = run_playbook(tmp, inventory(tmp, groups, extra_hosts), book, *args, extra_vars=extra_vars)
+            return name, (rc, out, tmp)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            done = dict(pool.map(one, scenarios))
+        done["ports"] = {"closed": closed_port, "busy": busy_port}
+        return done
+
+
+def test_inventory_without_namenode_fails(results):
+    rc, out, _ = results["no_namenode"]
+    assert rc != 0
+    assert "group 'namenode' must have exactly one host, it has 0" in out
+
+
+def test_unreachable_worker_fails(results):
+    rc, out, _ = results["unreachable"]
+    assert rc != 0
+    assert "UNREACHABLE" in out  # Ansible's own report ...
+    port = results["ports"]["closed"]
+    assert f"host(s) ghost could not be reached (ghost: 127.0.0.1:{port})" in out  # ... and ours
+
+
+def test_port_in_use_fails(results):
+    rc, out, _ = results["port_in_use"]
+    assert rc != 0
+    port = results["ports"]["busy"]
+    assert f"port {port} (namenode_rpc) on localhost address 127.0.0.1 is already in use" in out
+
+
+def test_too_little_memory_for_heaps_fails(results):
+    rc, out, _ = results["memory"]
+    assert rc != 0
+    assert "MiB of memory but needs" in out and "namenode 10000000" in out
+
+
+def test_java_too_old_fails(results):
+    rc, out, _ = results["java_old"]
+    assert rc != 0
+    assert "is version 17" in out and "need Java 99 or newer" in out
+
+
+def test_missing_java_fails_when_not_installing(results):
+    rc, out, _ = results["java_missing"]
+    assert rc != 0
+    assert "no Java at /nonexistent/jdk" in out
+
+
+def test_unimplemented_install_method_fails(results):
+    rc, out, _ = results["spack"]
+    assert rc != 0
+    assert "install method spack is not implemented yet for Hadoop (implemented: registry, tarball)" in out
+
+
+def test_tarball_with_wrong_sha512_stops_the_play(results, mirror):
+    rc, out, tmp = results["tarball_bad"]
+    assert rc != 0
+    assert f"download of Hadoop 9.9.2 from {mirror}/hadoop/common/hadoop-9.9.2/hadoop-9.9.2.tar.gz failed" in out
+    assert "failed its SHA-512 check" in out
+    assert not (tmp / "prefix" / "hadoop-9.9.2").exists()
+
+
+def test_tarball_with_published_sha512_installs(results):
+    rc, out, tmp = results["tarball_good"]
+    assert rc == 0, out[-3000:]
+    prefix = tmp / "prefix"
+    jar = prefix / "hadoop-9.9.1/share/hadoop/common/hadoop-common-9.9.1.jar"
+    assert jar.read_bytes() == b"not a real jar\n"
+    assert "hdfs://127.0.0.1:" in (prefix / "etc/hadoop/core-site.xml").read_text()
+    assert os.access(prefix / "sbin/dlobd-daemon", os.X_OK)
+    assert (prefix / "etc/secrets/spark.secret").stat().st_mode & 0o777 == 0o600
+
+
+def test_example_ib_inventory_names_every_role_and_an_ipoib_address_per_host():
+    out = subprocess.run([str(ANSIBLE_PLAYBOOK.with_name("ansible-inventory")), "-i",
+                          str(PLAYBOOKS / "inventories/example-ib/hosts.yml"), "--list"],
+                         capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}).stdout
+    inv = json.loads(out)
+    assert len(inv["namenode"]["hosts"]) == 1 and len(inv["resourcemanager"]["hosts"]) == 1
+    assert inv["workers"]["hosts"] and inv["gpu"]["hosts"]
+    for host, hostvars in inv["_meta"]["hostvars"].items():
+        assert hostvars["dlobd_cluster_interface"] == "ib0", host
+        assert hostvars["dlobd_cluster_address"] != hostvars["ansible_host"], host
+
+
+def test_maven_checksum_mismatch_stops_the_play(results):
+    rc, out, tmp = results["maven_bad"]
+    assert rc != 0
+    assert "Fetch Hadoop's jars from Maven Central (checksums enforced)" in out
+    assert "Checksum validation failed" in out and "org.apache.hadoop:hadoop-project:pom:9.9.3" in out
+    assert not (tmp / "prefix" / "hadoop-9.9.3" / "lib").exists()

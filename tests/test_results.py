@@ -1,0 +1,157 @@
+"""Raw runs to the tidy results table (dlobd/results.py), on real BigDL logs."""
+
+import pandas as pd
+import pytest
+
+from dlobd import results, runs, stacks
+from rundirs import make_run, real_logs
+
+SPEC = {
+    "id": "dlobd-fig7a",
+    "stack": "bigdl",
+    "dataset": "cifar10",
+    "axes": {"network": {"description": "Spark transport"}, "cores": {"description": "cores"}},
+    "scales": {"local": {"runnable": True, "matrix": {"network": ["loopback"], "cores": [1, 2]},
+                         "dataset": "cifar10-synthetic"}},
+}
+AXES = ["network", "cores"]
+
+
+@pytest.fixture
+def log():
+    return real_logs("bigdl", min_rows=5)[0]
+
+
+def _expected_rows(path):
+    return stacks.get("bigdl").parse(stacks.read_log(path)).rows
+
+
+def _point_dir(tmp_path, point):
+    return runs.point_dir(tmp_path, "local", "local", SPEC["id"], point)
+
+
+def test_ok_run_gives_the_parser_rows_with_point_and_provenance(tmp_path, log):
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log})
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    expected = _expected_rows(log)
+    assert len(frame) == len(expected)
+    assert list(frame["value"]) == pytest.approx([r["value"] for r in expected])
+    assert set(frame["status"]) == {"ok"}
+    assert set(frame["point.cores"]) == {1} and set(frame["point.network"]) == {"loopback"}
+    assert set(frame["run_id"]) == {"local/local/dlobd-fig7a/cores-1_network-loopback/attempt-001"}
+    assert set(frame["data_label"]) == {"synthetic"}
+    assert set(frame["log"]) == {"stderr.log"}
+
+
+def test_newest_ok_attempt_wins_over_a_newer_failure(tmp_path, log):
+    point = {"network": "loopback", "cores": 2}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log})
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": "Exception in thread main\n"},
+             status="failed", reason="exit status 1")
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    assert set(frame["run_id"]) == {"local/local/dlobd-fig7a/cores-2_network-loopback/attempt-001"}
+    assert set(frame["attempts"]) == {2}
+    assert frame["value"].notna().all()
+
+
+def test_failed_run_is_one_status_row_with_its_reason(tmp_path, log):
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log}, status="hung",
+             reason="killed after the time limit of 900 s")
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    assert (row["status"], row["reason"]) == ("hung", "killed after the time limit of 900 s")
+    assert pd.isna(row["value"]) and row["metric"] is None
+
+
+@pytest.mark.parametrize("damage,reason_part", [
+    (lambda text: "", "empty"),
+    (lambda text: "\x00\x01\x02" * 200, "binary"),
+    (lambda text: "hello\nnothing of BigDL here\n", "line of bigdl's format"),
+])
+def test_damaged_log_of_an_ok_run_is_unparseable_never_numbers(tmp_path, log, damage, reason_part):
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point,
+             {"stderr.log": damage(stacks.read_log(log))})
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    assert len(frame) == 1
+    assert frame.iloc[0]["status"] == "unparseable"
+    assert reason_part in frame.iloc[0]["reason"]
+    assert frame["value"].isna().all()
+
+
+def test_ok_run_with_truncated_log_is_unparseable(tmp_path, log):
+    text = stacks.read_log(log)
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": text[: len(text) // 2]})
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    # a damaged log gives a status row with the reason, and no partial numbers
+    assert list(frame["status"]) == ["unparseable"]
+    assert "cut short" in frame.iloc[0]["reason"]
+    assert frame["value"].isna().all()
+
+
+def test_broken_run_json_makes_the_point_unparseable(tmp_path, log):
+    point = {"network": "loopback", "cores": 1}
+    attempt = runs.new_attempt(tmp_path, "local", "local", SPEC["id"], point)
+    (attempt / "run.json").write_text('{"status": "ok"}')
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    assert frame.iloc[0]["status"] == "unparseable"
+    assert "missing field" in frame.iloc[0]["reason"]
+
+
+def test_stack_without_parser_is_unparseable(tmp_path, log):
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log})
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "caffeonspark")
+    assert frame.iloc[0]["status"] == "unparseable"
+    assert "unknown stack 'caffeonspark'" in frame.iloc[0]["reason"]
+
+
+def test_monitor_samples_become_vocabulary_rows(tmp_path, log):
+    point = {"network": "loopback", "cores": 1}
+    monitor = ("time_s,host,cpu_util_pct,rss_mb,net_lo_rx_bytes,net_lo_tx_bytes\n"
+               "0.0,vm,10.0,100.0,0,0\n1.0,vm,55.5,120.0,2000000,1000000\n"
+               "2.0,vm,60.0,130.0,6000000,1000000\n")
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    mon = frame[frame["log"] == "monitor/vm.csv"]
+    cpu = mon[mon["metric"] == "cpu_util_pct"]
+    assert list(cpu["value"]) == [10.0, 55.5, 60.0] and set(cpu["unit"]) == {"%"}
+    assert list(mon[mon["metric"] == "host_mem_mb"]["value"]) == [100.0, 120.0, 130.0]
+    rx = mon[(mon["metric"] == "net_mb_per_s") & (mon["direction"] == "rx")]
+    assert list(rx["value"]) == [2.0, 4.0] and list(rx["wall_clock_s"]) == [1.0, 2.0]
+    assert set(rx["interface"]) == {"lo"} and set(mon["host"]) == {"vm"}
+
+
+def test_results_table_has_the_contract_columns(tmp_path, log):
+    parsed = []
+    for i, (point, status) in enumerate([({"network": "loopback", "cores": 1}, "ok"),
+                                         ({"network": "loopback", "cores": 2}, "failed")]):
+        make_run(tmp_path, SPEC, "local", point, {"stderr.log": log}, status=status,
+                 reason=None if status == "ok" else "exit status 1")
+        out = tmp_path / "parsed" / f"{i}.csv"
+        results.write_parsed(_point_dir(tmp_path, point), tmp_path, "bigdl", out)
+        parsed.append(out)
+    out_csv = tmp_path / "results" / "local" / "dlobd-fig7a.csv"
+    out_json = tmp_path / "results" / "local" / "runs" / "dlobd-fig7a.json"
+    results.write_results("dlobd-fig7a", AXES, parsed, out_csv, out_json, tmp_path, "local")
+    table = pd.read_csv(out_csv)
+    cols = list(table.columns)
+    assert cols[:3] == ["experiment", "network", "cores"]
+    assert cols[3:8] == ["metric", "value", "unit", "step", "epoch"]
+    assert cols[-6:] == ["run_id", "status", "reason", "cluster", "scale", "data_label"]
+    assert "wall_clock_s" in cols and "point.cores" not in cols and "attempts" not in cols
+    failed = table[table["status"] == "failed"]
+    assert len(failed) == 1 and failed.iloc[0]["reason"] == "exit status 1"
+    assert (table[table["status"] == "ok"]["cores"] == 1).all()
+    summary = pd.read_json(out_json)
+    assert set(summary["status"]) == {"ok", "failed"} and summary["used"].all()
+
+
+def test_experiment_without_runs_is_an_empty_table(tmp_path):
+    table = results.write_results("dlobd-fig7a", AXES, [], tmp_path / "r.csv")
+    assert table.empty
+    assert list(pd.read_csv(tmp_path / "r.csv").columns)[:3] == ["experiment", "network", "cores"]

@@ -1,0 +1,203 @@
+"""Run directories, attempts and run.json (dlobd/runs.py)."""
+
+import json
+import sys
+import threading
+
+import pytest
+
+from dlobd import runs, stacks
+
+SPEC = {
+    "id": "dlobd-fig7b",
+    "stack": "bigdl",
+    "dataset": "cifar10",
+    "scales": {
+        "local": {
+            "runnable": True,
+            "needs": ["tcp"],
+            "matrix": {"network": ["loopback", "rdma"], "cores": [1, 2]},
+            "point_needs": [{"at": {"network": "rdma"}, "needs": ["infiniband"]}],
+            "dataset": "cifar10-synthetic",
+            "time_limit_s": 30,
+        },
+        "paper": {"runnable": False, "reason": "needs the paper profile on an InfiniBand cluster"},
+    },
+}
+
+
+def test_point_id_sorted_sanitised_and_stable():
+    assert runs.point_id({"network": "loopback", "cores": 2}) == "cores-2_network-loopback"
+    assert runs.point_id({"cores": 2.0}) == runs.point_id({"cores": 2})
+    assert runs.point_id({"payload": "a b/c"}) == "payload-a-b-c"
+    assert runs.point_id({"network": "grpc+rdma"}) == "network-grpc+rdma"
+    assert runs.point_id({}) == "default"
+
+
+def test_attempts_count_up_and_never_reuse(tmp_path):
+    point = {"cores": 1}
+    a1 = runs.new_attempt(tmp_path, "local", "local", "x", point)
+    a2 = runs.new_attempt(tmp_path, "local", "local", "x", point)
+    assert (a1.name, a2.name) == ("attempt-001", "attempt-002")
+    (a1 / "stdout.log").write_text("first run\n")
+    # even if the newest attempt vanished, numbering goes on from what exists
+    a2.rmdir()
+    a3 = runs.new_attempt(tmp_path, "local", "local", "x", point)
+    assert a3.name == "attempt-002"
+    assert (a1 / "stdout.log").read_text() == "first run\n"
+    assert a1.parent == tmp_path / "local" / "local" / "x" / "cores-1"
+
+
+def test_concurrent_attempts_are_distinct(tmp_path):
+    made = []
+
+    def make():
+        made.append(runs.new_attempt(tmp_path, "c", "local", "x", {"n": 1}).name)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(made)) == 8
+
+
+def _record(**extra):
+    return {"experiment": "x", "scale": "local", "cluster": "local", "point": {"n": 1},
+            "status": "ok", "reason": None, **extra}
+
+
+def test_run_json_is_written_once(tmp_path):
+    a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": 1})
+    runs.write_run_json(a, _record())
+    with pytest.raises(runs.RunError, match="already written; a rerun is a new attempt"):
+        runs.write_run_json(a, _record(status="failed", reason="late"))
+    assert json.loads((a / "run.json").read_text())["status"] == "ok"
+
+
+@pytest.mark.parametrize("record,message", [
+    (_record(status="done"), "status 'done' is not one of ok, failed, hung, not runnable, unparseable"),
+    (_record(status="failed"), "status 'failed' needs a reason"),
+    ({"scale": "local", "cluster": "c", "point": {}, "status": "ok"}, "missing field 'experiment'"),
+    (_record(point=[1]), "'point' must be a mapping"),
+])
+def test_bad_records_are_refused_with_the_reason(tmp_path, record, message):
+    a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": 1})
+    with pytest.raises(runs.RunError, match=message):
+        runs.write_run_json(a, record)
+    assert not (a / "run.json").exists()
+
+
+def test_attempt_without_run_json_reads_as_failed(tmp_path):
+    a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": 1})
+    got = runs.read_attempt(a, tmp_path)
+    assert got.record["status"] == "failed"
+    assert "interrupted" in got.record["reason"]
+    assert got.run_id == "local/local/x/n-1/attempt-001"
+
+
+def test_broken_run_json_names_the_file(tmp_path):
+    a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": 1})
+    (a / "run.json").write_text("{not json")
+    with pytest.raises(runs.RunError, match=r"run\.json: unreadable"):
+        runs.read_attempt(a, tmp_path)
+
+
+def test_select_prefers_newest_ok_then_newest(tmp_path):
+    statuses = {"n-1": ["ok", "ok", "failed"], "n-2": ["failed", "hung"]}
+    for pid, seq in statuses.items():
+        for status in seq:
+            a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": int(pid[-1])})
+            runs.write_run_json(a, _record(point={"n": int(pid[-1])}, status=status,
+                                           reason=None if status == "ok" else "boom"))
+    chosen = {a.run_id: a.record["status"]
+              for a in runs.select(runs.experiment_attempts(tmp_path, "local", "x"))}
+    assert chosen == {"local/local/x/n-1/attempt-002": "ok",
+                      "local/local/x/n-2/attempt-002": "hung"}
+
+
+def test_record_not_runnable_reuses_same_reason_only(tmp_path):
+    point = {"network": "rdma", "cores": 1}
+    a = runs.record_not_runnable(tmp_path, "local", "local", SPEC, point, "needs infiniband")
+    rec = json.loads((a / "run.json").read_text())
+    assert rec["status"] == "not runnable" and rec["reason"] == "needs infiniband"
+    assert rec["run_id"] == "local/local/dlobd-fig7b/cores-1_network-rdma/attempt-001"
+    assert rec["labels"] == {"data": "synthetic", "network": "rdma"}
+    assert rec["system"]["cpus"] >= 1 and rec["versions"]["python"]
+    assert runs.record_not_runnable(tmp_path, "local", "local", SPEC, point, "needs infiniband") == a
+    b = runs.record_not_runnable(tmp_path, "local", "local", SPEC, point, "needs gpu")
+    assert b.name == "attempt-002"
+
+
+def test_launch_records_points_the_cluster_cannot_provide(tmp_path):
+    # rdma points need InfiniBand, which this machine does not have (FACTS.md)
+    a = runs.launch(SPEC, "local", {"network": "rdma", "cores": 1}, tmp_path)
+    rec = runs.read_attempt(a, tmp_path).record
+    assert rec["status"] == "not runnable"
+    assert rec["reason"].startswith("needs infiniband:")
+    paper = runs.read_attempt(runs.launch(SPEC, "paper", {}, tmp_path), tmp_path).record
+    assert paper["reason"] == "needs the paper profile on an InfiniBand cluster"
+
+
+def test_launch_without_a_launcher_names_the_stack(tmp_path, monkeypatch):
+    module = stacks.get("bigdl")
+    monkeypatch.delattr(module, "launch", raising=False)
+    a = runs.launch(SPEC, "local", {"network": "loopback", "cores": 1}, tmp_path)
+    rec = runs.read_attempt(a, tmp_path).record
+    assert rec["status"] == "not runnable"
+    assert rec["reason"] == "stack 'bigdl' has no launcher yet"
+
+
+def test_launch_runs_the_stack_launcher_and_writes_provenance(tmp_path, monkeypatch):
+    def launch(ctx):
+        code = f"print('point', {ctx.point['cores']}); print('limit', {ctx.time_limit_s})"
+        return runs.run_command(ctx, [sys.executable, "-c", code])
+
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    a = runs.launch(SPEC, "local", {"network": "loopback", "cores": 2}, tmp_path)
+    rec = json.loads((a / "run.json").read_text())
+    assert rec["status"] == "ok" and rec["exit_status"] == 0
+    assert rec["command"][0] == sys.executable
+    assert (a / "stdout.log").read_text() == "point 2\nlimit 30\n"
+    assert rec["start"] <= rec["end"]
+    assert rec["point"] == {"network": "loopback", "cores": 2}
+    assert {n["name"] for n in rec["system"]["nics"]} >= {"lo"}
+    assert set(rec["versions"]) >= {"java", "hadoop", "spark", "python", "tensorflow", "mpi", "stack"}
+    assert set(rec["git"]) == {"commit", "dirty"}
+    # a rerun is a new attempt; the first one's logs stay as they were
+    b = runs.launch(SPEC, "local", {"network": "loopback", "cores": 2}, tmp_path)
+    assert b.name == "attempt-002" and (a / "stdout.log").read_text() == "point 2\nlimit 30\n"
+
+
+def test_launcher_crash_is_a_failed_run(tmp_path, monkeypatch):
+    def launch(ctx):
+        raise RuntimeError("spark-submit not found")
+
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    a = runs.launch(SPEC, "local", {"network": "loopback", "cores": 1}, tmp_path)
+    rec = runs.read_attempt(a, tmp_path).record
+    assert rec["status"] == "failed"
+    assert rec["reason"] == "launcher error: RuntimeError: spark-submit not found"
+
+
+def _ctx(tmp_path, limit):
+    a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": 1})
+    return runs.RunContext(spec=SPEC, scale="local", cluster="local", point={"n": 1},
+                           attempt_dir=a, runs_dir=tmp_path, time_limit_s=limit)
+
+
+def test_run_command_kills_a_run_past_its_limit(tmp_path):
+    ctx = _ctx(tmp_path, 0.5)
+    # the child sleeps too: the whole process group must go
+    code = "import subprocess, time; subprocess.Popen(['sleep', '30']); print('started', flush=True); time.sleep(30)"
+    result = runs.run_command(ctx, [sys.executable, "-c", code])
+    assert result.status == "hung"
+    assert result.reason == "killed after the time limit of 0.5 s"
+    assert (ctx.attempt_dir / "stdout.log").read_text() == "started\n"
+
+
+def test_run_command_failure_keeps_stderr(tmp_path):
+    ctx = _ctx(tmp_path, 30)
+    result = runs.run_command(ctx, [sys.executable, "-c", "import sys; sys.exit('bad input')"])
+    assert (result.status, result.exit_status, result.reason) == ("failed", 1, "exit status 1")
+    assert (ctx.attempt_dir / "stderr.log").read_text() == "bad input\n"

@@ -1,0 +1,265 @@
+# Shared state and input functions of the pipeline: the specs, where raw runs are, and
+# which matrix points each experiment has.
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import re
+from pathlib import Path
+
+from dlobd import runs as druns
+from dlobd import spec as dspec
+
+RUNS = config["runs_dir"]
+RESULTS = config["results_dir"]
+FIGURES = config["figures_dir"]
+REPORT = config["report_dir"]
+STATE = config["state_dir"]
+SCALES = config["scales"]
+
+SPECS_ROOT = Path(workflow.basedir, config["specs_root"])
+SPECS = dspec.load_all(SPECS_ROOT)
+CLAIM_FILES = {p.stem: data for p, data in dspec.claims_files(SPECS_ROOT).items()}
+
+_unknown = sorted(set(config["experiments"]) - set(SPECS))
+if _unknown:
+    raise ValueError(f"config experiments: no spec for {', '.join(_unknown)} in experiments/")
+IDS = sorted(config["experiments"] or SPECS)
+# experiments whose own runs hold the data (slide charts with `data_from` reuse them)
+DATA_IDS = sorted({SPECS[e].source_spec.id for e in IDS})
+# claims-only files are checked only when the whole set of experiments is built
+VERDICT_IDS = IDS + (sorted(CLAIM_FILES) if not config["experiments"] else [])
+
+
+wildcard_constraints:
+    scale=r"[a-z][a-z0-9_-]*",
+    experiment=r"[a-z][a-z0-9-]*",
+    cluster=r"[^/]+",
+    point=r"[^/]+",
+
+
+def data_id(experiment):
+    return SPECS[experiment].source_spec.id
+
+
+def merged_spec(experiment):
+    """The spec dict with the axes and scales of the spec that owns its data."""
+    spec = SPECS[experiment]
+    src = spec.source_spec.data
+    return {**spec.data, "axes": src.get("axes", {}), "scales": src.get("scales", {}),
+            "dimensions": spec.dimensions()}
+
+
+def scale_of(experiment, scale):
+    try:
+        return SPECS[experiment].scale(scale)
+    except KeyError:
+        return None
+
+
+def found_points(scale, experiment):
+    """(cluster, point) of every point directory with attempts under RUNS."""
+    out = []
+    root = Path(RUNS)
+    if not root.is_dir():
+        return out
+    for cluster_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        exp_dir = cluster_dir / scale / experiment
+        if exp_dir.is_dir():
+            out.extend((cluster_dir.name, p.name) for p in sorted(exp_dir.iterdir())
+                       if druns.attempts(p))
+    return out
+
+
+def launch_points(scale, experiment):
+    """(cluster, point) the `run` rule launches when config `launch` is on."""
+    if not config["launch"] or SPECS[experiment].data.get("data_from"):
+        return []
+    if scale_of(experiment, scale) is None:
+        return []
+    # points of a scale marked not runnable are launched too: they get a `not runnable` record
+    return [(config["cluster"], pid) for pid, _ in SPECS[experiment].points(scale)]
+
+
+def all_points(scale, experiment):
+    return sorted(set(found_points(scale, experiment)) | set(launch_points(scale, experiment)))
+
+
+def launched_marker(cluster, scale, experiment, point):
+    return f"{STATE}/launched/{cluster}/{scale}/{experiment}/{point}.json"
+
+
+def parsed_csv(scale, cluster, experiment, point):
+    return f"{RESULTS}/{scale}/parsed/{cluster}/{experiment}/{point}.csv"
+
+
+def results_csv(scale, experiment):
+    return f"{RESULTS}/{scale}/{data_id(experiment)}.csv"
+
+
+def runs_json(scale, experiment):
+    return f"{RESULTS}/{scale}/runs/{data_id(experiment)}.json"
+
+
+def report_html():
+    return f"{REPORT}/index.html"
+
+
+def stack_for(experiment, point, scale):
+    """The stack module of a point: the value of its `stack_axis`, else the scale's `stack`
+    (as runs.launch chooses it), else the spec's."""
+    data = SPECS[experiment].data
+    axis = data.get("stack_axis")
+    scale_stack = (scale_of(experiment, scale) or {}).get("stack")
+    return str(point[axis]) if axis and axis in point else scale_stack or data["stack"]
+
+
+def parse_inputs(wildcards):
+    """Every raw file of a point's attempts (and, when launching, the point's launch)."""
+    if (wildcards.cluster, wildcards.point) in launch_points(wildcards.scale, wildcards.experiment):
+        # `run` is a checkpoint, so the files are listed once the run has written them
+        checkpoints.run.get(**wildcards)
+    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, wildcards.experiment, wildcards.point)
+    files = []
+    for attempt in druns.attempts(pdir):
+        for parent, _, names in os.walk(attempt):
+            files.extend(os.path.join(parent, n) for n in sorted(names))
+    return files
+
+
+_OTHER = re.compile(r"@([a-z][a-z0-9-]*[a-z0-9])")
+
+
+def claim_sources(experiment):
+    """The experiment ids whose results the checks of `experiment` read (`y@<id>[...]`)."""
+    data = SPECS[experiment].data if experiment in SPECS else CLAIM_FILES[experiment]
+    found = set()
+    for claim in data.get("claims", []):
+        for key in ("check", "check_alt"):
+            found.update(_OTHER.findall(claim.get(key) or ""))
+    unknown = sorted(found - set(SPECS))
+    if unknown:
+        raise ValueError(f"claims of {experiment} name unknown experiments: {', '.join(unknown)}")
+    return sorted(found)
+
+
+def _log(path, text):
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text.rstrip("\n") + "\n")
+
+
+# ---------------------------------------------------------------- the steps' work
+# Each rule's `run:` calls one of these, in the Snakemake process (profile
+# force-use-threads): pandas and matplotlib are imported once for all jobs.
+
+
+def step_run(wildcards, output, log):
+    points = dict(SPECS[wildcards.experiment].points(wildcards.scale))
+    if wildcards.point not in points:
+        raise ValueError(f"{wildcards.experiment}: no point {wildcards.point!r} at scale {wildcards.scale}")
+    attempt = druns.launch(merged_spec(wildcards.experiment), wildcards.scale,
+                           points[wildcards.point], RUNS, cluster=wildcards.cluster)
+    record = druns.read_attempt(attempt, RUNS).record
+    summary = {"attempt": str(attempt), "status": record["status"], "reason": record.get("reason")}
+    Path(output.marker).write_text(json.dumps(summary) + "\n")
+    _log(log[0], f"{attempt}: {record['status']}" + (f" ({record['reason']})" if record.get("reason") else ""))
+
+
+def step_parse(wildcards, output, log):
+    from dlobd import results as dresults
+
+    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, wildcards.experiment, wildcards.point)
+    frame = dresults.parse_point(
+        pdir, RUNS, lambda point: stack_for(wildcards.experiment, point, wildcards.scale))
+    Path(output[0]).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(output[0], index=False)
+    row = frame.iloc[0]
+    _log(log[0], f"{row['run_id']}: {row['status']}, {int(frame['value'].notna().sum())} values"
+         + (f" ({row['reason']})" if isinstance(row["reason"], str) else ""))
+
+
+def step_results(wildcards, input, output, log):
+    from dlobd import results as dresults
+
+    table = dresults.write_results(wildcards.experiment, list(SPECS[wildcards.experiment].axes()),
+                                   input.parsed, output.csv, output.runs, RUNS, wildcards.scale)
+    _log(log[0], f"{len(input.parsed)} point(s), {len(table)} row(s)")
+
+
+_FIGURE_POOL = None
+
+
+def figure_pool():
+    """Worker processes for drawing, forked from a server that has matplotlib imported:
+    matplotlib holds the GIL while it renders, so threads alone would use one core."""
+    global _FIGURE_POOL
+    if _FIGURE_POOL is None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["dlobd.figures"])
+        _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
+    return _FIGURE_POOL
+
+
+def step_figure(wildcards, input, output, log):
+    from dlobd import figures as dfig
+
+    reason = figure_pool().submit(
+        dfig.render, merged_spec(wildcards.experiment), wildcards.scale,
+        scale_of(wildcards.experiment, wildcards.scale), input.csv, output.png, output.pdf, RUNS,
+    ).result()
+    _log(log[0], f"not run: {reason}" if reason else "drawn from its results")
+
+
+def step_claims(wildcards, input, output, log):
+    import pandas as pd
+    from dlobd import claims as dclaims
+    from dlobd import results as dresults
+
+    exp = wildcards.experiment
+    if exp in SPECS:
+        data, own = merged_spec(exp), dresults.read_results(input.own[0])
+    else:
+        data, own = {"id": f"claims/{exp}", **CLAIM_FILES[exp]}, pd.DataFrame()
+    verdicts = dclaims.evaluate_spec(
+        data, own, wildcards.scale,
+        lambda other: dresults.read_results(results_csv(wildcards.scale, other)),
+        merged_spec,
+    )
+    frame = dclaims.verdicts_frame(verdicts)
+    frame.to_csv(output[0], index=False)
+    _log(log[0], ", ".join(f"{n} {v}" for v, n in frame["verdict"].value_counts().items())
+         or "no claims")
+
+
+def step_report(output, log):
+    from dlobd import report as dreport
+
+    dreport.write_report(
+        output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
+        figures_dir=FIGURES, results_dir=RESULTS, verdict_ids=VERDICT_IDS,
+        data_ids={e: data_id(e) for e in IDS}, runs_dir=RUNS,
+    )
+    _log(log[0], f"{Path(output.html).resolve()}: {len(IDS)} experiments")
+
+
+def code(*modules):
+    """Package files a step runs: a change to them rebuilds what the step made."""
+    return [str(Path(workflow.basedir, "dlobd", m)) for m in modules]
+
+
+def spec_file(experiment):
+    """The spec (or claims-only file) an experiment's step reads."""
+    if experiment in SPECS:
+        return [str(SPECS[experiment].path), str(SPECS[experiment].source_spec.path)]
+    return [str(SPECS_ROOT / "claims" / f"{experiment}.yaml")]
+
+
+def parser_code(wildcards):
+    spec = SPECS[wildcards.experiment]
+    axis = spec.data.get("stack_axis")
+    names = {spec.stack(wildcards.scale)} | (
+        {str(v) for v in spec.scale(wildcards.scale).get("matrix", {}).get(axis, [])}
+        if axis else set())
+    files = code("results.py", "runs.py", "stacks/__init__.py")
+    return files + [f for f in code(*(f"stacks/{n}.py" for n in sorted(names))) if Path(f).is_file()]
