@@ -57,6 +57,16 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 test-integration: setup ## provision a fresh prefix, start, smoke-test, rerun (changed=0), stop
 	$(BIN)/pytest -m integration tests/integration
 
+## ---------------------------------------------------------------- the whole artifact
+
+.PHONY: reproduce
+reproduce: setup ## provision, start the cluster, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
+	$(MAKE) provision
+	$(MAKE) cluster-up
+	status=0; $(SNAKEMAKE) $(SNAKE_CONFIG) launch=True || status=$$?; \
+	  $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
+	@echo "report: $(abspath report/index.html)"
+
 ## ---------------------------------------------------------------- pipeline (Snakefile)
 
 RUNS ?= data/runs
@@ -78,8 +88,6 @@ report: setup ## the HTML report (and what it needs), plus Snakemake's own repor
 .PHONY: bench-figures
 bench-figures: setup ## time rebuilding all figures/verdicts/report from raw logs: cold, then with nothing changed
 	$(BIN)/python benchmarks/figures/bench.py --runs $(RUNS)
-
-lint: lint-workflow
 
 .PHONY: lint-workflow
 lint-workflow: setup ## snakemake --lint on the Snakefile and its rules
@@ -118,10 +126,9 @@ bench-grpc: build-grpc-bench ## gRPC p2p latency/bandwidth vs raw TCP on loopbac
 ## ---------------------------------------------------------------- tests
 
 .PHONY: lint
-lint: lint-ansible ## every static check
+lint: lint-ansible lint-specs lint-workflow ## every static check
 
 .PHONY: lint-specs
-lint: lint-specs
 lint-specs: setup ## validate every experiment spec and claims file (schema, cross-checks, claim syntax)
 	$(BIN)/dlobd validate
 

@@ -137,6 +137,17 @@ def point_missing(scale: dict, point: dict) -> list[str]:
     return missing(needs)
 
 
+def launcher_missing(stack_name: str) -> list[str]:
+    """Why the project cannot launch this stack yet; empty if its module has a launcher."""
+    from dlobd import stacks
+
+    try:
+        module = stacks.get(stack_name)
+    except (KeyError, ImportError, ValueError) as exc:
+        return [f"stack {stack_name!r} is not available: {exc}"]
+    return [] if hasattr(module, "launch") else [f"stack {stack_name!r} has no launcher yet"]
+
+
 def plan_spec(spec, scale_name: str) -> dict:
     """{'runnable': n points, 'blocked': {point_id: reasons}, 'reason': whole-scale reason}."""
     try:
@@ -148,7 +159,10 @@ def plan_spec(spec, scale_name: str) -> dict:
                 "reason": scale.get("reason", "marked not runnable")}
     whole = missing(scale.get("needs"))
     points = spec.points(scale_name)
-    blocked = {pid: point_missing(scale, p) for pid, p in points}
+    axis = spec.data.get("stack_axis")
+    blocked = {pid: point_missing(scale, p) + launcher_missing(
+                   str(p[axis]) if axis and axis in p else spec.stack(scale_name))
+               for pid, p in points}
     blocked = {k: v for k, v in blocked.items() if v}
     if whole:
         return {"runnable": 0, "points": len(points), "blocked": blocked, "reason": "; ".join(whole)}
@@ -185,10 +199,13 @@ def run(args) -> int:
         if p["reason"]:
             lines.append(f"  {'not runnable':13} {eid}: {p['reason']}")
         elif p["blocked"]:
+            reasons = "; ".join(sorted({r for rs in p["blocked"].values() for r in rs}))
+            if p["runnable"] == 0:
+                lines.append(f"  {'not runnable':13} {eid}: {reasons}")
+                continue
             n_ok += 1
-            reasons = sorted({r for rs in p["blocked"].values() for r in rs})
             lines.append(f"  {'partly':13} {eid}: {p['runnable']} of {p['points']} points; "
-                         f"the others {'; '.join(reasons)}")
+                         f"the others: {reasons}")
         else:
             n_ok += 1
             lines.append(f"  {'runnable':13} {eid}: {p['points']} point(s)")

@@ -369,7 +369,7 @@ def _check_metrics(spec: Spec, errors: _Errors) -> None:
         if dim == "phase":  # the one dimension whose values the vocabulary fixes
             for value in decl.get("values", []):
                 if value not in metrics.PHASES:
-                    errors.add(spec.path, f"dimensions.phase.values", f"{value!r} is not a phase of docs/metrics.md")
+                    errors.add(spec.path, "dimensions.phase.values", f"{value!r} is not a phase of docs/metrics.md")
 
 
 def validate(root: Path | str = ROOT, files: list | None = None, directory: str = "experiments",

@@ -74,7 +74,7 @@ def test_grouped_bars_draw_the_reduced_values(tmp_path, log):
     assert "hung" in notes  # the hung point is shown with its status, not dropped
     text = _texts(fig)
     for part in ("scale: local", "cluster: local", "data: synthetic", "SYNTHETIC DATA",
-                 "EMULATED NETWORK", "runs not ok: 1 hung", "Fig. 7(b) (dlobd)"):
+                 "EMULATED NETWORK", "runs not ok: 1 hung", "Fig. 7(b) (dlobd, rerun at the local scale) of the paper"):
         assert part in text
 
 

@@ -6,6 +6,7 @@ the same directory the launcher uses."""
 import collections
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -106,6 +107,11 @@ def test_custom_sizes_and_counts(binary):
     (["--benchmark", "p2p-echo"], "unknown benchmark 'p2p-echo'"),
     (["--workers", 3], "p2p-latency is point-to-point"),
     (["--duration", 0], "--duration"),
+    (["--rpc", "rdma"], "unknown rpc 'rdma' (expected unary or streaming)"),
+    (["--rpc", "streaming", "--mode", "serialized"],
+     "--rpc streaming: only with --mode non-serialized"),
+    (["--rpc", "streaming", "--benchmark", "ps-throughput"],
+     "--rpc streaming: only for p2p-latency and p2p-bandwidth"),
 ])
 def test_bad_options_fail_with_a_clear_message(binary, args, message):
     for command in ("payload", "run"):
@@ -214,18 +220,63 @@ class CorruptingProxy(threading.Thread):
         self.pump(client, server, True)
 
 
-def test_a_corrupted_echo_is_caught_by_the_checksum(binary):
+@pytest.mark.parametrize("rpc, benchmark, what", [
+    ("unary", "p2p-latency", "echo"),
+    ("streaming", "p2p-latency", "echo"),
+    ("streaming", "p2p-bandwidth", "acknowledgement"),  # the PS's checksum of what came
+])
+def test_a_corrupted_echo_is_caught_by_the_checksum(binary, rpc, benchmark, what):
     ps = subprocess.Popen([str(binary), "ps", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
                           text=True)
     try:
         port = int(ps.stdout.readline().split(":")[-1])
         proxy = CorruptingProxy(port, offset=300_000)  # inside the first payload's data
         proxy.start()
-        proc = tgb(binary, "run", *SHORT[2:], "--ps", f"127.0.0.1:{proxy.port}",
-                   "--categories", "large", "--buffers", 1)
+        proc = tgb(binary, "run", *SHORT[2:], "--ps", f"127.0.0.1:{proxy.port}", "--rpc", rpc,
+                   "--benchmark", benchmark, "--categories", "large", "--buffers", 1)
         assert proc.returncode == 2
-        assert re.search(rf"echo from 127.0.0.1:{proxy.port}: checksum mismatch", proc.stderr)
+        assert re.search(rf"{what} from 127.0.0.1:{proxy.port}: checksum mismatch", proc.stderr)
     finally:
+        ps.terminate()
+        ps.wait(timeout=10)
+
+
+def test_streaming_p2p_runs_parse_labelled(binary):
+    _, unary = run_parsed(binary, "--scheme", "custom", "--sizes", 10)
+    assert unary.meta["rpc"] == "unary"
+    assert all("operation" not in r for r in unary.rows)
+    text, lat = run_parsed(binary, "--rpc", "streaming", "--scheme", "custom", "--sizes", 10)
+    assert lat.meta["rpc"] == "streaming"
+    assert {r["operation"] for r in lat.rows} == {"streaming"}
+    assert 0 < values(lat, "latency_p50_us")[0] <= values(lat, "latency_p99_us")[0]
+    rows = [line.split() for line in text.splitlines() if line.startswith("row total")]
+    assert all(int(f[4]) > 0 and f[4] == f[13] for f in rows)  # every message verified
+    _, bw = run_parsed(binary, "--rpc", "streaming", "--benchmark", "p2p-bandwidth",
+                       "--categories", "large", "--buffers", 2)
+    assert values(bw, "bandwidth_mb_per_s", operation="streaming")[0] > 10
+
+
+@pytest.mark.parametrize("rpc, message", [
+    ("unary", "call to parameter server {} failed: Deadline Exceeded"),
+    ("streaming", "stream to parameter server(s) {}: no reply within 1.5 s"),
+])
+def test_a_ps_that_stops_answering_fails_within_the_timeout(binary, rpc, message):
+    ps = subprocess.Popen([str(binary), "ps", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                          text=True)
+    try:
+        address = ps.stdout.readline().split()[-1]
+        worker = subprocess.Popen([str(binary), "worker", "--ps", address, "--rpc", rpc,
+                                   "--warmup", "0.3", "--duration", "5", "--timeout", "1.5"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.6)  # calls are flowing
+        ps.send_signal(signal.SIGSTOP)
+        start = time.monotonic()
+        _, err = worker.communicate(timeout=30)
+        took = time.monotonic() - start
+        assert worker.returncode == 2 and message.format(address) in err, err
+        assert took < 4  # the 1.5 s timeout, not the 5 s duration
+    finally:
+        ps.send_signal(signal.SIGCONT)
         ps.terminate()
         ps.wait(timeout=10)
 
@@ -309,3 +360,23 @@ def test_iovec_capture_counts_what_grpc_hands_to_sendmsg(binary, tmp_path):
     assert counts["small"] > 0 and sum(counts.values()) == len(re.findall(r"iov_len=\d+", text))
     cut = text.replace("msg_iovlen=2,", "msg_iovlen=3,", 1)
     assert "iovecs printed" in grpcbench.parse(cut).reason
+
+
+def test_bench_grpc_prints_both_rpc_modes_against_tcp(binary, tmp_path):
+    proc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"),
+                           str(ROOT / "benchmarks" / "tf-grpc-bench" / "bench.py"),
+                           "--repeats", "1", "--warmup", "0.1", "--duration", "0.3",
+                           "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    got = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+    for rpc in ("", "_streaming"):
+        lat = float(got[f"p2p_latency_small{rpc}_p50_us"]) / float(got["tcp_pingpong_small_p50_us"])
+        assert float(got[f"p2p_latency_small{rpc}_vs_tcp_ratio"]) == pytest.approx(lat, rel=1e-2)
+        bw = (float(got[f"p2p_bandwidth_large{rpc}_mb_per_s"])
+              / float(got["tcp_stream_large_mb_per_s"]))
+        assert float(got[f"p2p_bandwidth_large{rpc}_vs_tcp_ratio"]) == pytest.approx(bw, rel=1e-2)
+    assert got["goals_judged_on"].startswith("rpc unary")
+    assert len(got["loadavg_1_5_15_start"].split()) == 3
+    streamed = (tmp_path / "out" / "p2p_latency_small_streaming-1.txt").read_text()
+    assert "rpc: streaming" in streamed and "end: ok" in streamed

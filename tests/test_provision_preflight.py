@@ -130,7 +130,7 @@ def results(tmp_path_factory, mirror, maven_settings):
                              {"dlobd_install_method": "tarball", "dlobd_apache_mirror": mirror,
                               "dlobd_hadoop_version": "9.9.1"}),
             "maven_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
-                          {"dlobd_hadoop_version": "9.9.3", "dlobd_maven_extra_args": ["-s", str(maven_settings)]}),
+                          {"dlobd_hadoop_version": "9.9.3", "hadoop_maven_extra_args": ["-s", str(maven_settings)]}),
         }
 
         def one(name):

@@ -8,7 +8,6 @@ import difflib
 import itertools
 import random
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest

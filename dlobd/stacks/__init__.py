@@ -18,6 +18,7 @@ Damaged input, for every stack (docs/metrics.md, "Damaged logs"):
 
 import argparse
 import csv
+import functools
 import importlib
 import sys
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ STACKS = ("bigdl", "caffe", "grpcbench", "hr_reduce", "tensorflow", "tensorflowo
 # Every parser's reason for a text with no line of its format starts with this.
 NO_LINES = "no line of"
 EMPTY = "empty log"
+CUT_LINE = "the last line is cut mid-line and was not read"
 
 # Above this share of control characters a "log" is binary data, not text.
 BINARY_SHARE = 0.01
@@ -48,9 +50,37 @@ class ParseResult:
     def unparseable(cls, reason: str) -> "ParseResult":
         return cls(status="unparseable", reason=reason)
 
+    def close(self, *problems, cut: bool) -> "ParseResult":
+        """Record whether the log reaches the run's normal end.
+
+        `problems` say what the log lacks (None where it lacks nothing); `cut` is true when
+        its last line was cut mid-way and not read.
+        """
+        found = [p for p in (*problems, CUT_LINE if cut else None) if p]
+        self.finished = not found
+        if found:
+            self.reason = "log ends before the run's end: " + "; ".join(found)
+        return self
+
 
 class LogError(ValueError):
     """A log that cannot be read as a whole; the message is the reason."""
+
+
+def line_parser(parse_lines):
+    """A stack's `parse(text)` from its parser of complete lines, `parse_lines(lines, cut)`:
+    empty or binary input, and any LogError it raises, give `unparseable` with the reason."""
+
+    @functools.wraps(parse_lines)
+    def parse(text: str) -> ParseResult:
+        try:
+            lines, cut = text_lines(text)
+            return parse_lines(lines, cut)
+        except LogError as e:
+            return ParseResult.unparseable(str(e))
+
+    parse.__name__ = parse.__qualname__ = "parse"
+    return parse
 
 
 def get(name: str):

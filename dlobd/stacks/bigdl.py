@@ -23,7 +23,7 @@ import math
 import re
 
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
 LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 
@@ -38,14 +38,6 @@ ACCURACY = re.compile(
     r"^Top([15])Accuracy is Accuracy\(correct: (\d+), count: (\d+), accuracy: (" + NUM + r")\)")
 TEST_LOSS = re.compile(r"^Loss is \(Loss: (" + NUM + r"), count: (\d+), Average Loss: (" + NUM + r")\)")
 JAVA_ERROR = re.compile(r"((?:java|scala|org|com)\.[\w.$]*(?:Exception|Error))(?::\s*(.*))?")
-
-
-def parse(text: str) -> ParseResult:
-    try:
-        lines, cut = text_lines(text)
-        return _parse(lines, cut)
-    except LogError as e:
-        return ParseResult.unparseable(str(e))
 
 
 def _parse(lines, cut) -> ParseResult:
@@ -111,14 +103,14 @@ def _parse(lines, cut) -> ParseResult:
         if error:
             reason += f"; the log shows {error}"
         return ParseResult.unparseable(reason)
-    if last_epoch in epoch_done and not cut:
-        result.finished = True
+    result.close(None if last_epoch in epoch_done else
+                 f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line",
+                 cut=cut)
+    if result.finished:
         rows.append(row("train_time_s", epoch_done[last_epoch], epoch=last_epoch))
-    else:
-        missing = [f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line"
-                   if last_epoch not in epoch_done else None,
-                   "the last line is cut mid-line and was not read" if cut else None]
-        result.reason = "log ends before the run's end: " + "; ".join(filter(None, missing))
-        if error:
-            result.reason += f"; the log shows {error}"
+    elif error:
+        result.reason += f"; the log shows {error}"
     return result
+
+
+parse = line_parser(_parse)

@@ -23,7 +23,7 @@ import re
 from datetime import datetime, timedelta
 
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
 LOG_FILES = ("stderr.log", "stdout.log")
 
@@ -36,14 +36,6 @@ TEST_OUT = re.compile(r"^\s*Test net output #\d+: (\S+) = (" + NUM + r")")
 DONE = re.compile(r"^Optimization Done\.")
 TEST_METRIC = {"accuracy": "top1_accuracy", "acc": "top1_accuracy", "accuracy_top1": "top1_accuracy",
                "accuracy_top5": "top5_accuracy", "top5": "top5_accuracy", "loss": "test_loss"}
-
-
-def parse(text: str) -> ParseResult:
-    try:
-        lines, cut = text_lines(text)
-        return _parse(lines, cut)
-    except LogError as e:
-        return ParseResult.unparseable(str(e))
 
 
 def _parse(lines, cut) -> ParseResult:
@@ -105,10 +97,8 @@ def _parse(lines, cut) -> ParseResult:
     if not result.rows:
         return ParseResult.unparseable(
             f"{NO_LINES} Caffe's format: no glog 'Iteration N, loss = x' or 'Test net output' line")
-    problems = [None if done else f"no 'Optimization Done.' line (last iteration {last_iter})",
-                "the last line is cut mid-line and was not read" if cut else None]
-    problems = [p for p in problems if p]
-    result.finished = not problems
-    if problems:
-        result.reason = "log ends before the run's end: " + "; ".join(problems)
-    return result
+    return result.close(None if done else f"no 'Optimization Done.' line (last iteration {last_iter})",
+                        cut=cut)
+
+
+parse = line_parser(_parse)

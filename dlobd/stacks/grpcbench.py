@@ -19,6 +19,9 @@ Parser: the `total` row of each repeat (step = repeat) gives, by benchmark,
                  decode on both ends) and operation=communication (the rest of the round trip)
   p2p-bandwidth  bandwidth_mb_per_s
   ps-throughput  rpc_calls_per_s and bandwidth_mb_per_s, summed over the workers
+  (p2p runs with `rpc: streaming` in the header, payloads sent as messages of one open
+  stream rather than as unary calls, carry operation=streaming; logs without the `rpc:`
+  line are unary)
   tcp-pingpong   latency_us, latency_p50_us, latency_p99_us with operation=tcp
   tcp-stream     bandwidth_mb_per_s with operation=tcp
 `worker` rows (one per worker process) stay in the log. The header is `meta`. The log is
@@ -106,12 +109,10 @@ def _parse_trace(lines, cut) -> ParseResult:
         calls += 1
         for n in lengths:
             counts[size_class(n)] += 1
-    result = ParseResult(finished=not cut)
+    result = ParseResult()
     result.meta["sendmsg_calls"] = calls
     result.rows = [row("iovec_buffer_count", n, size_class=name) for name, n in counts.items()]
-    if cut:
-        result.reason = "log ends before the run's end: the last line is cut mid-line and was not read"
-    return result
+    return result.close(cut=cut)
 
 
 def _number(no: int, name: str, text: str) -> float:
@@ -121,9 +122,10 @@ def _number(no: int, name: str, text: str) -> float:
         raise LogError(f"line {no}: {name} {text!r} is not a number") from None
 
 
-def _rows(benchmark: str, mode: str, values: dict, step: int) -> list[dict]:
+def _rows(benchmark: str, mode: str, rpc: str, values: dict, step: int) -> list[dict]:
+    grpc_op = "streaming" if rpc == "streaming" else None  # unary: TF's RPC, no label
     if benchmark in ("p2p-latency", "tcp-pingpong"):
-        op = "tcp" if benchmark == "tcp-pingpong" else None
+        op = "tcp" if benchmark == "tcp-pingpong" else grpc_op
         out = []
         if mode == "serialized":
             ser = values["ser_us"]
@@ -134,7 +136,7 @@ def _rows(benchmark: str, mode: str, values: dict, step: int) -> list[dict]:
         return out + [row("latency_p50_us", values["p50_us"], step=step, operation=op),
                       row("latency_p99_us", values["p99_us"], step=step, operation=op)]
     if benchmark in ("p2p-bandwidth", "tcp-stream"):
-        op = "tcp" if benchmark == "tcp-stream" else None
+        op = "tcp" if benchmark == "tcp-stream" else grpc_op
         return [row("bandwidth_mb_per_s", values["mb_per_s"], step=step, operation=op)]
     return [row("rpc_calls_per_s", values["calls_per_s"], step=step),
             row("bandwidth_mb_per_s", values["mb_per_s"], step=step)]
@@ -180,7 +182,7 @@ def _parse(lines, cut) -> ParseResult:
             if rec["kind"] == "total":
                 last_repeat = repeat
                 result.rows += _rows(result.meta["benchmark"], result.meta.get("mode", ""),
-                                     values, repeat)
+                                     result.meta.get("rpc", "unary"), values, repeat)
         elif line.startswith("end:"):
             end_line = no
         elif ":" in line:
@@ -200,14 +202,8 @@ def _parse(lines, cut) -> ParseResult:
     if header_line is None:
         return ParseResult.unparseable(
             f"{NO_LINES} grpcbench's format: no '{FORMAT_LINE} {FORMAT_VERSION}' header")
-    problems = [f"no 'end: ok' line (last repeat printed: {last_repeat})" if end_line is None
-                else None,
-                "the last line is cut mid-line and was not read" if cut else None]
-    problems = [p for p in problems if p]
-    result.finished = not problems
-    if problems:
-        result.reason = "log ends before the run's end: " + "; ".join(problems)
-    return result
+    return result.close(f"no 'end: ok' line (last repeat printed: {last_repeat})"
+                        if end_line is None else None, cut=cut)
 
 
 # ---------------------------------------------------------------- build and launch
@@ -249,7 +245,7 @@ OPTIONS = {
     "skew_bias": "--skew-bias", "skew_mix": "--skew-mix", "payload_bytes": "--sizes",
     "warmup_s": "--warmup", "duration_s": "--duration", "repeats": "--repeats",
     "parameter_servers": "--parameter-servers", "workers": "--workers", "seed": "--seed",
-    "timeout_s": "--timeout",
+    "timeout_s": "--timeout", "rpc": "--rpc",
 }
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from dlobd import provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
 LOG_FILES = ("stdout.log",)
 
@@ -61,14 +61,6 @@ PHASES = ("propagation", "forward_backward", "aggregation")
 
 
 # ------------------------------------------------------------------ parser
-
-
-def parse(text: str) -> ParseResult:
-    try:
-        lines, cut = text_lines(text)
-        return _parse(lines, cut)
-    except LogError as e:
-        return ParseResult.unparseable(str(e))
 
 
 def _number(no: int, token: str, what: str) -> float:
@@ -294,3 +286,6 @@ def _mpi_version(mpi: str) -> str | None:
         return None
     text = (proc.stdout or proc.stderr).strip()
     return " ".join(text.splitlines()[:2]) if text else None
+
+
+parse = line_parser(_parse)

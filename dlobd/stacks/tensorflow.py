@@ -154,10 +154,6 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
 def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
     """Set finished/reason: every training task has its summary and no line was cut."""
     missing = sorted(t for t, s in tasks.items() if not s["server"] and not s["summary"])
-    problems = [f"task {', '.join(missing)} has no summary line (last step "
-                f"{', '.join(str(tasks[t]['step']) for t in missing)})" if missing else None,
-                "the last line is cut mid-line and was not read" if cut else None]
-    problems = [p for p in problems if p]
-    result.finished = not problems
-    if problems:
-        result.reason = "log ends before the run's end: " + "; ".join(problems)
+    result.close(f"task {', '.join(missing)} has no summary line (last step "
+                 f"{', '.join(str(tasks[t]['step']) for t in missing)})" if missing else None,
+                 cut=cut)

@@ -28,7 +28,7 @@ import math
 import re
 
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
@@ -48,14 +48,6 @@ def _task(devices: str) -> str | None:
     """`worker:0` for a distributed run's Devices line, None for a local run."""
     m = DEVICE_TASK.search(devices)
     return f"{m[1]}:{m[2]}" if m else None
-
-
-def parse(text: str) -> ParseResult:
-    try:
-        lines, cut = text_lines(text)
-        return _parse(lines, cut)
-    except LogError as e:
-        return ParseResult.unparseable(str(e))
 
 
 def _parse(lines, cut) -> ParseResult:
@@ -115,11 +107,8 @@ def _parse(lines, cut) -> ParseResult:
     if not result.rows:
         return ParseResult.unparseable(
             f"{NO_LINES} tf_cnn_benchmarks' format: no step line and no 'total images/sec' line")
-    problems = ["no 'total images/sec' line (last step printed: "
-                f"{last_step})" if total_line is None else None,
-                "the last line is cut mid-line and was not read" if cut else None]
-    problems = [p for p in problems if p]
-    result.finished = not problems
-    if problems:
-        result.reason = "log ends before the run's end: " + "; ".join(problems)
-    return result
+    return result.close(f"no 'total images/sec' line (last step printed: {last_step})"
+                        if total_line is None else None, cut=cut)
+
+
+parse = line_parser(_parse)

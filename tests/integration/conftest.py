@@ -6,13 +6,16 @@ both runs' output and time are kept for the tests to check. `cluster`: the same 
 and YARN up (cluster-up.yml); stopped at the end of the session, and any daemon left is killed.
 
 Other integration tests (experiment slices) use `cluster` and source `cluster.env_file`.
-The local inventory's ports must be free: stop a cluster of your own first (`make cluster-down`).
+The cluster gets ports of its own: the local inventory's ports shifted by the first offset (a
+multiple of 100) at which all of them are free on loopback, so a developer's running cluster on
+the default ports (or another session's test cluster) is left alone. `cluster.ports` has them.
 """
 
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -20,11 +23,34 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 
 from dlobd import ROOT
 
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
+GROUP_VARS = ROOT / "playbooks" / "group_vars" / "all" / "main.yml"
+# Offsets tried for the test cluster's ports; all keep the shifted ports clear of the defaults.
+PORT_OFFSETS = range(100, 800, 100)
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports() -> dict[str, int]:
+    """The inventory's daemon ports shifted by the first offset at which every one is free."""
+    ports = yaml.safe_load(GROUP_VARS.read_text())["dlobd_ports"]
+    for offset in PORT_OFFSETS:
+        shifted = {name: port + offset for name, port in ports.items()}
+        if all(port_free(p) for p in shifted.values()):
+            return shifted
+    raise RuntimeError(f"no free set of ports for the test cluster: tried {ports} shifted by {list(PORT_OFFSETS)}")
 
 
 @dataclass
@@ -52,6 +78,7 @@ class Run:
 class Provisioned:
     prefix: Path
     log_dir: Path
+    ports: dict[str, int]
     runs: dict[str, Run] = field(default_factory=dict)
 
     @property
@@ -60,7 +87,7 @@ class Provisioned:
 
     def playbook(self, name: str, record: str | None = None) -> Run:
         cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(ROOT / "playbooks" / name),
-               "-e", json.dumps({"dlobd_prefix": str(self.prefix)})]
+               "-e", json.dumps({"dlobd_prefix": str(self.prefix), "dlobd_ports": self.ports})]
         env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
         start = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600, cwd=ROOT)
@@ -86,7 +113,7 @@ class Provisioned:
 @pytest.fixture(scope="session")
 def provisioned(tmp_path_factory):
     base = tmp_path_factory.mktemp("dlobd")
-    p = Provisioned(prefix=base / "stack", log_dir=base / "logs")
+    p = Provisioned(prefix=base / "stack", log_dir=base / "logs", ports=free_ports())
     p.log_dir.mkdir()
     try:
         first = p.playbook("site.yml", record="first")

@@ -41,6 +41,8 @@ def test_daemons_listen_on_the_cluster_address_only(cluster):
     listening = [(name, c.laddr) for name, p in procs.items()
                  for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
     assert len(listening) >= 10
+    # on the test cluster's own ports, not the inventory's defaults
+    assert {cluster.ports["namenode_rpc"], cluster.ports["resourcemanager_rpc"]} <= {a.port for _, a in listening}
     # (an IPv4-mapped IPv6 form of the address is the same address)
     assert [(n, a) for n, a in listening if a.ip.removeprefix("::ffff:") != "127.0.0.1"] == []
 

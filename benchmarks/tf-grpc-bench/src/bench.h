@@ -79,6 +79,7 @@ struct Options {
   std::string command = "run";  // run | ps | worker | payload | tcp-pingpong | tcp-stream
   std::string benchmark = "p2p-latency";
   std::string mode = "non-serialized";
+  std::string rpc = "unary";  // unary (as TensorFlow's RecvTensor) | streaming
   std::string host = "127.0.0.1";  // where local parameter servers listen
   int port = 50001;                // first PS port (0: any free port)
   long parameter_servers = 1;

@@ -5,6 +5,9 @@
 // buffers themselves (the byte-buffer path, no protobuf); serialized mode encodes the
 // buffers into one protobuf message (proto/payload.proto) and times encoding and decoding.
 // Both sides drive their own completion queue, so no thread hand-off adds to a round trip.
+// A call is a unary RPC by default, as TensorFlow's tensor transfer (RecvTensor) is;
+// `--rpc streaming` instead sends every payload as one message of a bidirectional stream
+// per worker-PS pair, which has no per-call setup (labelled as such in the output).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +41,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 const char* kEcho = "/tfgrpcbench.PS/Echo";  // p2p-latency: the PS sends the payload back
 const char* kAck = "/tfgrpcbench.PS/Ack";    // p2p-bandwidth, ps-throughput: checksum reply
+const char* kEchoStream = "/tfgrpcbench.PS/EchoStream";  // --rpc streaming: one reply a message
+const char* kAckStream = "/tfgrpcbench.PS/AckStream";
 const char* kSerNs = "tgb-ser-ns";           // trailing metadata: the PS's protobuf time
 
 double since_us(Clock::time_point t0) {
@@ -75,77 +81,155 @@ bool as_int(const std::string& v, int* out) {
 
 // ---------------------------------------------------------------- parameter server
 
-struct ServerCall {
-  enum State { kRequested, kReading, kFinishing } state = kRequested;
-  grpc::GenericServerContext ctx;
-  grpc::GenericServerAsyncReaderWriter stream{&ctx};
-  grpc::ByteBuffer request, reply;
-};
-
-grpc::Status handle(ServerCall& c, bool serialized) {
-  const std::string& method = c.ctx.method();
-  if (method != kEcho && method != kAck)
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no method " + method);
+// The PS's reply to one payload: the echo, or the checksum of what arrived.
+grpc::Status handle(bool echo, grpc::ByteBuffer& request, grpc::ByteBuffer* reply,
+                    grpc::ServerContext& ctx, bool serialized) {
   if (!serialized) {
-    if (method == kEcho) {
-      c.reply = c.request;  // the same slices go back: an echo without copies
+    if (echo) {
+      *reply = request;  // the same slices go back: an echo without copies
     } else {
       Checksum sum;
-      add(sum, c.request);
-      c.reply = ack_buffer(sum);
+      add(sum, request);
+      *reply = ack_buffer(sum);
     }
     return grpc::Status::OK;
   }
   auto t0 = Clock::now();
   tfgrpcbench::Payload msg;
-  grpc::Status st = grpc::SerializationTraits<tfgrpcbench::Payload>::Deserialize(&c.request, &msg);
+  grpc::Status st = grpc::SerializationTraits<tfgrpcbench::Payload>::Deserialize(&request, &msg);
   if (!st.ok()) return st;
-  if (method == kEcho) {
+  if (echo) {
     bool own = false;
-    st = grpc::SerializationTraits<tfgrpcbench::Payload>::Serialize(msg, &c.reply, &own);
+    st = grpc::SerializationTraits<tfgrpcbench::Payload>::Serialize(msg, reply, &own);
     if (!st.ok()) return st;
-    c.ctx.AddTrailingMetadata(kSerNs, std::to_string(std::llround(since_us(t0) * 1000)));
+    ctx.AddTrailingMetadata(kSerNs, std::to_string(std::llround(since_us(t0) * 1000)));
   } else {
     Checksum sum;
     add(sum, msg);
-    c.reply = ack_buffer(sum);
+    *reply = ack_buffer(sum);
   }
   return grpc::Status::OK;
 }
 
-void serve(grpc::ServerCompletionQueue* cq, grpc::AsyncGenericService* service, bool serialized) {
-  auto request_next = [&] {
-    auto* c = new ServerCall;
-    service->RequestCall(&c->ctx, &c->stream, cq, cq, c);
-  };
-  request_next();
-  void* tag;
-  bool ok;
-  while (cq->Next(&tag, &ok)) {
-    auto* c = static_cast<ServerCall*>(tag);
-    if (c->state == ServerCall::kRequested) {
-      if (!ok) {  // shutting down
-        delete c;
-        continue;
-      }
-      request_next();
-      c->state = ServerCall::kReading;
-      c->stream.Read(&c->request, c);
-    } else if (c->state == ServerCall::kReading) {
-      c->state = ServerCall::kFinishing;
-      if (!ok) {
-        c->stream.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"), c);
-        continue;
-      }
-      grpc::Status st = handle(*c, serialized);
-      if (st.ok())
-        c->stream.WriteAndFinish(c->reply, grpc::WriteOptions(), st, c);
-      else
-        c->stream.Finish(st, c);
-    } else {
-      delete c;
+// Echo and Ack as registered async unary methods with raw byte-buffer messages, the way
+// TensorFlow's worker service serves RecvTensor: gRPC hands over the call together with its
+// request, and the reply, its headers and the status leave in one batch.
+class UnaryService : public grpc::Service {
+ public:
+  UnaryService() {
+    int index = 0;
+    for (const char* name : {kEcho, kAck}) {  // index 0 and 1
+      AddMethod(new grpc::internal::RpcServiceMethod(
+          name, grpc::internal::RpcMethod::NORMAL_RPC, nullptr));
+      MarkMethodAsync(index++);
     }
   }
+  void request(int method, grpc::ServerContext* ctx, grpc::ByteBuffer* request,
+               grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
+               grpc::ServerCompletionQueue* cq, void* tag) {
+    RequestAsyncUnary(method, ctx, request, writer, cq, cq, tag);
+  }
+};
+
+struct Services {
+  UnaryService unary;
+  grpc::AsyncGenericService generic;  // the streams (--rpc streaming) and unknown methods
+};
+
+// A call in progress on the PS's completion queue (the queue's tag).
+struct ServerCall {
+  virtual ~ServerCall() = default;
+  virtual void proceed(bool ok) = 0;  // the next step; deletes the call when it is done
+};
+
+struct UnaryCall : ServerCall {
+  UnaryCall(Services& s, grpc::ServerCompletionQueue* cq, int method, bool serialized)
+      : services(s), cq(cq), method(method), serialized(serialized) {
+    s.unary.request(method, &ctx, &request, &writer, cq, this);
+  }
+  Services& services;
+  grpc::ServerCompletionQueue* cq;
+  int method;  // 0: Echo, 1: Ack
+  bool serialized, requested = true;
+  grpc::ServerContext ctx;
+  grpc::ByteBuffer request, reply;
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> writer{&ctx};
+
+  void proceed(bool ok) override {
+    if (!requested || !ok) return delete this;  // finished, or shutting down
+    requested = false;
+    new UnaryCall(services, cq, method, serialized);  // ready for the next call
+    grpc::Status st = handle(method == 0, request, &reply, ctx, serialized);
+    if (st.ok())
+      writer.Finish(reply, st, this);
+    else
+      writer.FinishWithError(st, this);
+  }
+};
+
+struct StreamCall : ServerCall {
+  StreamCall(Services& s, grpc::ServerCompletionQueue* cq) : services(s), cq(cq) {
+    s.generic.RequestCall(&ctx, &stream, cq, cq, this);
+  }
+  enum State { kRequested, kReading, kWriting, kFinishing } state = kRequested;
+  Services& services;
+  grpc::ServerCompletionQueue* cq;
+  bool echo = false;
+  grpc::GenericServerContext ctx;
+  grpc::GenericServerAsyncReaderWriter stream{&ctx};
+  grpc::ByteBuffer request, reply;
+
+  void proceed(bool ok) override {
+    switch (state) {
+      case kRequested:
+        if (!ok) return delete this;  // shutting down
+        new StreamCall(services, cq);
+        if (ctx.method() != kEchoStream && ctx.method() != kAckStream) {
+          state = kFinishing;
+          return stream.Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                            "no method " + ctx.method()), this);
+        }
+        echo = ctx.method() == kEchoStream;
+        state = kReading;
+        return stream.Read(&request, this);
+      case kReading: {
+        if (!ok) {  // the worker has no more messages
+          state = kFinishing;
+          return stream.Finish(grpc::Status::OK, this);
+        }
+        handle(echo, request, &reply, ctx, false);  // streams are non-serialized only
+        state = kWriting;
+        return stream.Write(reply, this);
+      }
+      case kWriting:
+        if (!ok) {  // the worker went away
+          state = kFinishing;
+          return stream.Finish(grpc::Status::CANCELLED, this);
+        }
+        state = kReading;
+        return stream.Read(&request, this);
+      case kFinishing:
+        return delete this;
+    }
+  }
+};
+
+// The PS's only thread that starts operations on `cq`. Once `stopping` is set (after the
+// server has shut down) it shuts the queue down itself, so no operation can begin on a
+// shut-down queue, and drops what is left.
+void serve(grpc::ServerCompletionQueue* cq, Services* services, bool serialized,
+           const std::atomic<bool>* stopping) {
+  for (int method = 0; method < 2; ++method) new UnaryCall(*services, cq, method, serialized);
+  new StreamCall(*services, cq);
+  void* tag;
+  bool ok;
+  while (!stopping->load()) {
+    auto status =
+        cq->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+    if (status == grpc::CompletionQueue::GOT_EVENT) static_cast<ServerCall*>(tag)->proceed(ok);
+  }
+  cq->Shutdown();
+  while (cq->Next(&tag, &ok)) delete static_cast<ServerCall*>(tag);
 }
 
 // ---------------------------------------------------------------- worker
@@ -153,13 +237,14 @@ void serve(grpc::ServerCompletionQueue* cq, grpc::AsyncGenericService* service, 
 class Worker {
  public:
   explicit Worker(const Options& o)
-      : o_(o), serialized_(o.mode == "serialized"), layout_(make_payload(o.payload)),
-        data_(fill_buffers(layout_, o.payload.seed)) {
+      : o_(o), serialized_(o.mode == "serialized"), streaming_(o.rpc == "streaming"),
+        layout_(make_payload(o.payload)), data_(fill_buffers(layout_, o.payload.seed)) {
     for (const auto& d : data_) {
       slices_.emplace_back(d.data(), d.size(), grpc::Slice::STATIC_SLICE);
       expected_.update(d.data(), d.size());
     }
     for (const auto& address : o.ps_addresses) {
+      ps_list_ += (ps_list_.empty() ? "" : ",") + address;
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(-1);
       args.SetMaxSendMessageSize(-1);
@@ -173,6 +258,25 @@ class Worker {
         throw Error("cannot reach parameter server " + address + " within " +
                     fmt(o.timeout_s) + " s (--timeout)");
       stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+      if (streaming_) open_stream(*stubs_.back(), address);
+    }
+  }
+
+  // Ends the streams, cleanly after a finished run (the PS finishes each when its reads
+  // end), by cancelling them after a failure; then drains the completion queue.
+  ~Worker() {
+    for (auto& st : streams_) {
+      if (finished_) {
+        st->rw->WritesDone(st.get());
+        st->rw->Finish(&st->status, st.get());
+      } else {
+        st->ctx.TryCancel();
+      }
+    }
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.AsyncNext(&tag, &ok, deadline()) == grpc::CompletionQueue::GOT_EVENT) {
     }
   }
 
@@ -190,6 +294,7 @@ class Worker {
       r.ser_us += s.ser_us;
     }
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    finished_ = true;
     if (r.calls == 0) throw Error("no call completed within --duration " + fmt(o_.duration_s) + " s");
     r.ser_us /= r.calls;
     if (latency) {
@@ -206,6 +311,12 @@ class Worker {
  private:
   struct Sample {
     double us = 0, ser_us = 0;
+  };
+  struct Stream {  // --rpc streaming: one open bidirectional stream per PS
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer reply;
+    grpc::Status status;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> rw;
   };
   struct Pending {
     grpc::ClientContext ctx;
@@ -228,6 +339,48 @@ class Worker {
                std::chrono::duration<double>(o_.timeout_s));
   }
 
+  // Waits for the next completion of `what` within --timeout; false if the operation failed.
+  bool next(const std::string& what) {
+    void* tag;
+    bool ok;
+    if (cq_.AsyncNext(&tag, &ok, deadline()) != grpc::CompletionQueue::GOT_EVENT)
+      throw Error(what + ": no reply within " + fmt(o_.timeout_s) + " s (--timeout)");
+    return ok;
+  }
+
+  void open_stream(grpc::GenericStub& stub, const std::string& address) {
+    auto st = std::make_unique<Stream>();
+    bool latency = o_.benchmark == "p2p-latency";
+    st->rw = stub.PrepareCall(&st->ctx, latency ? kEchoStream : kAckStream, &cq_);
+    st->rw->StartCall(st.get());
+    if (!next("opening a stream to parameter server " + address))
+      throw Error("cannot open a stream to parameter server " + address);
+    streams_.push_back(std::move(st));
+  }
+
+  // --rpc streaming: the payload as one message on each PS's stream, all in flight together.
+  Sample stream_round(bool latency, Result* into, Clock::time_point t0,
+                      const grpc::ByteBuffer& request) {
+    for (auto& st : streams_) {
+      st->rw->Write(request, st.get());
+      st->rw->Read(&st->reply, st.get());
+    }
+    for (std::size_t done = 0; done < 2 * streams_.size(); ++done)
+      if (!next("stream to parameter server(s) " + ps_list_))
+        throw Error("a stream to parameter server(s) " + ps_list_ + " broke");
+    Sample s;
+    s.us = since_us(t0);  // the round trip, before the checksum is checked
+    tfgrpcbench::Payload unused;
+    for (std::size_t i = 0; i < streams_.size(); ++i)
+      verify(streams_[i]->reply, latency, unused, o_.ps_addresses[i]);
+    if (into) {
+      into->calls += static_cast<long>(streams_.size());
+      into->verified += static_cast<long>(streams_.size());
+      into->bytes += static_cast<double>(expected_.length()) * streams_.size();
+    }
+    return s;
+  }
+
   // One call to every parameter server (one PS for the p2p benchmarks), all in flight
   // together; verified against the payload's checksum. `into` is null during warm-up.
   Sample round(bool latency, Result* into) {
@@ -244,6 +397,7 @@ class Worker {
     } else {
       request = grpc::ByteBuffer(slices_.data(), slices_.size());
     }
+    if (streaming_) return stream_round(latency, into, t0, request);
     std::vector<std::unique_ptr<Pending>> calls;
     for (std::size_t i = 0; i < stubs_.size(); ++i) {
       auto p = std::make_unique<Pending>();
@@ -271,7 +425,7 @@ class Worker {
       if (!p.status.ok())
         throw Error("call to parameter server " + o_.ps_addresses[i] + " failed: " +
                     p.status.error_message() + " (status " + std::to_string(p.status.error_code()) + ")");
-      verify(p, latency, echoed, o_.ps_addresses[i]);
+      verify(p.reply, latency, echoed, o_.ps_addresses[i]);
       if (latency && serialized_) {
         auto it = p.ctx.GetServerTrailingMetadata().find(kSerNs);
         if (it == p.ctx.GetServerTrailingMetadata().end())
@@ -287,7 +441,7 @@ class Worker {
     return s;
   }
 
-  void verify(const Pending& p, bool latency, const tfgrpcbench::Payload& echoed,
+  void verify(const grpc::ByteBuffer& reply, bool latency, const tfgrpcbench::Payload& echoed,
               const std::string& address) const {
     Checksum got;
     if (latency) {
@@ -297,12 +451,12 @@ class Worker {
                       " buffers, sent " + std::to_string(data_.size()));
         add(got, echoed);
       } else {
-        add(got, p.reply);
+        add(got, reply);
       }
     } else {
       grpc::Slice slice;
       uint64_t words[2];
-      if (!p.reply.DumpToSingleSlice(&slice).ok() || slice.size() != sizeof words)
+      if (!reply.DumpToSingleSlice(&slice).ok() || slice.size() != sizeof words)
         throw Error("acknowledgement from " + address + " is not 16 bytes");
       std::memcpy(words, slice.begin(), sizeof words);
       if (words[0] != expected_.digest() || words[1] != expected_.length())
@@ -317,13 +471,15 @@ class Worker {
   }
 
   const Options& o_;
-  bool serialized_;
+  bool serialized_, streaming_, finished_ = false;
+  std::string ps_list_;  // the PS addresses, for messages
   std::vector<Buffer> layout_;
   std::vector<std::string> data_;
   std::vector<grpc::Slice> slices_;
   Checksum expected_;
+  grpc::CompletionQueue cq_;  // before the stubs and streams, which use it
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;
-  grpc::CompletionQueue cq_;
+  std::vector<std::unique_ptr<Stream>> streams_;
 };
 
 // ---------------------------------------------------------------- child processes
@@ -411,13 +567,14 @@ int run_ps(const Options& o) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  grpc::AsyncGenericService service;
+  Services services;
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
-  builder.RegisterAsyncGenericService(&service);
+  builder.RegisterService(&services.unary);
+  builder.RegisterAsyncGenericService(&services.generic);
   apply_channel_args(o, [&](const std::string& n, const std::string& v) {
     int i;
     if (as_int(v, &i)) builder.AddChannelArgument(n, i); else builder.AddChannelArgument(n, v);
@@ -426,13 +583,14 @@ int run_ps(const Options& o) {
   auto server = builder.BuildAndStart();
   if (!server || port == 0) throw Error("parameter server cannot listen on " + o.listen);
   std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  std::thread poller(serve, cq.get(), &service, o.mode == "serialized");
+  std::atomic<bool> stopping{false};
+  std::thread poller(serve, cq.get(), &services, o.mode == "serialized", &stopping);
   std::printf("listening %s:%d\n", host.c_str(), port);
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  cq->Shutdown();
+  stopping = true;
   poller.join();
   return 0;
 }

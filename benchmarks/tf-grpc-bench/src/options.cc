@@ -25,6 +25,9 @@ commands:
 benchmark (Table 2; defaults in brackets):
   --benchmark p2p-latency|p2p-bandwidth|ps-throughput   [p2p-latency]
   --mode non-serialized|serialized                     [non-serialized]
+  --rpc unary|streaming  one unary RPC per payload, as TensorFlow's RecvTensor [unary];
+                         streaming: payloads as messages of one open stream per PS
+                         (p2p benchmarks, non-serialized mode only)
   --host ADDR            address local parameter servers listen on [127.0.0.1]
   --port N               port of the first parameter server; 0 = any free port [50001]
   --parameter-servers N  [1]        --workers N  [1]   (p2p benchmarks: 1 and 1)
@@ -119,6 +122,10 @@ Options parse_options(int argc, char** argv) {
       if (value != "non-serialized" && value != "serialized")
         throw Error("unknown mode '" + value + "' (expected non-serialized or serialized)");
       o.mode = value;
+    } else if (name == "rpc") {
+      if (value != "unary" && value != "streaming")
+        throw Error("unknown rpc '" + value + "' (expected unary or streaming)");
+      o.rpc = value;
     } else if (name == "host") {
       o.host = value;
     } else if (name == "port") {
@@ -191,6 +198,12 @@ Options parse_options(int argc, char** argv) {
       (o.workers != 1 || o.parameter_servers != 1 || o.ps_addresses.size() > 1))
     throw Error(o.benchmark + " is point-to-point: one parameter server and one worker "
                 "(use ps-throughput for several)");
+  if (o.rpc == "streaming" && o.benchmark == "ps-throughput")
+    throw Error("--rpc streaming: only for p2p-latency and p2p-bandwidth (ps-throughput counts "
+                "RPC calls)");
+  if (o.rpc == "streaming" && o.mode == "serialized")
+    throw Error("--rpc streaming: only with --mode non-serialized (serialized mode times the "
+                "PS's decoding per call, which a stream does not report)");
   if (!o.ps_addresses.empty()) o.parameter_servers = static_cast<long>(o.ps_addresses.size());
   if (o.command == "ps" && o.listen.empty()) throw Error("ps needs --listen HOST:PORT");
   if (o.command == "worker" && o.ps_addresses.empty()) throw Error("worker needs --ps");

@@ -29,6 +29,7 @@ void print_header(const Options& o, const std::vector<Buffer>& layout,
   std::printf("benchmark: %s\n", o.command == "run" || o.command == "payload"
                                      ? o.benchmark.c_str() : o.command.c_str());
   std::printf("mode: %s\n", o.command.rfind("tcp-", 0) == 0 ? "raw-tcp" : o.mode.c_str());
+  std::printf("rpc: %s\n", o.command.rfind("tcp-", 0) == 0 ? "-" : o.rpc.c_str());
   std::printf("parameter_servers: %ld\n", o.parameter_servers);
   std::printf("ps: %s\n", ps.empty() ? "-" : joined(ps, [](const std::string& a) { return a; }).c_str());
   std::printf("workers: %ld\n", o.workers);
