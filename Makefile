@@ -96,17 +96,13 @@ lint-workflow: setup ## snakemake --lint on the Snakefile and its rules
 ## ---------------------------------------------------------------- benchmarks: hr-reduce
 
 # The S-Caffe hierarchical-reduce benchmark (benchmarks/hr-reduce), built with CMake against
-# Debian's OpenMPI and MPICH into $(HR_BUILD)/hr-reduce-<mpi>, outside the git tree (the
-# launcher in dlobd/stacks/hr_reduce.py builds into the same place).
-HR_BUILD := $(DLOBD_PREFIX)/build
+# Debian's OpenMPI and MPICH into $(DLOBD_PREFIX)/build/hr-reduce-<mpi>-<checkout>, outside
+# the git tree, where its launcher (dlobd/stacks/hr_reduce.py) builds it too.
 HR_RANKS ?= 4
 
 .PHONY: build-hr-reduce bench-reduce
-build-hr-reduce: ## build the hr-reduce benchmark against OpenMPI and MPICH (needs libopenmpi-dev, libmpich-dev, cmake)
-	@for mpi in openmpi mpich; do \
-	  cmake -S benchmarks/hr-reduce -B $(HR_BUILD)/hr-reduce-$$mpi -DMPI_C_COMPILER=$$(command -v mpicc.$$mpi) \
-	    -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build $(HR_BUILD)/hr-reduce-$$mpi || exit 1; \
-	done
+build-hr-reduce: setup ## build the hr-reduce benchmark against OpenMPI and MPICH (needs libopenmpi-dev, libmpich-dev, cmake)
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import hr_reduce; print(*(hr_reduce.ensure_built(m) for m in hr_reduce.MPIS))'
 
 bench-reduce: setup build-hr-reduce ## CC vs Bin vs MPI_Reduce at 8-64 MiB on HR_RANKS ranks, the cost model; prints the 64 MB ratios
 	DLOBD_PREFIX=$(DLOBD_PREFIX) nice $(BIN)/python benchmarks/hr-reduce/bench_reduce.py --ranks $(HR_RANKS)
@@ -114,10 +110,10 @@ bench-reduce: setup build-hr-reduce ## CC vs Bin vs MPI_Reduce at 8-64 MiB on HR
 ## ---------------------------------------------------------------- benchmarks: tf-grpc-bench
 
 # TF-gRPC-Bench (benchmarks/tf-grpc-bench, C++ on Debian's libgrpc++-dev) builds into
-# $(DLOBD_PREFIX)/build/tf-grpc-bench, the directory the grpcbench launcher and the tests use
+# $(DLOBD_PREFIX)/build/tf-grpc-bench-<checkout>, the directory the grpcbench launcher and the tests use
 # (the grpc_bench role installs a copy per host in $(DLOBD_PREFIX)/tf-grpc-bench).
 .PHONY: build-grpc-bench bench-grpc
-build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/build/tf-grpc-bench
+build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/build/tf-grpc-bench-<checkout>
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import grpcbench; print(grpcbench.build())'
 
 bench-grpc: build-grpc-bench ## gRPC p2p latency/bandwidth vs raw TCP on loopback (medians, ratios)

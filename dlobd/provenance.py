@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import hashlib
 import os
 import platform
 import re
@@ -23,6 +24,13 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 def prefix() -> Path:
     """The provisioned software prefix ($DLOBD_PREFIX, default ~/dlobd-stack)."""
     return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
+
+
+def build_dir(name: str) -> Path:
+    """Where this checkout builds one of the project's benchmarks: under the prefix, one
+    directory per checkout, because a CMake build directory belongs to one source tree."""
+    checkout = hashlib.sha1(str(PROJECT_ROOT).encode()).hexdigest()[:8]
+    return prefix() / "build" / f"{name}-{checkout}"
 
 
 def _run(cmd: list[str], timeout: float = 10) -> str | None:

@@ -34,8 +34,8 @@ to sendmsg are recorded as the kernel saw them (strace/<task>.txt). The parser r
 traces: iovec_buffer_count per size_class (Table 1: small < 1 KiB <= medium < 1 MiB <=
 large), one row per class and trace file.
 
-Launcher: builds the suite with CMake into `<prefix>/build/tf-grpc-bench` (prefix =
-$DLOBD_PREFIX, default ~/dlobd-stack; the grpc_bench role builds the same directory) and
+Launcher: builds the suite with CMake into `<prefix>/build/tf-grpc-bench-<checkout>` (prefix =
+$DLOBD_PREFIX, default ~/dlobd-stack; the grpc_bench role installs its own copy per host) and
 runs `tf_grpc_bench run` with the point's and the scale's parameters on loopback, the
 parameter servers on free ports. Points on any other network are not runnable here.
 """
@@ -210,7 +210,7 @@ def _parse(lines, cut) -> ParseResult:
 
 
 def build_dir() -> Path:
-    return provenance.prefix() / "build" / "tf-grpc-bench"
+    return provenance.build_dir("tf-grpc-bench")
 
 
 def build(out=None) -> Path:

@@ -28,7 +28,7 @@ reduce matched; a mismatch aborts the job before it).
 
 Launcher: builds benchmarks/hr-reduce with CMake against the point's MPI (Debian OpenMPI
 or MPICH, through `mpicc.openmpi` / `mpicc.mpich`) into
-`$DLOBD_PREFIX/build/hr-reduce-<mpi>` (beside the other builds, outside the git tree;
+`$DLOBD_PREFIX/build/hr-reduce-<mpi>-<checkout>` (one per checkout, outside the git tree;
 rebuilt when a source is newer than the binary), then runs it under that MPI's mpirun with
 `fixed.processes` ranks, oversubscribed when they outnumber the cores (labelled so).
 """
@@ -172,7 +172,7 @@ def _check_order(no: int, last, value, what: str) -> None:
 
 
 def build_dir(mpi: str) -> Path:
-    return provenance.prefix() / "build" / f"hr-reduce-{mpi}"
+    return provenance.build_dir(f"hr-reduce-{mpi}")
 
 
 def ensure_built(mpi: str, log_path: Path | None = None) -> Path:
