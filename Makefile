@@ -102,7 +102,7 @@ HR_RANKS ?= 4
 
 .PHONY: build-hr-reduce bench-reduce
 build-hr-reduce: setup ## build the hr-reduce benchmark against OpenMPI and MPICH (needs libopenmpi-dev, libmpich-dev, cmake)
-	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import hr_reduce; print(*(hr_reduce.ensure_built(m) for m in hr_reduce.MPIS))'
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import hr_reduce; print(*(hr_reduce.ensure_built(m) for m in ("openmpi", "mpich")))'
 
 bench-reduce: setup build-hr-reduce ## CC vs Bin vs MPI_Reduce at 8-64 MiB on HR_RANKS ranks, the cost model; prints the 64 MB ratios
 	DLOBD_PREFIX=$(DLOBD_PREFIX) nice $(BIN)/python benchmarks/hr-reduce/bench_reduce.py --ranks $(HR_RANKS)

@@ -108,7 +108,7 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     caps["hibench"] = (bool(hibench and hibench.is_dir()),
                        str(hibench) if hibench else "HiBench not provisioned (HIBENCH_HOME unset)")
     caps["lustre"] = (Path("/proc/fs/lustre").is_dir(), "no Lustre client (/proc/fs/lustre)")
-    workers = [w for w in (provenance.prefix_env().get("DLOBD_WORKERS") or "").split(",") if w]
+    workers = provenance.workers()
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(workers)}" if len(workers) > 1
                           else "one host (DLOBD_WORKERS names fewer than two workers)")
     return caps

@@ -26,6 +26,12 @@ def prefix() -> Path:
     return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
 
 
+def workers() -> list[str]:
+    """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them."""
+    return re.split(r"[,\s]+", (prefix_env().get("DLOBD_WORKERS") or "").strip()) \
+        if prefix_env().get("DLOBD_WORKERS", "").strip() else []
+
+
 def build_dir(name: str) -> Path:
     """Where this checkout builds one of the project's benchmarks: under the prefix, one
     directory per checkout, because a CMake build directory belongs to one source tree."""

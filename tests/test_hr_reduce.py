@@ -225,3 +225,55 @@ def test_plan_maps_the_spec_axes():
     assert args == ["--algorithm", "mpi", "--train", "3", "--grad-bytes", "64", "--batch", "2"]
     with pytest.raises(ValueError, match="algorithm 'ring'"):
         hr_reduce.benchmark_args("ring")
+
+
+# ------------------------------------------------------------------ paper scale: hosts, MVAPICH2
+
+
+def test_ranks_spread_evenly_over_the_hosts():
+    assert hr_reduce.hostfile_lines([f"10.0.0.{i}" for i in range(20)], 160) == \
+        [f"10.0.0.{i}:8" for i in range(20)]
+    assert hr_reduce.hostfile_lines(["a", "b"], 5) == ["a:3", "b:2"]
+    assert hr_reduce.hostfile_lines(["a", "b", "c"], 1) == ["a:1"]
+
+
+def test_hostfile_in_each_launchers_format(tmp_path):
+    ompi = hr_reduce.write_hostfile(tmp_path / "ompi", "openmpi", ["a", "b"], 4)
+    hydra = hr_reduce.write_hostfile(tmp_path / "hydra", "mpich", ["a", "b"], 4)
+    assert ompi.read_text() == "a slots=2\nb slots=2\n"
+    assert hydra.read_text() == "a:2\nb:2\n"
+
+
+def test_mpirun_uses_the_hostfile_instead_of_oversubscribing(tmp_path):
+    hostfile = tmp_path / "hostfile"
+    ompi = hr_reduce.mpirun_prefix("openmpi", 160, hostfile)
+    assert ["--hostfile", str(hostfile)] == ompi[ompi.index("--hostfile"):][:2]
+    assert "--oversubscribe" not in ompi
+    assert "--oversubscribe" in hr_reduce.mpirun_prefix("openmpi", 8)
+    hydra = hr_reduce.mpirun_prefix("mpich", 160, hostfile)
+    assert hydra[1:3] == ["-f", str(hostfile)] and hydra[-2:] == ["-np", "160"]
+
+
+def test_mvapich2_comes_from_the_install_the_user_names(tmp_path, monkeypatch):
+    monkeypatch.setattr(hr_reduce.provenance, "prefix_env", lambda: {})
+    monkeypatch.delenv("MVAPICH2_GDR_HOME", raising=False)
+    with pytest.raises(runs.NotRunnable, match="registered download: set MVAPICH2_GDR_HOME"):
+        hr_reduce.mpi_tool("mvapich2-gdr", "mpicc")
+    monkeypatch.setenv("MVAPICH2_GDR_HOME", str(tmp_path))
+    with pytest.raises(runs.NotRunnable, match=f"no {tmp_path}/bin/mpirun"):
+        hr_reduce.mpirun_prefix("mvapich2-gdr", 160)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "mpirun").write_text("")
+    assert hr_reduce.mpirun_prefix("mvapich2-gdr", 160)[0] == str(tmp_path / "bin" / "mpirun")
+
+
+def test_paper_scale_points_name_the_papers_mpis():
+    from dlobd import ROOT, spec
+
+    specs = spec.load_all(ROOT)
+    fig11, fig12 = specs["scaffe-fig11"], specs["scaffe-fig12"]
+    fixed11 = fig11.scale("paper")["fixed"]
+    assert {hr_reduce.plan_point(p, fixed11)[0] for _, p in fig11.points("paper")} == {"mvapich2-gdr"}
+    fixed12 = fig12.scale("paper")["fixed"]
+    assert {p["mpi_impl"]: hr_reduce.plan_point(p, fixed12)[0] for _, p in fig12.points("paper")} == \
+        {"openmpi": "openmpi", "mvapich2": "mvapich2", "hr": "mvapich2-gdr"}

@@ -60,3 +60,4 @@ def test_missing_gives_reasons_on_a_machine_without_infiniband():
     reasons = networks.missing("bigdl", "rdma")
     assert any(r.startswith("needs infiniband") for r in reasons)
     assert networks.missing("bigdl", "loopback") == []
+

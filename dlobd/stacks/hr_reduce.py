@@ -27,10 +27,13 @@ Finished when the `# Verified:` line is present (the benchmark prints it only af
 reduce matched; a mismatch aborts the job before it).
 
 Launcher: builds benchmarks/hr-reduce with CMake against the point's MPI (Debian OpenMPI
-or MPICH, through `mpicc.openmpi` / `mpicc.mpich`) into
-`$DLOBD_PREFIX/build/hr-reduce-<mpi>-<checkout>` (one per checkout, outside the git tree;
-rebuilt when a source is newer than the binary), then runs it under that MPI's mpirun with
-`fixed.processes` ranks, oversubscribed when they outnumber the cores (labelled so).
+or MPICH, through `mpicc.openmpi` / `mpicc.mpich`; MVAPICH2 or MVAPICH2-GDR from the install
+named by MVAPICH2_HOME / MVAPICH2_GDR_HOME, as they need a registered download) into
+`$DLOBD_PREFIX/build/hr-reduce-<mpi>[-cuda]-<checkout>` (one per checkout, outside the git
+tree; rebuilt when a source is newer than the binary; `-cuda` for `fixed.buffers: gpu`), then
+runs it under that MPI's mpirun with `fixed.processes` ranks: spread over the cluster's
+workers through a host file when it has several (the paper's 160 GPUs), else on this host,
+oversubscribed when they outnumber the cores (labelled so).
 """
 
 from __future__ import annotations
@@ -48,9 +51,13 @@ from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 LOG_FILES = ("stdout.log",)
 
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "hr-reduce"
+# Debian's MPIs by their alternatives' names; MVAPICH2 (-GDR) needs a registered download,
+# so it comes from the install the user names (the paper compared it with OpenMPI).
 MPIS = {
     "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": "mpirun.openmpi"},
     "mpich": {"mpicc": "mpicc.mpich", "mpirun": "mpirun.mpich"},
+    "mvapich2": {"home": "MVAPICH2_HOME"},
+    "mvapich2-gdr": {"home": "MVAPICH2_GDR_HOME"},
 }
 
 TITLE = re.compile(r"^# HR-Reduce (latency test|cost model|training loop)")
@@ -175,23 +182,40 @@ def build_dir(mpi: str) -> Path:
     return provenance.build_dir(f"hr-reduce-{mpi}")
 
 
-def ensure_built(mpi: str, log_path: Path | None = None) -> Path:
-    """The benchmark binary for one MPI, (re)built with CMake when missing or stale."""
+def mpi_tool(mpi: str, tool: str) -> str:
+    """The path of `tool` (mpicc or mpirun) of one MPI; NotRunnable says why it is absent."""
     if mpi not in MPIS:
         raise ValueError(f"hr_reduce: unknown MPI {mpi!r}; known: {', '.join(MPIS)}")
-    mpicc = shutil.which(MPIS[mpi]["mpicc"])
-    if not mpicc:
-        raise runs.NotRunnable(f"{MPIS[mpi]['mpicc']} not found: install Debian's "
+    spec = MPIS[mpi]
+    if "home" in spec:
+        home = provenance.prefix_env().get(spec["home"]) or os.environ.get(spec["home"])
+        if not home:
+            raise runs.NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
+                                   "to its install directory")
+        path = Path(home) / "bin" / tool
+        if not path.is_file():
+            raise runs.NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")
+        return str(path)
+    found = shutil.which(spec[tool])
+    if not found:
+        raise runs.NotRunnable(f"{spec[tool]} not found: install Debian's "
                                f"{'libopenmpi-dev' if mpi == 'openmpi' else 'libmpich-dev'}")
+    return found
+
+
+def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> Path:
+    """The benchmark binary for one MPI (GPU buffers: CUDA-aware MPI), (re)built with CMake
+    when missing or stale."""
+    mpicc = mpi_tool(mpi, "mpicc")
     if not shutil.which("cmake"):
         raise runs.NotRunnable("cmake not found: it builds benchmarks/hr-reduce")
-    bdir = build_dir(mpi)
+    bdir = build_dir(f"{mpi}-cuda" if gpu else mpi)
     binary = bdir / "hr_reduce"
     sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".h", ".txt")]
     if binary.exists() and all(p.stat().st_mtime <= binary.stat().st_mtime for p in sources):
         return binary
     steps = [["cmake", "-S", str(SOURCE_DIR), "-B", str(bdir), f"-DMPI_C_COMPILER={mpicc}",
-              "-DCMAKE_BUILD_TYPE=Release"],
+              "-DCMAKE_BUILD_TYPE=Release", f"-DHR_REDUCE_CUDA={'ON' if gpu else 'OFF'}"],
              ["cmake", "--build", str(bdir)]]
     out = []
     for cmd in steps:
@@ -207,14 +231,34 @@ def ensure_built(mpi: str, log_path: Path | None = None) -> Path:
     return binary
 
 
-def mpirun_prefix(mpi: str, processes: int) -> list[str]:
-    """mpirun for `processes` ranks on this host, allowing more ranks than cores."""
-    cmd = [MPIS[mpi]["mpirun"], "-np", str(processes)]
+def hostfile_lines(hosts: list[str], processes: int) -> list[str]:
+    """`host:slots` lines spreading `processes` ranks evenly over the hosts (Hydra's format;
+    write_hostfile turns them into OpenMPI's)."""
+    per_host, extra = divmod(processes, len(hosts))
+    return [f"{h}:{per_host + (1 if i < extra else 0)}" for i, h in enumerate(hosts)
+            if per_host + (1 if i < extra else 0) > 0]
+
+
+def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None) -> list[str]:
+    """mpirun for `processes` ranks: on the hosts of `hostfile`, else on this host allowing
+    more ranks than cores."""
+    cmd = [mpi_tool(mpi, "mpirun"), "-np", str(processes)]
     if mpi == "openmpi":
-        cmd[1:1] = ["--oversubscribe", "--bind-to", "none"]
+        cmd[1:1] = ["--hostfile", str(hostfile)] if hostfile else ["--oversubscribe"]
+        cmd[1:1] = ["--bind-to", "none"]
         if os.geteuid() == 0:
             cmd.insert(1, "--allow-run-as-root")
-    return cmd  # MPICH's hydra places any number of ranks on one host as it is
+    elif hostfile:  # MPICH and MVAPICH2 use Hydra; without a host file it places every rank here
+        cmd[1:1] = ["-f", str(hostfile)]
+    return cmd
+
+
+def write_hostfile(path: Path, mpi: str, hosts: list[str], processes: int) -> Path:
+    lines = hostfile_lines(hosts, processes)
+    if mpi == "openmpi":
+        lines = [f"{h} slots={n}" for h, n in (line.rsplit(":", 1) for line in lines)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 # ------------------------------------------------------------------ launcher
@@ -266,20 +310,31 @@ def plan_point(point: dict, fixed: dict) -> tuple[str, list[str]]:
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     mpi, args = plan_point(ctx.point, ctx.fixed)
     processes = int(ctx.fixed.get("processes", 4))
-    binary = ensure_built(mpi, ctx.attempt_dir / "build.log")
-    command = mpirun_prefix(mpi, processes) + [str(binary), *args]
+    gpu = str(ctx.fixed.get("buffers", "host")) == "gpu"
+    binary = ensure_built(mpi, ctx.attempt_dir / "build.log", gpu=gpu)
+    hosts = provenance.workers()
+    # more than one worker: ranks spread over them; otherwise all on this host
+    hostfile = (write_hostfile(ctx.attempt_dir / "hostfile", mpi, hosts, processes)
+                if len(hosts) > 1 else None)
+    command = mpirun_prefix(mpi, processes, hostfile) + [str(binary), *args]
     result = runs.run_command(ctx, command, cwd=str(ctx.attempt_dir))
-    cores = os.cpu_count() or 1
-    placement = (f"{processes} ranks oversubscribed on {cores} cores" if processes > cores
-                 else f"{processes} ranks on {cores} cores")
-    result.labels.update({"ranks": placement, "oversubscribed": str(processes > cores).lower(),
-                          "buffers": "host", "mpi": mpi})
+    if hostfile:
+        placement = f"{processes} ranks over {len(hosts)} hosts"
+        oversubscribed = False
+        result.hosts = [{"name": h, "address": h, "roles": ["workers"]} for h in hosts]
+    else:
+        cores = os.cpu_count() or 1
+        oversubscribed = processes > cores
+        placement = (f"{processes} ranks oversubscribed on {cores} cores" if oversubscribed
+                     else f"{processes} ranks on {cores} cores")
+    result.labels.update({"ranks": placement, "oversubscribed": str(oversubscribed).lower(),
+                          "buffers": "gpu" if gpu else "host", "mpi": mpi})
     result.versions.update({"stack": "hr-reduce 1.0", "mpi": _mpi_version(mpi)})
     return result
 
 
 def _mpi_version(mpi: str) -> str | None:
-    cmd = [MPIS[mpi]["mpirun"], "--version"]
+    cmd = [mpi_tool(mpi, "mpirun"), "--version"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
