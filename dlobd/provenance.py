@@ -28,8 +28,8 @@ def prefix() -> Path:
 
 def workers() -> list[str]:
     """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them."""
-    return re.split(r"[,\s]+", (prefix_env().get("DLOBD_WORKERS") or "").strip()) \
-        if prefix_env().get("DLOBD_WORKERS", "").strip() else []
+    listed = (prefix_env().get("DLOBD_WORKERS") or "").strip()
+    return re.split(r"[,\s]+", listed) if listed else []
 
 
 def build_dir(name: str) -> Path:

@@ -18,7 +18,6 @@ Damaged input, for every stack (docs/metrics.md, "Damaged logs"):
 
 import argparse
 import csv
-import functools
 import importlib
 import sys
 from dataclasses import dataclass, field
@@ -71,7 +70,6 @@ def line_parser(parse_lines):
     """A stack's `parse(text)` from its parser of complete lines, `parse_lines(lines, cut)`:
     empty or binary input, and any LogError it raises, give `unparseable` with the reason."""
 
-    @functools.wraps(parse_lines)
     def parse(text: str) -> ParseResult:
         try:
             lines, cut = text_lines(text)
@@ -79,7 +77,6 @@ def line_parser(parse_lines):
         except LogError as e:
             return ParseResult.unparseable(str(e))
 
-    parse.__name__ = parse.__qualname__ = "parse"
     return parse
 
 
