@@ -230,10 +230,11 @@ class Context:
 def _texts(ctx: Context) -> tuple[list[str], list[str]]:
     """The wrapped title lines and footer lines of a figure."""
     spec = ctx.spec
-    # away from the paper's scale the title must not read as the paper's own setting
-    where = "" if ctx.scale_name == "paper" else f", rerun at the {ctx.scale_name} scale"
-    title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}{where}) of the paper: {spec['title']}"
-                          if where else f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
+    if ctx.scale_name == "paper":
+        heading = f"{spec['figure']} ({spec['paper']})"
+    else:  # away from the paper's scale the title must not read as the paper's own setting
+        heading = f"{spec['figure']} ({spec['paper']}, rerun at the {ctx.scale_name} scale) of the paper"
+    title = textwrap.wrap(f"{heading}: {spec['title']}", 95)
     notes = [ctx.footer()]
     if not ctx.not_run_reason and _non_ok_summary(ctx):
         notes[0] += "  ·  " + _non_ok_summary(ctx)

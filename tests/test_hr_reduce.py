@@ -231,15 +231,16 @@ def test_plan_maps_the_spec_axes():
 
 
 def test_ranks_spread_evenly_over_the_hosts():
-    assert hr_reduce.hostfile_lines([f"10.0.0.{i}" for i in range(20)], 160) == \
-        [f"10.0.0.{i}:8" for i in range(20)]
-    assert hr_reduce.hostfile_lines(["a", "b"], 5) == ["a:3", "b:2"]
-    assert hr_reduce.hostfile_lines(["a", "b", "c"], 1) == ["a:1"]
+    assert hr_reduce.rank_placement([f"10.0.0.{i}" for i in range(20)], 160) == \
+        [(f"10.0.0.{i}", 8) for i in range(20)]
+    assert hr_reduce.rank_placement(["a", "b"], 5) == [("a", 3), ("b", 2)]
+    assert hr_reduce.rank_placement(["a", "b", "c"], 1) == [("a", 1)]
 
 
 def test_hostfile_in_each_launchers_format(tmp_path):
-    ompi = hr_reduce.write_hostfile(tmp_path / "ompi", "openmpi", ["a", "b"], 4)
-    hydra = hr_reduce.write_hostfile(tmp_path / "hydra", "mpich", ["a", "b"], 4)
+    placement = hr_reduce.rank_placement(["a", "b"], 4)
+    ompi = hr_reduce.write_hostfile(tmp_path / "ompi", "openmpi", placement)
+    hydra = hr_reduce.write_hostfile(tmp_path / "hydra", "mpich", placement)
     assert ompi.read_text() == "a slots=2\nb slots=2\n"
     assert hydra.read_text() == "a:2\nb:2\n"
 

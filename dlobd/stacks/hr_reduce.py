@@ -231,12 +231,12 @@ def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> P
     return binary
 
 
-def hostfile_lines(hosts: list[str], processes: int) -> list[str]:
-    """`host:slots` lines spreading `processes` ranks evenly over the hosts (Hydra's format;
-    write_hostfile turns them into OpenMPI's)."""
+def rank_placement(hosts: list[str], processes: int) -> list[tuple[str, int]]:
+    """(host, ranks) spreading `processes` ranks evenly over the hosts; a host that gets no
+    rank is left out."""
     per_host, extra = divmod(processes, len(hosts))
-    return [f"{h}:{per_host + (1 if i < extra else 0)}" for i, h in enumerate(hosts)
-            if per_host + (1 if i < extra else 0) > 0]
+    placement = [(h, per_host + (i < extra)) for i, h in enumerate(hosts)]
+    return [(h, n) for h, n in placement if n]
 
 
 def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None) -> list[str]:
@@ -253,11 +253,9 @@ def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None) -> lis
     return cmd
 
 
-def write_hostfile(path: Path, mpi: str, hosts: list[str], processes: int) -> Path:
-    lines = hostfile_lines(hosts, processes)
-    if mpi == "openmpi":
-        lines = [f"{h} slots={n}" for h, n in (line.rsplit(":", 1) for line in lines)]
-    path.write_text("\n".join(lines) + "\n")
+def write_hostfile(path: Path, mpi: str, placement: list[tuple[str, int]]) -> Path:
+    line = "{} slots={}\n" if mpi == "openmpi" else "{}:{}\n"  # OpenMPI's format, else Hydra's
+    path.write_text("".join(line.format(h, n) for h, n in placement))
     return path
 
 
@@ -314,20 +312,21 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     binary = ensure_built(mpi, ctx.attempt_dir / "build.log", gpu=gpu)
     hosts = provenance.workers()
     # more than one worker: ranks spread over them; otherwise all on this host
-    hostfile = (write_hostfile(ctx.attempt_dir / "hostfile", mpi, hosts, processes)
-                if len(hosts) > 1 else None)
+    placement = rank_placement(hosts, processes) if len(hosts) > 1 else None
+    hostfile = (write_hostfile(ctx.attempt_dir / "hostfile", mpi, placement)
+                if placement else None)
     command = mpirun_prefix(mpi, processes, hostfile) + [str(binary), *args]
     result = runs.run_command(ctx, command, cwd=str(ctx.attempt_dir))
-    if hostfile:
-        placement = f"{processes} ranks over {len(hosts)} hosts"
+    if placement:
+        ranks = f"{processes} ranks over {len(placement)} hosts"
         oversubscribed = False
-        result.hosts = [{"name": h, "address": h, "roles": ["workers"]} for h in hosts]
+        result.hosts = [{"name": h, "address": h, "roles": ["workers"]} for h, _ in placement]
     else:
         cores = os.cpu_count() or 1
         oversubscribed = processes > cores
-        placement = (f"{processes} ranks oversubscribed on {cores} cores" if oversubscribed
-                     else f"{processes} ranks on {cores} cores")
-    result.labels.update({"ranks": placement, "oversubscribed": str(oversubscribed).lower(),
+        ranks = (f"{processes} ranks oversubscribed on {cores} cores" if oversubscribed
+                 else f"{processes} ranks on {cores} cores")
+    result.labels.update({"ranks": ranks, "oversubscribed": str(oversubscribed).lower(),
                           "buffers": "gpu" if gpu else "host", "mpi": mpi})
     result.versions.update({"stack": "hr-reduce 1.0", "mpi": _mpi_version(mpi)})
     return result
