@@ -59,19 +59,31 @@ test-integration: setup ## provision a fresh prefix, start, smoke-test, rerun (c
 
 ## ---------------------------------------------------------------- the whole artifact
 
-.PHONY: reproduce
-reproduce: setup ## provision, start the cluster, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
-	$(MAKE) provision
-	$(MAKE) cluster-up
-	status=0; $(SNAKEMAKE) $(SNAKE_CONFIG) launch=True || status=$$?; \
-	  $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
+.PHONY: reproduce bench-reproduce bench-monitor
+RUNS ?= data/runs
+STATE ?= data/state
+PHASE := $(PYTHON) benchmarks/reproduce/phases.py --state $(STATE)
+# make itself, named through a variable: `make -n reproduce` must not run the phases
+SUBMAKE := $(MAKE) --no-print-directory
+reproduce: ## set up, provision, start the cluster, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
+	$(PHASE) begin
+	$(PHASE) run setup -- $(SUBMAKE) setup
+	$(PHASE) run provision -- $(SUBMAKE) provision
+	$(PHASE) run cluster-up -- $(SUBMAKE) cluster-up
+	status=0; $(PHASE) run experiments -- $(SNAKEMAKE) $(SNAKE_CONFIG) launch=True || status=$$?; \
+	  $(PHASE) run cluster-down -- $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
 	@echo "report: $(abspath report/index.html)"
+
+bench-monitor: setup ## CPU cost of the per-run sampler (goal: under 1 % of a core)
+	$(BIN)/python benchmarks/monitor/bench.py
+
+bench-reproduce: ## wall time of the last `make reproduce` by phase and experiment, and the harness overhead per run
+	@$(PHASE) report
 
 ## ---------------------------------------------------------------- pipeline (Snakefile)
 
-RUNS ?= data/runs
 SNAKEMAKE := $(BIN)/snakemake --profile profiles/local
-SNAKE_CONFIG := --config runs_dir=$(RUNS)
+SNAKE_CONFIG := --config runs_dir=$(RUNS) state_dir=$(STATE)
 
 .PHONY: figures
 figures: setup ## rebuild figures, claim verdicts and the report from the raw logs under RUNS (default data/runs)

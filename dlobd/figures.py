@@ -738,3 +738,53 @@ def render(spec: dict, scale_name: str, scale: dict | None, results_csv, out_png
     draw(spec, scale_name, scale, table, out_png, out_pdf, not_run=reason)
     return reason
 
+
+
+# The resource-use figure every experiment gets from its runs' monitor samples.
+UTILISATION_PANELS = (
+    ("cpu_util_pct", "Host CPU (%)"),
+    ("host_mem_mb", "Memory of the job (MB)"),
+    ("net_mb_per_s", "Network (MB/s)"),
+)
+# interfaces that moved less than this are left out of the network panel
+QUIET_INTERFACE_MB_S = 0.01
+
+
+def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) -> Figure:
+    """CPU, memory of the job's processes and network over time, one line per run and host
+    (network: per busy interface and direction), from the `monitor/<host>.csv` rows of an
+    experiment's results."""
+    mon = table[is_monitor(table) & (table["status"] == "ok")] if not table.empty else table
+    fig = Figure(figsize=(FIGSIZE[0], 7.5), dpi=DPI, layout="constrained")
+    axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
+    for ax, (metric, label) in zip(axes, UTILISATION_PANELS):
+        rows = mon[mon["metric"] == metric] if not mon.empty else mon
+        keys = [c for c in ("run_id", "host", "interface", "direction") if c in rows.columns]
+        for key, line in (rows.groupby(keys, sort=True, dropna=False) if not rows.empty else []):
+            parts = dict(zip(keys, key))
+            if metric == "net_mb_per_s" and line["value"].astype(float).max() < QUIET_INTERFACE_MB_S:
+                continue
+            name = " ".join(str(parts[c]) for c in keys[1:] if isinstance(parts[c], str))
+            point = Path(str(parts["run_id"])).parts[3]
+            line = line.sort_values("wall_clock_s")
+            ax.plot(line["wall_clock_s"].astype(float), line["value"].astype(float),
+                    label=f"{point} {name}".strip(), linewidth=1)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=6, loc="upper right")
+    axes[-1].set_xlabel("Time since the run started (s)")
+    title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
+    if mon.empty:
+        title += ": no monitor samples"
+    fig.suptitle(title, fontsize=10)
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=DPI)
+    return fig
+
+
+def render_utilisation(spec: dict, scale_name: str, results_csv, out_png) -> bool:
+    """draw_utilisation from a results CSV; returns whether there were samples to draw."""
+    fig = draw_utilisation(spec, scale_name, pd.read_csv(results_csv), out_png)
+    return any(ax.lines for ax in fig.axes)

@@ -95,12 +95,15 @@ METRICS = {m.name: m for m in (
 
 # Values of the `phase` dimension of time_breakdown_s.
 PHASES = {
-    "yarn_scheduling": "application submitted to YARN until its containers run",
-    "spark_jobs": "Spark job execution outside the DL library's own training",
-    "tfos_startup": "TFoS: 'Reserving TFSparkNodes' until 'All TFSparkNodes started'",
-    "training": "TFoS: 'All TFSparkNodes started' until 'Shutting down cluster'; native: the steps",
-    "tfos_shutdown": "TFoS: 'Shutting down cluster' until the driver's cluster_stopped line",
-    "data_loading": "reading and preparing the input before the first step",
+    "yarn_scheduling": "application submitted to YARN until its executors have registered",
+    "spark_jobs": ("Spark jobs outside the DL library's start-up, training and shutdown (TFoS: "
+                  "from the last step to 'Shutting down cluster')"),
+    "tfos_startup": "TFoS: 'Reserving TFSparkNodes' until the first training step starts",
+    "training": ("from the start of the first counted training step to the end of the last, on "
+                "the task that leads the run (its last step line's wall_clock_s); native TF and TFoS alike"),
+    "tfos_shutdown": "TFoS: 'Shutting down cluster' until the application ends",
+    "data_loading": ("reading the input before training (native: the start line's data_loading_s; "
+                    "TFoS: executors registered until 'Reserving TFSparkNodes')"),
     "propagation": "S-Caffe: data propagation, the model broadcast to the workers",
     "forward_backward": "S-Caffe: forward and backward passes",
     "aggregation": "S-Caffe: gradient reduce of each iteration, summed over the run",

@@ -7,7 +7,8 @@ byte counters of every network interface (`net_<if>_rx_bytes`, `net_<if>_tx_byte
 
 The job's processes are the process trees under `--pid` and every process whose command
 line matches `--match` (YARN containers are not children of the launcher: they are found
-by their application id). Matching re-scans the process table only every few periods,
+by their application id). The process table is scanned (for matches and children) only
+every few periods,
 which keeps the sampler's own CPU cost well under 1 %.
 
 It depends on psutil alone, so the same file runs on every host, from the stacks'
@@ -26,7 +27,7 @@ import time
 
 import psutil
 
-RESCAN_EVERY = 5  # periods between scans of the whole process table for --match
+RESCAN_EVERY = 10  # periods between scans of the whole process table
 
 
 class Sampler:
@@ -34,6 +35,7 @@ class Sampler:
         self.roots = roots
         self.pattern = re.compile(pattern) if pattern else None
         self.matched: dict[int, psutil.Process] = {}
+        self.known: dict[int, psutil.Process] = {}
         self.periods = 0
         self.interfaces = sorted(psutil.net_io_counters(pernic=True))
         psutil.cpu_percent(interval=None)  # the first call only sets the reference point
@@ -43,18 +45,25 @@ class Sampler:
         return ["time_s", "unix_time", "host", "cpu_util_pct", "rss_mb", "processes", *nets]
 
     def _job_processes(self) -> dict[int, psutil.Process]:
-        if self.pattern and self.periods % RESCAN_EVERY == 0:
+        # Finding a tree's children reads every process's parent from /proc: done every few
+        # periods, as the scan for --match; in between the known processes are sampled.
+        if self.periods % RESCAN_EVERY:
+            return self.known
+        if self.pattern:
             for proc in psutil.process_iter(["cmdline"]):
                 if proc.pid != os.getpid() and self.pattern.search(" ".join(proc.info["cmdline"] or [])):
                     self.matched.setdefault(proc.pid, proc)
-        found = dict(self.matched)
-        for pid in self.roots:
+        found = {}
+        # a matched container's children count too (Spark's Python workers, TF tasks)
+        tops = [*self.matched.items(), *((pid, None) for pid in self.roots)]
+        for pid, proc in tops:
             try:
-                root = psutil.Process(pid)
-                found[pid] = root
-                found.update((c.pid, c) for c in root.children(recursive=True))
+                proc = proc or psutil.Process(pid)
+                found[pid] = proc
+                found.update((c.pid, c) for c in proc.children(recursive=True))
             except psutil.NoSuchProcess:
                 pass
+        self.known = found
         return found
 
     def sample(self, started: float, host: str) -> list:
@@ -90,7 +99,9 @@ class Sampler:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="CSV file to write (must not exist)")
+    parser.add_argument("--out", required=True,
+                        help="CSV file to write (must not exist), or - for standard output "
+                             "(a sampler on another host, its output kept by the caller)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
     parser.add_argument("--pid", type=int, action="append", default=[],
                         help="a job process whose tree to follow (repeatable); the sampler "
@@ -108,7 +119,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))
     try:
         # 'x': never overwrite a raw file of an earlier sampler
-        fh = open(args.out, "x", newline="")
+        fh = os.fdopen(os.dup(sys.stdout.fileno()), "w", newline="") if args.out == "-" \
+            else open(args.out, "x", newline="")
     except FileExistsError:
         parser.error(f"{args.out} exists: raw monitor files are never overwritten")
     sampler = Sampler(args.pid, args.match)

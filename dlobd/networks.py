@@ -26,7 +26,7 @@ class UnknownNetwork(ValueError):
 @dataclass(frozen=True)
 class Transport:
     network: str          # the axis value, e.g. loopback, ipoib, rdma
-    transport: str        # tcp | rdma | mpi
+    transport: str        # tcp | rdma | mpi | rdma-grpc (OSU gRPC over verbs)
     address: str          # which address the services bind to: loopback | ipoib | ethernet | cluster
     emulated: bool        # a shaped veth link standing in for an Ethernet tier
     settings: dict        # the stack's own switch, e.g. {"protocol": "grpc"}

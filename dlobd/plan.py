@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,7 +23,7 @@ def _have(pattern: str) -> bool:
 
 
 def _home(var: str) -> Path | None:
-    value = provenance.prefix_env().get(var) or os.environ.get(var)
+    value = provenance.stack_setting(var)
     return Path(value) if value else None
 
 
@@ -47,7 +46,7 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     caps["gpu"] = (bool(gpus) and smi is not None,
                    f"{len(gpus)} GPU device(s)" if gpus else "no GPU (/dev/nvidia* absent)")
 
-    profile = provenance.prefix_env().get("DLOBD_PROFILE") or os.environ.get("DLOBD_PROFILE")
+    profile = provenance.stack_setting("DLOBD_PROFILE")
     caps["paper-profile"] = (profile == "paper",
                              "the paper software profile is provisioned" if profile == "paper"
                              else f"the provisioned profile is {profile or 'not set'}, not 'paper'"

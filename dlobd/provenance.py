@@ -26,10 +26,41 @@ def prefix() -> Path:
     return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
 
 
+def stack_setting(name: str) -> str | None:
+    """A variable of the stack environment: dlobd-env.sh's value, else this process's."""
+    return prefix_env().get(name) or os.environ.get(name)
+
+
 def workers() -> list[str]:
     """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them."""
-    listed = (prefix_env().get("DLOBD_WORKERS") or "").strip()
+    listed = (stack_setting("DLOBD_WORKERS") or "").strip()
     return re.split(r"[,\s]+", listed) if listed else []
+
+
+def is_local_address(host: str) -> bool:
+    """Whether `host` names this machine (loopback or one of its interfaces' addresses)."""
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        return False
+    if address.startswith("127."):
+        return True
+    return any(address in nic["addresses"] for nic in nics())
+
+
+def cluster_hosts() -> list[dict]:
+    """The hosts of the provisioned cluster with their roles, for run.json."""
+    roles: dict[str, list[str]] = {}
+    for role, var in (("namenode", "DLOBD_NAMENODE_ADDRESS"),
+                      ("resourcemanager", "DLOBD_RESOURCEMANAGER_ADDRESS")):
+        if stack_setting(var):
+            roles.setdefault(stack_setting(var), []).append(role)
+    for worker in workers():
+        roles.setdefault(worker, []).append("worker")
+    if not roles:
+        return [local_host()]
+    return [{"name": socket.gethostname() if is_local_address(addr) else addr,
+             "address": addr, "roles": r} for addr, r in roles.items()]
 
 
 def build_dir(name: str) -> Path:
@@ -70,7 +101,7 @@ def _jar_version(pattern: str) -> str | None:
 
 def _site_packages() -> list[str]:
     """site-packages of the stacks' Python (DLOBD_PYTHON_HOME), else anywhere in the prefix."""
-    home = prefix_env().get("DLOBD_PYTHON_HOME") or os.environ.get("DLOBD_PYTHON_HOME")
+    home = stack_setting("DLOBD_PYTHON_HOME")
     if home:
         found = glob.glob(os.path.join(home, "lib", "python*", "site-packages"))
         if found:
@@ -90,7 +121,7 @@ def dist_version(name: str) -> str | None:
 
 def _stack_python() -> str:
     """The version of the Python the stacks run with (their venv), else this one."""
-    home = prefix_env().get("DLOBD_PYTHON_HOME") or os.environ.get("DLOBD_PYTHON_HOME")
+    home = stack_setting("DLOBD_PYTHON_HOME")
     try:
         for line in Path(home, "pyvenv.cfg").read_text().splitlines():
             key, _, value = line.partition("=")
@@ -182,4 +213,4 @@ def collect(stack: str | None = None) -> dict:
     v = dict(versions())
     v["stack"] = v.get(stack) if stack in v else None
     v["harness_python"] = platform.python_version()
-    return {"versions": v, "system": system(), "hosts": [local_host()], "git": git_state()}
+    return {"versions": v, "system": system(), "hosts": cluster_hosts(), "git": git_state()}

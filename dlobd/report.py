@@ -98,6 +98,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 if r.get("used"):
                     counts[r["status"]] = counts.get(r["status"], 0) + 1
             data_labels = sorted({str(d) for d in table.get("data_label", pd.Series()).dropna()})
+            sampled = not table.empty and bool(figures.is_monitor(table).any())
             out.append({
                 "id": eid,
                 "anchor": f"{eid}-{scale}",
@@ -116,6 +117,9 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 "not_run": reason,
                 "counts": counts,
                 "png": _data_uri(png),
+                # the resource-use figure, with the experiment that owns the runs
+                "utilisation_png": (_data_uri(Path(figures_dir, scale, "utilisation", f"{eid}.png"))
+                                    if sampled and did == eid else None),
                 "pdf": os.path.relpath(pdf, report_dir),
                 "runs": run_list,
             })

@@ -12,8 +12,11 @@ import datetime as _dt
 import json
 import os
 import re
+import shlex
 import signal
+import socket
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -251,29 +254,114 @@ class LaunchResult:
     extra: dict = field(default_factory=dict)
 
 
-def run_command(ctx: RunContext, command: list, env: dict | None = None,
-                cwd: str | None = None) -> LaunchResult:
-    """Run one command with stdout.log/stderr.log in the attempt and the spec's time limit.
+MONITOR_SCRIPT = Path(__file__).resolve().parent / "monitor.py"
+MONITOR_INTERVAL_S = 1.0
 
-    A command past its limit has its whole process group killed and is `hung`.
+
+def _container_pattern() -> str:
+    """Command lines of this cluster's YARN containers: they name their log directory."""
+    from dlobd import hadoop
+
+    try:
+        dirs = hadoop.container_log_dirs()
+    except hadoop.HadoopError:
+        return r"(?!)"  # no YARN here: match nothing
+    return "|".join(re.escape(d.rstrip("/")) + r"/application_\d+_\d+/container_" for d in dirs)
+
+
+def start_samplers(ctx: RunContext, pid: int) -> list[subprocess.Popen]:
+    """One psutil sampler per host of the cluster for the job rooted at `pid`:
+    `monitor/<host>.csv` (docs/runs-and-results.md). Remote hosts run the same script over
+    ssh from the stacks' Python (the monitoring role installs it) and stream the CSV back."""
+    from dlobd import provenance
+
+    out_dir = ctx.attempt_dir / "monitor"
+    out_dir.mkdir(exist_ok=True)
+    pattern = _container_pattern()
+    limit = [] if ctx.time_limit_s is None else ["--max-seconds", str(ctx.time_limit_s + 120)]
+    common = ["--interval", str(MONITOR_INTERVAL_S), "--match", pattern, *limit]
+    samplers = []
+    log = open(out_dir / "samplers.log", "ab")
+    with log:
+        samplers.append(subprocess.Popen(
+            [sys.executable, str(MONITOR_SCRIPT), "--out", str(out_dir / f"{socket.gethostname()}.csv"),
+             "--pid", str(pid), "--host", socket.gethostname(), *common],
+            stdout=log, stderr=log, start_new_session=True))
+        remote_script = provenance.prefix() / "lib" / "dlobd-monitor.py"
+        python = provenance.stack_setting("DLOBD_PYTHON") or "python3"
+        for host in provenance.workers():
+            if provenance.is_local_address(host):
+                continue
+            with open(out_dir / f"{host}.csv", "xb") as csv_out:
+                samplers.append(subprocess.Popen(
+                    ["ssh", "-o", "BatchMode=yes", host, python, str(remote_script), "--out", "-",
+                     "--host", host, *[shlex.quote(a) for a in common]],
+                    stdout=csv_out, stderr=log, start_new_session=True))
+    return samplers
+
+
+def stop_samplers(samplers: list[subprocess.Popen]) -> None:
+    """The local sampler ends with its job; the others are told to stop."""
+    for proc in samplers[1:]:
+        proc.terminate()
+    for proc in samplers:
+        try:
+            proc.wait(timeout=3 * MONITOR_INTERVAL_S + 5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_command(ctx: RunContext, command: list, env: dict | None = None,
+                cwd: str | None = None, yarn_tag: str | None = None) -> LaunchResult:
+    """Run one command with stdout.log/stderr.log in the attempt, monitor samples of every
+    host, and the spec's time limit.
+
+    A command past its limit has its whole process group killed (and, with `yarn_tag`, the
+    YARN applications carrying the tag) and is `hung`. With `yarn_tag` the applications'
+    ResourceManager records and container logs are kept in the attempt, whatever the end.
     """
     out = open(ctx.attempt_dir / "stdout.log", "xb")
     err = open(ctx.attempt_dir / "stderr.log", "xb")
     with out, err:
+        job_start = now_iso()
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd,
                                 start_new_session=True)
+        samplers = start_samplers(ctx, proc.pid)
         try:
             code = proc.wait(timeout=ctx.time_limit_s)
+            result = (LaunchResult(list(command), "ok", exit_status=code, cwd=cwd) if code == 0
+                      else LaunchResult(list(command), "failed", f"exit status {code}",
+                                        exit_status=code, cwd=cwd))
         except subprocess.TimeoutExpired:
+            reason = f"killed after the time limit of {ctx.time_limit_s} s"
+            # the applications first: a client-mode AM that loses its driver would
+            # unregister as if the job had succeeded
+            killed = _kill_yarn(yarn_tag)
+            if killed:
+                reason += f"; YARN application(s) {', '.join(killed)} killed"
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return LaunchResult(list(command), "hung",
-                                f"killed after the time limit of {ctx.time_limit_s} s",
-                                exit_status=proc.returncode, cwd=cwd)
-    if code != 0:
-        return LaunchResult(list(command), "failed", f"exit status {code}",
-                            exit_status=code, cwd=cwd)
-    return LaunchResult(list(command), "ok", exit_status=code, cwd=cwd)
+            result = LaunchResult(list(command), "hung", reason,
+                                  exit_status=proc.returncode, cwd=cwd)
+        finally:
+            job_end = now_iso()
+            stop_samplers(samplers)
+    # the command's own span: what the harness adds around it is the rest of the run
+    result.extra.update(job_start=job_start, job_end=job_end)
+    if yarn_tag:
+        from dlobd import hadoop
+
+        hadoop.save_applications(yarn_tag, ctx.attempt_dir)
+    return result
+
+
+def _kill_yarn(tag: str | None) -> list[str]:
+    if not tag:
+        return []
+    from dlobd import hadoop
+
+    return hadoop.kill_applications(tag)
 
 
 def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local") -> Path:

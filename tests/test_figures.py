@@ -244,3 +244,24 @@ def test_network_utilisation_has_a_line_per_interface_and_direction(tmp_path, lo
     assert got == {"loopback (lo rx)": [1.0, 1.0], "loopback (lo tx)": [3.0, 3.0],
                    "loopback (eth0 rx)": [0.0, 0.5], "loopback (eth0 tx)": [0.0, 0.0]}
     assert fig.axes[0].get_ylabel() == "Network throughput (MB/s)"
+
+
+def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
+    point = {"network": "loopback", "cores": 1}
+    monitor = ("time_s,host,cpu_util_pct,rss_mb,net_lo_rx_bytes,net_lo_tx_bytes,net_eth0_rx_bytes,"
+               "net_eth0_tx_bytes\n0,vm,10,100,0,0,0,0\n1,vm,90,300,2000000,2000000,0,0\n"
+               "2,vm,50,200,4000000,2000000,0,0\n")
+    make_run(tmp_path / "runs", SPEC, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
+    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", SPEC["id"], point),
+                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
+    table = results.assemble(SPEC["id"], list(SPEC["axes"]), [tmp_path / "p.csv"])
+    fig = figures.draw_utilisation(SPEC, "local", table, tmp_path / "u.png")
+    cpu, mem, net = fig.axes[:3]
+    assert [list(line.get_ydata()) for line in cpu.get_lines()] == [[10.0, 90.0, 50.0]]
+    assert [list(line.get_ydata()) for line in mem.get_lines()] == [[100.0, 300.0, 200.0]]
+    # the idle interface is left out; lo's two directions are drawn
+    assert sorted(line.get_label() for line in net.get_lines()) == [
+        "cores-1_network-loopback vm lo rx", "cores-1_network-loopback vm lo tx"]
+    assert (tmp_path / "u.png").stat().st_size > 5000
+    empty = figures.draw_utilisation(SPEC, "local", table.iloc[0:0], tmp_path / "e.png")
+    assert empty.get_suptitle().endswith("no monitor samples")

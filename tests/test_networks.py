@@ -25,7 +25,7 @@ def _uses():
 @pytest.mark.parametrize("sid,scale,stack,network", list(_uses()))
 def test_every_network_value_of_a_spec_resolves_for_its_stack(sid, scale, stack, network):
     transport = networks.resolve(stack, network)
-    assert transport.transport in {"tcp", "rdma", "mpi"}
+    assert transport.transport in {"tcp", "rdma", "mpi", "rdma-grpc"}
     assert transport.settings, f"{sid}: no {transport.transport} setting for {stack}"
 
 

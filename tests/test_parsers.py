@@ -134,7 +134,11 @@ def test_tensorflow_collective_workers():
         assert {x["task"] for x in r.rows} == {f"worker:{i}"}
         assert len(values(r, "top1_accuracy")) == 2 and len(values(r, "epoch_time_s")) == 2
         totals = [x for x in r.rows if x["step"] is None]
-        assert {x["metric"] for x in totals} == {"train_time_s", "images_per_s", "steps_per_s", "end_to_end_s"}
+        assert {x["metric"] for x in totals} == {"train_time_s", "images_per_s", "steps_per_s", "end_to_end_s",
+                                                 *(["time_breakdown_s"] if i == 0 else [])}
+        # worker:0 leads a collective run: its last step's clock is the training phase
+        assert [(x["phase"], x["value"]) for x in r.rows if x["metric"] == "time_breakdown_s"] == (
+            [("training", 5.7588)] if i == 0 else [])
         assert r.meta["strategy"] == "collective" and r.meta["num_workers"] == "2"
 
 

@@ -99,31 +99,37 @@ def test_second_run_has_nothing_to_do_and_new_logs_rebuild(built):
     make_run(tmp / "runs", SPECS["dlobd-fig7b"].data, "local", {"network": "loopback", "cores": 2},
              {"stderr.log": built["log"]})
     planned = job_counts(snakemake(tmp, "--dry-run", "--quiet", "rules", config=built["config"]))
-    assert planned == {"parse": "1", "results": "1", "figure": "1", "claims": "1", "report": "1",
-                       "all": "1", "total": "6"}
+    assert planned == {"parse": "1", "results": "1", "figure": "1", "utilisation": "1", "claims": "1",
+                       "report": "1", "all": "1", "total": "7"}
     snakemake(tmp, config=built["config"])
     table = pd.read_csv(tmp / "results" / "local" / "dlobd-fig7b.csv")
     assert set(table["status"]) == {"ok"} and set(table["cores"]) == {1, 2}
 
 
-def test_launch_records_not_runnable_points_once(tmp_path):
+def test_launch_records_not_runnable_points_once_and_asks_again(tmp_path):
     # with an empty software prefix no stack is provisioned, so no real job starts: every
-    # point gets a `not runnable` record with the reason, and a rerun adds none. A scale
-    # without local points (dlobd-fig4a) launches nothing: its figure says why.
+    # point gets a `not runnable` record with the reason. A rerun asks again (the cluster may
+    # provide the point now) but adds no record while the reason is the same; a changed
+    # cluster (another prefix) gives a new attempt. A scale without local points
+    # (dlobd-fig4a) launches nothing: its figure says why.
     config = ['experiments=["dlobd-fig7b", "dlobd-fig4a"]', "launch=True"]
     env = {"DLOBD_PREFIX": str(tmp_path / "no-prefix")}
     snakemake(tmp_path, config=config, env=env)
     records = sorted((tmp_path / "runs").rglob("run.json"))
     got = {runs.run_id(p.parent, tmp_path / "runs"): json.loads(p.read_text()) for p in records}
     assert set(got) == {
-        "local/local/dlobd-fig7b/cores-1_network-loopback/attempt-001",
-        "local/local/dlobd-fig7b/cores-2_network-loopback/attempt-001",
+        f"local/local/dlobd-fig7b/cores-{c}_network-{n}/attempt-001"
+        for c in (1, 2) for n in ("loopback", "rdma")
     }
     assert {r["status"] for r in got.values()} == {"not runnable"}
     assert all(r["reason"].startswith("needs hadoop: ") for r in got.values())
     again = snakemake(tmp_path, config=config, env=env)
-    assert "Nothing to be done" in again, again
-    assert len(list((tmp_path / "runs").rglob("run.json"))) == 2
+    assert "rule run:" in again or "checkpoint run:" in again, again
+    assert len(list((tmp_path / "runs").rglob("run.json"))) == 4
+    snakemake(tmp_path, config=config, env={"DLOBD_PREFIX": str(tmp_path / "other-prefix")})
+    newest = sorted((tmp_path / "runs").rglob("attempt-002/run.json"))
+    assert len(newest) == 4
+    assert all("other-prefix" in json.loads(p.read_text())["reason"] for p in newest)
 
 
 def job_counts(out: str) -> dict:

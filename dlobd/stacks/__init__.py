@@ -3,6 +3,11 @@
 Every stack module has
   LOG_FILES   glob patterns, relative to a run directory, of the files its parser reads
   parse(text) -> ParseResult   one log file's text to tidy rows
+and may have
+  parse_records(run_dir, result)   values of the run that join several files (TFoS on YARN:
+                                   the ResourceManager's record, Spark's event log and the
+                                   logs); completes parse_run's combined result, LogError if
+                                   those files cannot be read
 
 `dlobd parse --stack <stack> <logfile>...` prints the rows as CSV. `parse_run` parses the
 LOG_FILES of one run directory and joins the rows, each tagged with its `log` file.
@@ -19,6 +24,7 @@ Damaged input, for every stack (docs/metrics.md, "Damaged logs"):
 import argparse
 import csv
 import importlib
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +146,11 @@ def parse_run(stack: str, run_dir: Path) -> ParseResult:
         if not result.finished:
             combined.finished = False
             combined.reason = "; ".join(filter(None, [combined.reason, f"{rel}: {result.reason}"]))
+    if hasattr(module, "parse_records"):
+        try:
+            module.parse_records(run_dir, combined)
+        except LogError as e:
+            return ParseResult.unparseable(str(e))
     if not combined.rows and not combined.events:
         read = [str(p.relative_to(run_dir)) for p in paths if str(p.relative_to(run_dir)) not in silent]
         return ParseResult.unparseable(
@@ -185,3 +196,16 @@ def run(args) -> int:
     if rows:
         to_csv(rows, sys.stdout)
     return status
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct ports free on this host now (the OS's choice; released before the job's
+    own processes bind them)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

@@ -3,7 +3,8 @@
 `spark-submit` on Spark local, standalone or YARN.
 
 Parser: reads the driver log that holds BigDL's DistriOptimizer lines (stderr with
-BigDL's default log4j set-up; any log4j layout works, only the message is read):
+BigDL's default log4j set-up; any log4j layout works, only the message is read; on YARN in
+client mode that is the attempt's stderr.log, while the containers' logs hold none):
 
   [Epoch 1 12800/60000][Iteration 100][Wall Clock 21.56s] Trained 128.0 records in
       0.094 seconds. Throughput is 1355.85 records/second. Loss is 0.877942. ...
@@ -17,11 +18,26 @@ Rows: per iteration throughput_records_per_s, loss, wall_clock_s; per epoch epoc
 accuracy and test_loss of the validation; train_time_s (the last epoch's wall clock) when
 the log reaches the end of its last epoch. BigDL prints no end-of-training line, so a log
 cut exactly between two epochs reads as finished: the run's exit status tells the rest.
+
+Launcher: the point's model's Scala main (VGG-16: `models.vgg.Train`) from $DLOBD_BIGDL_JAR
+(with $DLOBD_BIGDL_CORE_JAR) through `spark-submit --master yarn` in client mode, so the
+driver, which reads the training data from a local folder and logs DistriOptimizer's lines,
+writes them into the attempt's stderr.log. Settings: `executors` (default 1) and `cores`
+(the point's or the fixed value: total executor cores, split evenly over the executors),
+`batch` (a multiple of the total cores, as BigDL requires), `epochs`, optional
+`learning_rate`, `driver_memory`/`executor_memory`. The data is
+$DLOBD_DATA_DIR/<the scale's dataset> in CIFAR-10 binary format; with `train_images` /
+`test_images` the first that many records of it are copied into the attempt's `data/` and
+trained on instead. The network axis goes through config/networks.yaml: vanilla Spark over
+TCP, or OSU RDMA-Spark (an installed Spark distribution at $RDMA_SPARK_HOME with its own
+conf/, so SPARK_HOME and SPARK_CONF_DIR switch to it), which needs an InfiniBand HCA.
 """
 
 import math
 import re
+from pathlib import Path
 
+from dlobd import hadoop, networks, provenance, runs
 from dlobd.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
@@ -114,3 +130,178 @@ def _parse(lines, cut) -> ParseResult:
 
 
 parse = line_parser(_parse)
+
+
+# ---------------------------------------------------------------- launcher
+
+# the spec's model -> BigDL's Scala training main for it
+MAINS = {"vgg16": "com.intel.analytics.bigdl.dllib.models.vgg.Train"}
+# CIFAR-10 binary format, as BigDL's CIFAR mains read it from their -f folder
+RECORD_BYTES = 1 + 3 * 32 * 32
+TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
+TEST_FILE = "test_batch.bin"
+# VGG's executor ran out of Java heap with 1g while training and with 2g when it sends the
+# trained model (which carries every layer's activations of its batch share) back at the
+# end (one or two cores, batch 16); the client-mode driver only holds the model and the
+# CIFAR records. With the AM's container that is about 4.5 GB of the local YARN's 6 GB.
+EXECUTOR_MEMORY = "3g"
+DRIVER_MEMORY = "1g"
+
+
+def _setting(ctx: runs.RunContext, name: str, default=None):
+    """A point's value, else the scale's fixed one, else the default."""
+    return ctx.point.get(name, ctx.fixed.get(name, default))
+
+
+def _positive_int(ctx: runs.RunContext, name: str, default=None) -> int:
+    value = _setting(ctx, name, default)
+    if value is None:
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: BigDL needs '{name}' (a point axis or "
+                         "a fixed parameter)")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or str(number) != str(value).strip():
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: '{name}' must be a positive whole "
+                         f"number, got {value!r}")
+    return number
+
+
+def main_class(ctx: runs.RunContext) -> str:
+    model = str(ctx.spec.get("model"))
+    if model not in MAINS:
+        raise runs.NotRunnable(f"model {model}: no BigDL training main for it here "
+                               f"(known: {', '.join(MAINS)})")
+    return MAINS[model]
+
+
+def plan_resources(ctx: runs.RunContext) -> dict:
+    """Executors, cores per executor, batch and epochs of a point, checked as BigDL needs."""
+    executors = _positive_int(ctx, "executors", 1)
+    cores = _positive_int(ctx, "cores")
+    batch = _positive_int(ctx, "batch")
+    if cores % executors:
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {cores} cores do not split evenly over "
+                         f"{executors} executors")
+    if batch % cores:
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: batch {batch} is not a multiple of the "
+                         f"{cores} executor cores (BigDL splits each batch evenly over them)")
+    return {"executors": executors, "executor_cores": cores // executors, "cores": cores,
+            "batch": batch, "epochs": _positive_int(ctx, "epochs")}
+
+
+def _records(path: Path) -> int:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing (a CIFAR-10 binary data set has "
+                                f"{', '.join(TRAIN_FILES)} and {TEST_FILE})")
+    size = path.stat().st_size
+    if size % RECORD_BYTES:
+        raise ValueError(f"{path}: {size} bytes is not a whole number of {RECORD_BYTES}-byte "
+                         "CIFAR-10 records")
+    return size // RECORD_BYTES
+
+
+def _first_records(paths, count: int) -> bytes:
+    out = bytearray()
+    for path in paths:
+        if len(out) >= count * RECORD_BYTES:
+            break
+        with open(path, "rb") as fh:
+            out += fh.read(count * RECORD_BYTES - len(out))
+    return bytes(out)
+
+
+def prepare_data(folder: Path, train_images: int | None, test_images: int | None,
+                 attempt_dir: Path) -> Path:
+    """The folder to train from: `folder` itself, or the first `train_images` / `test_images`
+    records of it copied into `<attempt>/data` (BigDL reads every record of its folder).
+    What was made is written to `<attempt>/prepare.log`."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: data set folder not found (is the datasets role "
+                                "provisioned? see workloads/data/make_datasets.py)")
+    train = [folder / name for name in TRAIN_FILES]
+    have_train = sum(_records(p) for p in train)
+    have_test = _records(folder / TEST_FILE)
+    for what, want, have in (("train_images", train_images, have_train),
+                             ("test_images", test_images, have_test)):
+        if want is not None and want > have:
+            raise ValueError(f"{folder}: {what} {want} asked for, the data set has {have}")
+    with open(attempt_dir / "prepare.log", "x") as log:
+        if (train_images in (None, have_train)) and (test_images in (None, have_test)):
+            log.write(f"training on {folder} as it is: {have_train} train, {have_test} test "
+                      "records\n")
+            return folder
+        subset = attempt_dir / "data"
+        subset.mkdir()
+        n_train, n_test = train_images or have_train, test_images or have_test
+        # all chosen training records in the first file; BigDL reads the other four empty
+        (subset / TRAIN_FILES[0]).write_bytes(_first_records(train, n_train))
+        for name in TRAIN_FILES[1:]:
+            (subset / name).write_bytes(b"")
+        (subset / TEST_FILE).write_bytes(_first_records([folder / TEST_FILE], n_test))
+        log.write(f"subset of {folder} in {subset}: the first {n_train} of {have_train} train "
+                  f"and the first {n_test} of {have_test} test records\n")
+    return subset
+
+
+def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
+    """spark-submit, its environment and the Spark flavour the point's network selects."""
+    network = str(ctx.point.get("network", "loopback"))
+    lacking = networks.missing("bigdl", network)
+    if lacking:
+        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+    flavour = networks.resolve("bigdl", network).settings["spark"]
+    if flavour == "rdma-spark":
+        home = Path(provenance.stack_setting("RDMA_SPARK_HOME") or "")
+        if not (home / "bin" / "spark-submit").is_file():
+            raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
+        # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
+        env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
+    elif flavour != "vanilla":
+        raise ValueError(f"config/networks.yaml: bigdl spark {flavour!r} is neither vanilla "
+                         "nor rdma-spark")
+    return str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), env, flavour
+
+
+def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
+    main, r = main_class(ctx), plan_resources(ctx)
+    jars = {}
+    for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR"):
+        jar = env.get(var)
+        if not jar or not Path(jar).is_file():
+            raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
+                                    "bigdl role provisioned?)")
+        jars[var] = jar
+    argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
+            "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
+            "--executor-memory", str(_setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
+            "--driver-memory", str(_setting(ctx, "driver_memory", DRIVER_MEMORY)),
+            *hadoop.spark_conf(ctx),
+            "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", main, jars["DLOBD_BIGDL_JAR"],
+            "-f", str(data), "-b", str(r["batch"]), "-e", str(r["epochs"])]
+    if (rate := _setting(ctx, "learning_rate")) is not None:
+        argv += ["-l", str(float(rate))]
+    return argv
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    env = hadoop.stack_env()
+    spark_submit, env, flavour = spark_install(ctx, env)
+    main_class(ctx), plan_resources(ctx)  # a bad point fails before any data is copied
+    dataset = ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset", ctx.spec.get("dataset"))
+    data_dir = env.get("DLOBD_DATA_DIR")
+    if not data_dir:
+        raise FileNotFoundError("DLOBD_DATA_DIR is not set: is the stack provisioned under "
+                                f"{provenance.prefix()}?")
+    adir = Path(ctx.attempt_dir).resolve()  # the driver runs in it: paths must be absolute
+    train, test = (_positive_int(ctx, k) if _setting(ctx, k) is not None else None
+                   for k in ("train_images", "test_images"))
+    data = prepare_data(Path(data_dir) / str(dataset), train, test, adir)
+    argv = command(ctx, spark_submit, data, env)
+    # BigDL writes bigdl.log into its working directory: the attempt
+    result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
+    result.versions = {"stack": f"bigdl {env.get('DLOBD_BIGDL_VERSION', 'unknown')}"}
+    result.labels = {"data": runs.data_label(dataset), "spark": flavour,
+                     "network": str(ctx.point.get("network", "loopback"))}
+    return result

@@ -49,14 +49,13 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 from dlobd import provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, text_lines
 
 LOG_FILES = ("stdout.log", "strace/*.txt")
 
@@ -295,17 +294,6 @@ CAPTURE_FIXED = {"capture", "parameter_servers", "workers", "batch", "steps", "i
 STRACE_ARGS = ["-f", "-qq", "-v", "-e", "trace=sendmsg", "-s", "0"]
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _stop(procs) -> None:
     for p in procs:
         if p.poll() is None:
@@ -332,11 +320,11 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
     strace = shutil.which("strace")
     if strace is None:
         raise runs.NotRunnable("strace is not installed (Debian package strace)")
-    python = provenance.prefix_env().get("DLOBD_PYTHON") or os.environ.get("DLOBD_PYTHON")
+    python = provenance.stack_setting("DLOBD_PYTHON")
     if not python or not Path(python).exists():
         raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     n_ps, n_workers = int(fixed.get("parameter_servers", 2)), int(fixed.get("workers", 3))
-    ports = iter(_free_ports(1 + n_ps + n_workers))
+    ports = iter(free_ports(1 + n_ps + n_workers))
     cluster = {"chief": [f"127.0.0.1:{next(ports)}"],
                "ps": [f"127.0.0.1:{next(ports)}" for _ in range(n_ps)],
                "worker": [f"127.0.0.1:{next(ports)}" for _ in range(n_workers)]}

@@ -188,7 +188,7 @@ def mpi_tool(mpi: str, tool: str) -> str:
         raise ValueError(f"hr_reduce: unknown MPI {mpi!r}; known: {', '.join(MPIS)}")
     spec = MPIS[mpi]
     if "home" in spec:
-        home = provenance.prefix_env().get(spec["home"]) or os.environ.get(spec["home"])
+        home = provenance.stack_setting(spec["home"])
         if not home:
             raise runs.NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
                                    "to its install directory")

@@ -15,14 +15,43 @@ Keys named like a metric of docs/metrics.md become rows in that metric's unit. S
 values are run totals (empty step). A task's log is finished when it has its summary;
 a parameter-server or worker server of the `ps` strategy prints only a start line
 (role=server) and is finished by design when the launcher ends it.
+At its summary, the task that leads the run (chief:0, or worker:0 of a collective run, or
+local:0) also gives time_breakdown_s: phase `training` = the wall_clock_s of its last step
+line (first counted step's start to last step's end) and, when a data set was read,
+phase `data_loading` = the data_loading_s of its start line.
 The same line format is read for TensorFlowOnSpark (dlobd.stacks.tensorflowonspark).
+
+Launcher: one TF cluster per point, tasks as real processes with their own TF_CONFIG
+(cluster, task, rpc_layer) on ports free at launch, spread round-robin over the cluster's
+workers (provenance.workers(); a task on another host starts over ssh with the stack's
+variables). `parameter_servers` among the fixed parameters selects the ps strategy (a
+chief, the workers and the parameter servers), else every task is a collective worker.
+Workers come from the point's `workers`/`nodes` (else the fixed ones), the batch per worker
+from `batch` (axis, else fixed) or fixed `images_per_step`; steps, warm-up steps, image size
+and epochs from the fixed parameters. The network axis resolves through
+config/networks.yaml: TCP values run TF's grpc; verbs/MPI channels and RDMA-gRPC need a TF
+build that has them (capability tf-rdma, DLOBD_TF_RDMA_PYTHON runs the tasks) and are
+not runnable otherwise. A supervisor (`python -m dlobd.stacks.tensorflow supervise`) is
+the one command of the run: it writes each task's output to tasks/<job>-<index>.log,
+waits for the training tasks, ends the servers and fails naming the first task that
+failed.
 """
 
+import json
 import math
+import os
 import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+from dlobd import ROOT, runs
 from dlobd.metrics import METRICS, row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, text_lines
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
@@ -44,6 +73,27 @@ def parse(text: str) -> ParseResult:
         return ParseResult.unparseable(f"{NO_LINES} the workload's format: no 'DLOBD event=...' line")
     finish(result, tasks, cut)
     return result
+
+
+def phases(result: ParseResult, task: str, state: dict) -> None:
+    """At a task's summary, the time_breakdown_s rows of the task that leads the training
+    (docs/metrics.md, phases): `training` = wall_clock_s of its last step line, i.e. from the
+    start of the first counted step (the workload's clock starts there, after any warm-up)
+    to the end of the last one; `data_loading` = the data_loading_s of its start line
+    (reading the data set from disk; absent for data generated in the graph).
+
+    One task per run leads, so summing the phases of a run counts each once: the chief (ps
+    strategy), worker:0 (collective: the others run the same steps in lockstep), or local:0.
+    """
+    start = state["start"]
+    if not (task.startswith("chief:") or task == "local:0"
+            or (task == "worker:0" and start.get("strategy") == "collective")):
+        return
+    if "data_loading_s" in start:
+        result.rows.append(row("time_breakdown_s", float(start["data_loading_s"]),
+                               phase="data_loading", task=task))
+    if state.get("last_wall") is not None:
+        result.rows.append(row("time_breakdown_s", state["last_wall"], phase="training", task=task))
 
 
 def dlobd_fields(no: int, line: str) -> dict | None:
@@ -83,7 +133,8 @@ def _int(no: int, key: str, fields: dict):
 def read_dlobd_lines(lines, result: ParseResult) -> dict:
     """Add the rows of the training events to `result`; return per-task state.
 
-    State per task: {"started": bool, "server": bool, "summary": bool, "step": last step}.
+    State per task: {"started": bool, "server": bool, "summary": bool, "step": last step,
+    "start": the start line's fields, "last_wall": wall_clock_s of the last step line}.
     Driver events (TFoS) are left to the caller: they come back in result.events.
     """
     tasks = {}
@@ -105,6 +156,9 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
                                "(two logs interleaved or concatenated?)")
             state["started"] = True
             state["server"] = fields.get("role") == "server"
+            state["start"] = fields
+            if "data_loading_s" in fields:
+                _number(no, "data_loading_s", fields["data_loading_s"])
             for key, value in fields.items():
                 if key not in ("event", "task", "role"):
                     result.meta[key] = value
@@ -130,6 +184,8 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
                            "(two logs interleaved or concatenated?)")
         state["step"] = step
         wall = _number(no, "wall_clock_s", fields["wall_clock_s"]) if "wall_clock_s" in fields else None
+        if event == "step":
+            state["last_wall"] = wall
         for key, text in fields.items():
             if key in PLACE_KEYS:
                 continue
@@ -148,6 +204,7 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
                 result.rows.append(row(key, value, step=step, epoch=epoch, task=task, wall_clock_s=wall))
         if event == "summary":
             state["summary"] = True
+            phases(result, task, state)
     return tasks
 
 
@@ -157,3 +214,324 @@ def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
     result.close(f"task {', '.join(missing)} has no summary line (last step "
                  f"{', '.join(str(tasks[t]['step']) for t in missing)})" if missing else None,
                  cut=cut)
+
+
+# ---------------------------------------------------------------- launcher
+#
+# One run = one TF cluster of workloads/tensorflow/train_distributed.py processes, each with
+# its own TF_CONFIG. Strategy: `parameter_servers` among the fixed parameters -> ps (a chief
+# drives the steps, ps and worker tasks serve); otherwise collective (every task a worker).
+# The tasks run under a supervisor (`python -m dlobd.stacks.tensorflow supervise <plan>`),
+# the one command runs.run_command times and monitors: it starts them in its process group
+# (or over ssh on other hosts), waits for the tasks that train, ends the servers (they
+# never exit on their own) and exits non-zero naming any task that failed.
+
+
+WORKLOAD = ROOT / "workloads" / "tensorflow" / "train_distributed.py"
+PLAN_FILE = "tasks.json"
+# spec model name -> the workload's model
+MODELS = {"resnet50": "resnet50", "inception3": "inception_v3", "inception_v3": "inception_v3",
+          "alexnet": "alexnet", "softmax-regression": "mnist_softmax",
+          "mnist_softmax": "mnist_softmax", "cifar10_cnn": "cifar10_cnn"}
+# spec data set -> directory under $DLOBD_DATA_DIR (ImageNet-shaped data is made in the graph)
+DATASETS = {"mnist": "mnist", "cifar10-synthetic": "cifar10-synthetic"}
+# axes (or fixed parameters) that give the number of TF workers, first found wins
+WORKER_KEYS = ("workers", "nodes")
+# fixed parameters that are the paper's hardware or software, not settings of this workload
+DESCRIPTIVE = {"device", "gpus_per_node", "mpi", "benchmark"}
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+SUPERVISOR_FAILED = "tensorflow-supervisor: failed: "
+STOP_GRACE_S = 10
+
+
+@dataclass
+class Task:
+    job: str                  # chief | worker | ps
+    index: int
+    host: str
+    port: int
+    trains: bool              # the supervisor waits for it (the others serve until ended)
+    argv: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)   # added to the supervisor's environment
+
+    @property
+    def name(self) -> str:
+        return f"{self.job}:{self.index}"
+
+    @property
+    def log(self) -> str:
+        return f"tasks/{self.job}-{self.index}.log"
+
+
+def _count(value, what: str) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}={value!r} is not a whole number") from None
+    if n != float(value) or n < 0:
+        raise ValueError(f"{what}={value!r} is not a count")
+    return n
+
+
+def layout(point: dict, fixed: dict) -> tuple[str, int, int]:
+    """(strategy, workers, parameter servers) of a point."""
+    workers = next((point[k] for k in WORKER_KEYS if k in point),
+                   next((fixed[k] for k in WORKER_KEYS if k in fixed), 1))
+    workers = _count(workers, "workers")
+    if workers < 1:
+        raise ValueError("a TF cluster needs at least one worker")
+    if "parameter_servers" in fixed:
+        ps = _count(fixed["parameter_servers"], "parameter_servers")
+        if ps < 1:
+            raise ValueError("the ps strategy needs at least one parameter server")
+        return "ps", workers, ps
+    return "collective", workers, 0
+
+
+def workload_args(model: str, strategy: str, workers: int, point: dict, fixed: dict,
+                  protocol: str, data_dir: str | None) -> list[str]:
+    """The workload's arguments (every task of a run gets the same)."""
+    unknown = set(fixed) - DESCRIPTIVE - set(WORKER_KEYS) - {
+        "parameter_servers", "batch", "images_per_step", "steps", "warmup_steps", "image_size",
+        "epochs", "log_every", "learning_rate"}
+    if unknown:
+        raise ValueError(f"fixed parameters the tensorflow launcher does not know: {sorted(unknown)}")
+    batch = point.get("batch", fixed.get("batch", fixed.get("images_per_step")))
+    if batch is None:
+        raise ValueError("no batch size: give the axis `batch` or fixed `batch`/`images_per_step`")
+    # ps: the chief waits for the scheduled steps at every step line, so between two lines
+    # each worker needs several steps queued or the workers take turns instead of overlapping
+    log_every = fixed.get("log_every", 4 * workers if strategy == "ps" else 1)
+    args = ["--model", model, "--strategy", strategy, "--batch-size", str(_count(batch, "batch")),
+            "--protocol", protocol, "--log-every", str(_count(log_every, "log_every"))]
+    for key, flag in (("steps", "--steps"), ("warmup_steps", "--warmup-steps"),
+                      ("image_size", "--image-size"), ("epochs", "--epochs")):
+        if key in fixed:
+            args += [flag, str(_count(fixed[key], key))]
+    if "learning_rate" in fixed:
+        args += ["--learning-rate", str(float(fixed["learning_rate"]))]
+    if data_dir:
+        args += ["--data-dir", data_dir]
+    elif "steps" not in fixed:
+        raise ValueError(f"model {model} on synthetic data needs fixed `steps`")
+    return args
+
+
+def cluster_tasks(strategy: str, workers: int, ps: int, hosts: list[str],
+                  ports: list[int]) -> list[Task]:
+    """The tasks, spread round-robin over the hosts (workers first, so they spread evenly)."""
+    jobs = [("worker", i, strategy == "collective") for i in range(workers)]
+    jobs += [("ps", i, False) for i in range(ps)]
+    if strategy == "ps":
+        jobs.append(("chief", 0, True))
+    if len(ports) < len(jobs):
+        raise ValueError(f"{len(jobs)} tasks need {len(jobs)} ports, got {len(ports)}")
+    return [Task(job, i, hosts[n % len(hosts)], ports[n], trains)
+            for n, (job, i, trains) in enumerate(jobs)]
+
+
+def tf_config(tasks: list[Task], task: Task, protocol: str) -> dict:
+    cluster: dict = {}
+    for t in tasks:
+        cluster.setdefault(t.job, []).append(f"{t.host}:{t.port}")
+    return {"cluster": cluster, "task": {"type": task.job, "index": task.index}, "rpc_layer": protocol}
+
+
+def remote_argv(host: str, cwd: str, env: dict, argv: list[str]) -> list[str]:
+    """`ssh <host>` running argv in cwd with env; the task ends when the connection does.
+
+    ssh passes no environment, so the variables go on the remote command line. The remote
+    shell starts the task in the background and waits for it; a watcher reading stdin kills
+    it at EOF, which comes when the supervisor closes the pipe or the ssh client dies (time
+    limit), so no task outlives its run on another host.
+    """
+    # (a background job's stdin is /dev/null, so the watcher reads the connection as fd 3)
+    keep_alive = ('exec 3<&0; "$@" </dev/null 3<&- & task=$!; '
+                  '{ read -r _ <&3; kill -TERM "$task" 2>/dev/null; } & watch=$!; '
+                  'wait "$task"; code=$?; kill "$watch" 2>/dev/null; exit "$code"')
+    remote = (f"cd {shlex.quote(cwd)} && exec env "
+              + " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
+              + f" bash -c {shlex.quote(keep_alive)} dlobd-task "
+              + " ".join(shlex.quote(a) for a in argv))
+    return ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", host, remote]
+
+
+def task_hosts(link, workers: list[str]) -> list[str]:
+    """Where the tasks run: loopback keeps them all on this host, whatever the cluster has;
+    other networks spread them over the cluster's workers."""
+    return ["127.0.0.1"] if link.address == "loopback" or not workers else workers
+
+
+def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: list[int],
+               python: str, protocol: str, data_dir: str | None, cwd: str,
+               stack_vars: dict) -> list[Task]:
+    """Every task with its full command line: local tasks run `python workload ...` with
+    TF_CONFIG added to the supervisor's environment; tasks on other hosts run over ssh with
+    the stack's variables and TF_CONFIG on the command line."""
+    strategy, workers, ps = layout(point, fixed)
+    args = workload_args(model, strategy, workers, point, fixed, protocol, data_dir)
+    tasks = cluster_tasks(strategy, workers, ps, hosts, ports)
+    for t in tasks:
+        env = {"TF_CONFIG": json.dumps(tf_config(tasks, t, protocol), separators=(",", ":")),
+               "TF_CPP_MIN_LOG_LEVEL": "1"}
+        argv = [python, str(WORKLOAD), *args]
+        if t.host in LOCAL_HOSTS:
+            t.argv, t.env = argv, env
+        else:
+            t.argv, t.env = remote_argv(t.host, cwd, {**stack_vars, **env}, argv), {}
+    return tasks
+
+
+def _transport(network: str):
+    """The point's TF protocol and, for an RDMA channel, the python of a TF build that has it."""
+    from dlobd import networks, plan, provenance
+
+    link = networks.resolve("tensorflow", network)
+    lacking = plan.missing(link.needs)
+    if lacking:
+        raise runs.NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
+                               + "; ".join(lacking))
+    python = None
+    if link.transport != "tcp":
+        # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
+        var = "DLOBD_TF_RDMA_PYTHON"
+        python = provenance.prefix_env().get(var) or os.environ.get(var)
+    return link, python
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    from dlobd import hadoop, provenance
+
+    network = str(ctx.point.get("network", "loopback"))
+    link, rdma_python = _transport(network)
+    protocol = link.settings["protocol"]
+    env = hadoop.stack_env()
+    python = rdma_python or env.get("DLOBD_PYTHON")
+    if not python or not Path(python).exists():
+        raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
+    spec_model = str(ctx.point.get("model", ctx.spec.get("model")))
+    model = MODELS.get(spec_model)
+    if model is None:
+        raise runs.NotRunnable(f"model {spec_model}: not among the project's TensorFlow workloads "
+                               f"({', '.join(sorted(MODELS))})")
+    dataset = str(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))
+    data_dir = None
+    if dataset in DATASETS:
+        data_dir = str(Path(env.get("DLOBD_DATA_DIR", "")) / DATASETS[dataset])
+        if not env.get("DLOBD_DATA_DIR") or not Path(data_dir).is_dir():
+            raise runs.NotRunnable(f"data set {dataset}: no {data_dir} (DLOBD_DATA_DIR; run `make provision`)")
+    hosts = task_hosts(link, provenance.workers())
+    adir = Path(ctx.attempt_dir).resolve()
+    strategy, workers, ps = layout(ctx.point, ctx.fixed)
+    tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
+                       free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
+                       str(adir), provenance.prefix_env())
+    (adir / "tasks").mkdir()
+    (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
+    result = runs.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
+                                    str(adir / PLAN_FILE)], env=env, cwd=str(adir))
+    if result.status == "failed":
+        result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
+    result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
+                       else f"tensorflow {provenance.versions()['tensorflow']}"}
+    result.labels = {"network": network, "protocol": protocol, "strategy": strategy,
+                     "data": runs.data_label(dataset), **({"emulated": "true"} if link.emulated else {})}
+    result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}
+                    for h in dict.fromkeys(t.host for t in tasks)]
+    return result
+
+
+def supervisor_reason(stdout_log: Path) -> str | None:
+    try:
+        lines = stdout_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    found = [ln[len(SUPERVISOR_FAILED):] for ln in lines if ln.startswith(SUPERVISOR_FAILED)]
+    return found[-1] if found else None
+
+
+# ---------------------------------------------------------------- supervisor
+
+
+def _say(text: str) -> None:
+    print(f"tensorflow-supervisor: {text}", flush=True)
+
+
+def _ended(code: int) -> str:
+    if code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with status {code}"
+
+
+def _stop(procs: dict) -> None:
+    """End every task still running: close its stdin (an ssh task's remote side ends on
+    EOF), SIGTERM, then SIGKILL after a grace period."""
+    running = {name: p for name, p in procs.items() if p.poll() is None}
+    for name, p in running.items():
+        if p.stdin:
+            p.stdin.close()
+        p.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for name, p in running.items():
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        _say(f"stopped {name} ({_ended(p.returncode)})")
+
+
+def supervise(plan_path: Path, poll_s: float = 0.2) -> int:
+    """Run the tasks of a plan; 0 when every training task exited 0, else 1 naming the task."""
+    plan_path = Path(plan_path)
+    tasks = [Task(**t) for t in json.loads(plan_path.read_text())["tasks"]]
+    base = plan_path.parent
+    procs: dict[str, subprocess.Popen] = {}
+    # a SIGTERM to the supervisor ends its tasks too (SIGKILL of the group needs no help)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    failure = None
+    try:
+        # servers first, so the training tasks find them
+        for t in sorted(tasks, key=lambda t: t.trains):
+            with open(base / t.log, "xb") as log:
+                procs[t.name] = subprocess.Popen(t.argv, env={**os.environ, **t.env}, stdout=log,
+                                                 stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+            _say(f"started {t.name} on {t.host}:{t.port} (pid {procs[t.name].pid}, log {t.log})")
+        training = [t for t in tasks if t.trains]
+        while failure is None:
+            for t in tasks:
+                code = procs[t.name].poll()
+                if code is None:
+                    continue
+                if code != 0:
+                    failure = f"{t.name} {_ended(code)} (log {t.log})"
+                elif not t.trains and any(procs[x.name].poll() is None for x in training):
+                    failure = f"{t.name} {_ended(code)} before training ended (log {t.log})"
+                if failure:
+                    break
+            if failure is None and all(procs[t.name].poll() == 0 for t in training):
+                break
+            time.sleep(poll_s)
+    finally:
+        _stop(procs)
+    if failure:
+        print(SUPERVISOR_FAILED + failure, flush=True)
+        return 1
+    _say("every training task exited 0")
+    return 0
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m dlobd.stacks.tensorflow",
+                                description="Supervise the tasks of one native TF run.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("supervise", help="start the tasks of a plan file, wait, end the servers")
+    s.add_argument("plan", type=Path, help=f"the run's {PLAN_FILE}")
+    a = p.parse_args(argv)
+    return supervise(a.plan)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

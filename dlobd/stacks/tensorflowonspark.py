@@ -7,24 +7,49 @@ Parser: reads the driver's log and each executor's stdout/stderr. Two kinds of l
   each TF node on its executor, and by the driver around the cluster's life
   (`DLOBD event=driver_start`, `DLOBD event=cluster_stopped`);
 - TFoS's own Python logging lines, `2026-11-21 21:49:25,629 INFO (MainThread-123) <message>`,
-  of which these become events (time as the log prints it, in the host's local zone):
+  of which these become events (time as the log prints it, in the host's local zone; the
+  launcher makes that UTC):
     driver:   Reserving TFSparkNodes | Starting TensorFlow on executors |
               All TFSparkNodes started | Feeding training data |
               Waiting for TensorFlow nodes to complete... | Shutting down cluster
     executor: Starting TensorFlow <job:index> [as <role>] on cluster node ... | Feeding partition ... |
               Processed <n> items in partition | Stopping all queues |
-              Setting mgr.state to 'stopped' | Finished TensorFlow <job:index> ...
-From the driver's events come time_breakdown_s rows (differences of those timestamps):
+              Setting mgr.state to 'stopped' | Finished TensorFlow <job:index> ... |
+              Training <job:index> starts its first step   (the workload's own line)
+A driver log alone gives the driver's spans as time_breakdown_s rows with task=driver
+(differences of its timestamps):
   tfos_startup  = All TFSparkNodes started - Reserving TFSparkNodes
   training      = Shutting down cluster  - All TFSparkNodes started
   tfos_shutdown = DLOBD cluster_stopped  - Shutting down cluster
 A driver log is finished when it has the cluster_stopped line; a node's log when its
 task has its DLOBD summary line.
+
+A run on YARN (`parse_records`, called by dlobd.stacks.parse_run) has more: the
+ResourceManager's record of the application (`yarn/<app_id>.json`) and Spark's event log
+(`spark-events/<app_id>`). From them, the driver's lines and the chief's lines comes the
+run's breakdown into six phases that tile the application's life, submission to end
+(docs/metrics.md, "Phases of a TensorFlowOnSpark run on YARN"), and its end_to_end_s; they
+replace the per-file spans above, and the nodes' end_to_end_s (a node process's lifetime,
+kept in meta as node_end_to_end_s).
+
+Launcher: stages the point's data set ($DLOBD_DATA_DIR/mnist or cifar10-synthetic) into
+HDFS (prepare.log), then `spark-submit --master yarn` of train.py with one TF node per
+executor (1 core, one task at a time, no dynamic allocation): executors = the point's
+`gpus` (fig5b; CPU worker processes here) or the fixed `workers` (fig9; TFoS 2.x's
+MultiWorkerMirroredStrategy has no parameter servers, so `parameter_servers` takes no
+executor), the input mode from the fixed `mode`, the point's network as TF's protocol
+(config/networks.yaml: gRPC, or grpc+verbs with the tf-rdma Python, else not runnable) and
+the TF nodes' addresses. One run_command with the run's YARN tag: a time limit kills the
+application, and its RM record and container logs land in the attempt.
 """
 
+import json
 import re
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+from dlobd import hadoop, networks, provenance, runs
 from dlobd.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
 from dlobd.stacks.tensorflow import finish, read_dlobd_lines
@@ -50,6 +75,7 @@ NODE_EVENTS = (
     (re.compile(r"^Stopping all queues"), "node_stopping"),
     (re.compile(r"^Setting mgr\.state to 'stopped'"), "node_stopped"),
     (re.compile(r"^Finished TensorFlow (\S+) on cluster node"), "node_finished"),
+    (re.compile(r"^Training (\S+) starts its first step"), "train_start"),
 )
 # Driver milestones that occur once per application, in this order.
 ONCE = ("dlobd_driver_start", "reserve_start", "nodes_started", "shutdown_start", "dlobd_cluster_stopped")
@@ -134,3 +160,303 @@ def _driver_phases(result: ParseResult) -> dict:
                        datetime.fromisoformat(seen[start]["time"])).total_seconds()
             result.rows.append(row("time_breakdown_s", seconds, phase=phase, task="driver"))
     return seen
+
+
+# ---------------------------------------------------------------- a run on YARN
+
+RECORD_FILES = ("yarn/*.json", "spark-events/*")  # the RM's record, Spark's event log
+# The boundaries of a run on YARN in time order, and the phase each one ends (docs/metrics.md).
+BOUNDARIES = (("submitted", None), ("executors_registered", "yarn_scheduling"),
+              ("reserve_start", "data_loading"), ("training_start", "tfos_startup"),
+              ("training_end", "training"), ("shutdown_start", "spark_jobs"),
+              ("application_end", "tfos_shutdown"))
+LEAD = "chief:"  # train.py names its first node chief; its clock is the run's training phase
+
+
+def parse_records(run_dir, result: ParseResult) -> None:
+    """Complete a run's combined result (dlobd.stacks.parse_run) with the breakdown of a run on
+    YARN: six time_breakdown_s phases that tile submission .. application end, and that span
+    as end_to_end_s. Raises LogError for records that cannot be read or do not agree."""
+    run_dir = Path(run_dir)
+    records, event_logs = (sorted(p for p in run_dir.glob(g) if p.is_file()) for g in RECORD_FILES)
+    lead_training = [r for r in result.rows if r["metric"] == "time_breakdown_s"
+                     and r.get("phase") == "training" and str(r.get("task", "")).startswith(LEAD)]
+    if not records and not event_logs:
+        # Spark standalone: no breakdown; `training` is the lead node's, not the driver's span
+        if lead_training:
+            result.rows = [r for r in result.rows if not (
+                r["metric"] == "time_breakdown_s" and r.get("phase") == "training" and r.get("task") == "driver")]
+        return
+    if len(event_logs) != 1:
+        raise LogError(f"spark-events/ holds {len(event_logs)} event logs; a TFoS run is one Spark application")
+    spark = _spark_events(event_logs[0], run_dir)
+    app = _rm_record(records, spark["app_id"], run_dir)
+    at = {"submitted": _from_ms(app["startedTime"]),
+          "executors_registered": spark["executors_registered"],
+          "application_end": spark["application_end"]}
+    used = [app["_log"], spark["log"]]
+    for event in ("reserve_start", "shutdown_start"):
+        found = [e for e in result.events if e["event"] == event]
+        if found:
+            at[event] = datetime.fromisoformat(found[0]["time"])
+            used.append(found[0].get("log"))
+    starts = [e for e in result.events if e["event"] == "train_start" and e.get("detail", "").startswith(LEAD)]
+    if starts and lead_training:
+        at["training_start"] = datetime.fromisoformat(starts[0]["time"])
+        at["training_end"] = at["training_start"] + timedelta(seconds=lead_training[0]["value"])
+        used += [starts[0].get("log"), lead_training[0].get("log")]
+    result.events += [{"time": _from_ms(app[key]).isoformat(timespec="milliseconds"), "event": event,
+                       "log": app["_log"]}
+                      for event, key in (("yarn_submitted", "startedTime"), ("yarn_am_launched", "launchTime"))
+                      if app.get(key)]
+    missing = [BOUNDARY_SOURCES[name] for name, _ in BOUNDARIES if at.get(name) is None]
+    # a run on YARN has the whole breakdown or none: the per-file spans are not its phases
+    result.rows = [r for r in result.rows if r["metric"] != "time_breakdown_s"]
+    if missing:
+        result.finished = False
+        why = "no breakdown of the run on YARN: missing " + "; ".join(missing)
+        result.reason = "; ".join(filter(None, [result.reason, why]))
+        return
+    for (a, _), (b, _) in zip(BOUNDARIES, BOUNDARIES[1:]):
+        if at[b] < at[a]:
+            raise LogError(f"{b} ({at[b].isoformat(timespec='milliseconds')}) comes before {a} "
+                           f"({at[a].isoformat(timespec='milliseconds')}): not one run's records, or "
+                           "the TFoS log times are not UTC (the launcher runs them with TZ=UTC)")
+    used = " + ".join(dict.fromkeys(filter(None, used)))
+    nodes = {r["task"]: r["value"] for r in result.rows if r["metric"] == "end_to_end_s" and r.get("task")}
+    if nodes:
+        result.meta["node_end_to_end_s"] = nodes
+    result.rows = [r for r in result.rows if r["metric"] != "end_to_end_s"]
+    for (a, _), (b, phase) in zip(BOUNDARIES, BOUNDARIES[1:]):
+        result.rows.append({**row("time_breakdown_s", (at[b] - at[a]).total_seconds(), phase=phase), "log": used})
+    total = (at["application_end"] - at["submitted"]).total_seconds()
+    result.rows.append({**row("end_to_end_s", total), "log": used})
+
+
+# Where each boundary comes from, for the reason when one is missing.
+BOUNDARY_SOURCES = {
+    "submitted": "the ResourceManager's startedTime",
+    "executors_registered": "Spark's ExecutorAdded events before the first job",
+    "reserve_start": "the driver's 'Reserving TFSparkNodes' line",
+    "training_start": f"the {LEAD}0 node's 'Training ... starts its first step' line",
+    "training_end": f"the {LEAD}0 node's DLOBD step lines (its training phase)",
+    "shutdown_start": "the driver's 'Shutting down cluster' line",
+    "application_end": "Spark's ApplicationEnd event (an event log still .inprogress: the "
+                       "application did not end)",
+}
+
+
+def _from_ms(ms) -> datetime:
+    """Epoch milliseconds (the ResourceManager's and Spark's times) as naive UTC."""
+    return datetime.fromtimestamp(int(ms) / 1000, timezone.utc).replace(tzinfo=None)
+
+
+def _spark_events(path: Path, run_dir: Path) -> dict:
+    """From Spark's event log: the application id, when its last initial executor registered
+    (the last ExecutorAdded before the first JobStart) and ApplicationEnd."""
+    rel = str(path.relative_to(run_dir))
+    out = {"log": rel, "app_id": None, "application_end": None, "executors_registered": None}
+    added, first_job = [], None
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for no, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                break  # cut mid-line (a killed application): not read
+            try:
+                event = json.loads(line)
+                name = event["Event"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise LogError(f"{rel} line {no}: not a Spark listener event (JSON with 'Event')") from None
+            try:
+                if name == "SparkListenerApplicationStart":
+                    out["app_id"] = event["App ID"]
+                elif name == "SparkListenerExecutorAdded":
+                    added.append(int(event["Timestamp"]))
+                elif name == "SparkListenerJobStart" and first_job is None:
+                    first_job = int(event["Submission Time"])
+                elif name == "SparkListenerApplicationEnd":
+                    out["application_end"] = _from_ms(event["Timestamp"])
+            except (KeyError, TypeError, ValueError):
+                raise LogError(f"{rel} line {no}: {name} without its time stamp") from None
+    if out["app_id"] is None:
+        raise LogError(f"{rel}: no SparkListenerApplicationStart with the application's id")
+    initial = [t for t in added if first_job is None or t <= first_job]
+    if initial:
+        out["executors_registered"] = _from_ms(max(initial))
+    return out
+
+
+def _rm_record(paths: list, app_id: str, run_dir: Path) -> dict:
+    """The ResourceManager's record of the application the event log belongs to."""
+    for path in paths:
+        rel = str(path.relative_to(run_dir))
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise LogError(f"{rel}: not a ResourceManager application record: {exc}") from None
+        if record.get("id") == app_id:
+            if not record.get("startedTime"):
+                raise LogError(f"{rel}: no startedTime (the application's submission)")
+            return {**record, "_log": rel}
+    raise LogError(f"yarn/ has no ResourceManager record of {app_id}, the application of the event log")
+
+
+# ---------------------------------------------------------------- launcher
+
+TRAIN = Path(__file__).resolve().parents[2] / "workloads" / "tensorflowonspark" / "train.py"
+# The workload axis (or, without one, the spec's data set) -> the train.py model and the data
+# set under $DLOBD_DATA_DIR. No registry carries CIFAR-10: its stand-in is labelled synthetic.
+WORKLOADS = {"mnist": ("mnist_softmax", "mnist"), "cifar10": ("cifar10_cnn", "cifar10-synthetic")}
+INPUT_MODES = {"InputMode.SPARK": "spark", "InputMode.TENSORFLOW": "tensorflow"}
+HDFS_DATA = "/dlobd/data"
+# One TF node per executor: one core each, one task at a time.
+EXECUTOR_CORES = 1
+# The executor JVM (heap) holds the cached training RDD, a few MB at local scale. Its Python
+# processes (pyspark's daemon and worker, TFoS's node process and manager, with TF 2.15
+# loaded) measured ~1 GB RSS together on a cifar10 point: YARN counts them as the container's
+# overhead. Two executors and the AM take 4 of the 5.9 GB YARN has here.
+EXECUTOR_MEMORY_MB = 512
+EXECUTOR_OVERHEAD_MB = 1024
+LOG_EVERY = 10
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a point's TF traffic goes: the network's transport (protocol), the TFoS
+    reservation server's address, the TF nodes' address (None: TFoS picks each executor's
+    own) and the Python of driver and executors."""
+
+    transport: networks.Transport
+    server_host: str | None
+    node_host: str | None
+    python: str
+
+
+def tf_nodes(point: dict, fixed: dict) -> int:
+    """TF nodes = Spark executors. fig5b's `gpus` counts TensorFlow workers (one CPU worker
+    process per GPU at local scale); fig9's `workers` are the TF workers. TFoS 2.x trains with
+    MultiWorkerMirroredStrategy, whose collective all-reduce replaces the parameter servers:
+    `parameter_servers` gets no executor (the spec's notes say so)."""
+    for where, key in ((point, "gpus"), (fixed, "workers")):
+        if key in where:
+            n = int(where[key])
+            if n < 1:
+                raise ValueError(f"{key}={where[key]!r}: TFoS needs at least one TF node")
+            return n
+    raise ValueError("the point has no `gpus` and the scale's fixed parameters no `workers`: "
+                     "how many TF nodes?")
+
+
+def workload(ctx: runs.RunContext) -> tuple[str, str, str]:
+    """(workload name, train.py model, data set directory name) of the point."""
+    scale = ctx.spec.get("scales", {}).get(ctx.scale, {})
+    name = str(ctx.point.get("workload") or scale.get("dataset") or ctx.spec.get("dataset"))
+    if name not in WORKLOADS:
+        raise ValueError(f"workload {name!r}: the TFoS launcher knows {', '.join(WORKLOADS)}")
+    return (name, *WORKLOADS[name])
+
+
+def input_mode(fixed: dict) -> str:
+    mode = str(fixed.get("mode", "InputMode.SPARK"))
+    if mode not in INPUT_MODES:
+        raise runs.NotRunnable(f"mode {mode!r}: the TFoS workload runs InputMode.SPARK or "
+                               "InputMode.TENSORFLOW with MultiWorkerMirroredStrategy (TFoS 2.x); "
+                               "TFoS 1.x's parameter-server mode is not in it")
+    return INPUT_MODES[mode]
+
+
+def per_workload(value, name: str):
+    """A fixed parameter given once or per workload ({cifar10: 2048, mnist: 10000})."""
+    return value.get(name) if isinstance(value, dict) else value
+
+
+def placement(network: str, env: dict) -> Placement:
+    """The point's network as TFoS settings (config/networks.yaml via dlobd.networks).
+
+    NotRunnable when the cluster lacks the network's path: RDMA is TF's grpc+verbs protocol,
+    in no TF 2.x wheel (capability tf-rdma: a Python whose TensorFlow has the verbs channel,
+    given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it)."""
+    transport = networks.resolve("tensorflowonspark", network)
+    lacking = networks.missing("tensorflowonspark", network)
+    if lacking:
+        raise runs.NotRunnable(f"network {network}: TensorFlow protocol {transport.settings['protocol']} "
+                               f"({transport.transport}) needs what this cluster lacks: {'; '.join(lacking)}")
+    python = env["DLOBD_TF_RDMA_PYTHON"] if "tf-rdma" in transport.needs else env["DLOBD_PYTHON"]
+    workers = provenance.workers() or ["127.0.0.1"]
+    if transport.address == "loopback":
+        if not all(provenance.is_local_address(w) for w in workers):
+            raise runs.NotRunnable(f"network {network}: loopback needs every executor on this host; "
+                                   f"the cluster's workers are {', '.join(workers)}")
+        return Placement(transport, "127.0.0.1", "127.0.0.1", python)
+    server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
+    # one worker: every node on its address; several: TFoS takes each executor's own address
+    return Placement(transport, server, workers[0] if len(workers) == 1 else None, python)
+
+
+def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+    """The spark-submit command line of one point: YARN, client mode, one TF node per executor."""
+    name, model, _ = workload(ctx)
+    nodes = tf_nodes(ctx.point, ctx.fixed)
+    conf = {
+        "spark.dynamicAllocation.enabled": "false",
+        "spark.executor.cores": EXECUTOR_CORES,
+        "spark.task.cpus": EXECUTOR_CORES,
+        "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m",
+        # the driver waits for every executor before its first job, so the YARN phase ends when
+        # the last one registers (docs/metrics.md); TFoS needs them all anyway
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{int(ctx.time_limit_s or 600)}s",
+        # a lost TF node cannot rejoin MultiWorkerMirrored: fail at once instead of retrying into a hang
+        "spark.task.maxFailures": "1",
+        "spark.yarn.maxAppAttempts": "1",
+        "spark.pyspark.python": where.python,
+        "spark.pyspark.driver.python": where.python,
+        "spark.executorEnv.PYSPARK_PYTHON": where.python,
+        # TFoS's log lines carry local time: UTC makes them comparable with YARN's and Spark's
+        "spark.executorEnv.TZ": "UTC",
+        "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL": "1",
+        "spark.ui.enabled": "false",
+    }
+    if where.server_host:
+        conf["spark.executorEnv.TFOS_SERVER_HOST"] = where.server_host
+    command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
+               "--num-executors", str(nodes), "--executor-cores", str(EXECUTOR_CORES),
+               "--executor-memory", f"{EXECUTOR_MEMORY_MB}m"]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command += hadoop.spark_conf(ctx)
+    command += [str(TRAIN), "--model", model, "--input-mode", input_mode(ctx.fixed),
+                "--data-dir", data_uri, "--cluster-size", str(nodes),
+                "--batch-size", str(int(ctx.fixed.get("batch", 64))),
+                "--epochs", str(int(ctx.fixed.get("epochs", 1))), "--partitions", str(2 * nodes),
+                "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
+    images = per_workload(ctx.fixed.get("train_images"), name)
+    if images:
+        command += ["--train-images", str(int(images))]
+    if where.node_host:
+        command += ["--node-host", where.node_host]
+    return command
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    env = hadoop.stack_env()
+    where = placement(str(ctx.point.get("network", "loopback")), env)
+    _, _, dataset = workload(ctx)
+    input_mode(ctx.fixed)  # NotRunnable before any staging
+    local = Path(env["DLOBD_DATA_DIR"]) / dataset
+    # the executors read the training set from HDFS (spark mode: sc.binaryFiles/binaryRecords)
+    with open(ctx.attempt_dir / "prepare.log", "x", encoding="utf-8") as log:
+        log.write(f"{runs.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
+        log.flush()
+        data_uri = hadoop.hdfs_stage(local, f"{HDFS_DATA}/{dataset}")
+        log.write(f"{runs.now_iso()} staged: {data_uri}\n")
+    command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where)
+    env.update({"TZ": "UTC", "TF_CPP_MIN_LOG_LEVEL": "1",
+                "PYSPARK_PYTHON": where.python, "PYSPARK_DRIVER_PYTHON": where.python})
+    if where.server_host:
+        env["TFOS_SERVER_HOST"] = where.server_host
+    result = runs.run_command(ctx, command, env=env, cwd=str(ctx.attempt_dir),
+                              yarn_tag=hadoop.app_tag(ctx))
+    result.labels.update({"data": runs.data_label(dataset),
+                          "protocol": where.transport.settings["protocol"],
+                          "tf_nodes": str(tf_nodes(ctx.point, ctx.fixed))})
+    return result

@@ -5,7 +5,12 @@
 both runs' output and time are kept for the tests to check. `cluster`: the same prefix with HDFS
 and YARN up (cluster-up.yml); stopped at the end of the session, and any daemon left is killed.
 
-Other integration tests (experiment slices) use `cluster` and source `cluster.env_file`.
+Other integration tests (experiment slices) use `stack_cluster`: `cluster` with DLOBD_PREFIX
+pointing at it, so `runs.launch` runs its jobs there.
+
+DLOBD_TEST_CLUSTER=<prefix> makes the fixtures use that provisioned prefix with its cluster
+already running on the inventory's default ports (a developer's own, e.g. ~/dlobd-stack) instead of provisioning a new one;
+the tests that check provisioning itself are skipped then.
 The cluster gets ports of its own: the local inventory's ports shifted by the first offset (a
 multiple of 100) at which all of them are free on loopback, so a developer's running cluster on
 the default ports (or another session's test cluster) is left alone. `cluster.ports` has them.
@@ -80,6 +85,7 @@ class Provisioned:
     log_dir: Path
     ports: dict[str, int]
     runs: dict[str, Run] = field(default_factory=dict)
+    reused: bool = False  # a developer's running cluster (DLOBD_TEST_CLUSTER), left as found
 
     @property
     def env_file(self) -> Path:
@@ -113,6 +119,14 @@ class Provisioned:
 @pytest.fixture(scope="session")
 def provisioned(tmp_path_factory):
     base = tmp_path_factory.mktemp("dlobd")
+    reused = os.environ.get("DLOBD_TEST_CLUSTER")
+    if reused:
+        prefix = Path(reused).expanduser()
+        if not (prefix / "etc" / "dlobd-env.sh").is_file():
+            pytest.fail(f"DLOBD_TEST_CLUSTER={reused}: no provisioned prefix there (etc/dlobd-env.sh)")
+        (base / "logs").mkdir()
+        yield Provisioned(prefix=prefix, log_dir=base / "logs", ports=yaml.safe_load(GROUP_VARS.read_text())["dlobd_ports"], reused=True)
+        return
     p = Provisioned(prefix=base / "stack", log_dir=base / "logs", ports=free_ports())
     p.log_dir.mkdir()
     try:
@@ -135,3 +149,16 @@ def cluster(provisioned):
         run = provisioned.playbook("cluster-up.yml", record="cluster-up")
         assert run.rc == 0, run.out[-5000:]
     return provisioned
+
+
+@pytest.fixture
+def stack_cluster(cluster, monkeypatch):
+    """`cluster`, with the stack environment (DLOBD_PREFIX) pointing at it for runs.launch."""
+    from dlobd import provenance
+
+    monkeypatch.setenv("DLOBD_PREFIX", str(cluster.prefix))
+    provenance.prefix_env.cache_clear()
+    provenance.versions.cache_clear()
+    yield cluster
+    provenance.prefix_env.cache_clear()
+    provenance.versions.cache_clear()

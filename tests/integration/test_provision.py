@@ -5,13 +5,19 @@ daemon. Fixtures: tests/integration/conftest.py.
 """
 
 import json
+import os
 import re
 import stat
 
 import psutil
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    # these check a provisioning of their own, and the last one stops the cluster
+    pytest.mark.skipif(bool(os.environ.get("DLOBD_TEST_CLUSTER")),
+                       reason="DLOBD_TEST_CLUSTER reuses a running cluster: nothing provisioned here"),
+]
 
 DAEMONS = ["datanode", "namenode", "nodemanager", "resourcemanager"]
 

@@ -82,6 +82,26 @@ def launch_points(scale, experiment):
     return [(config["cluster"], pid) for pid, _ in SPECS[experiment].points(scale)]
 
 
+def reconsider_not_runnable():
+    """Forget the markers of points recorded `not runnable`: the cluster may provide them now
+    (a launcher or a capability arrived), so `run` asks again. Asking again is cheap: an
+    unchanged reason reuses the point's record (runs.record_not_runnable)."""
+    root = Path(STATE, "launched")
+    if not root.is_dir():
+        return
+    for marker in root.rglob("*.json"):
+        try:
+            status = json.loads(marker.read_text()).get("status")
+        except (OSError, json.JSONDecodeError):
+            status = None  # unreadable marker: launch the point again too
+        if status in (None, "not runnable"):
+            marker.unlink()
+
+
+if config["launch"]:
+    reconsider_not_runnable()
+
+
 def all_points(scale, experiment):
     return sorted(set(found_points(scale, experiment)) | set(launch_points(scale, experiment)))
 
@@ -117,11 +137,12 @@ def stack_for(experiment, point, scale):
 
 def parse_inputs(wildcards):
     """Every raw file of a point's attempts (and, when launching, the point's launch)."""
-    if (wildcards.cluster, wildcards.point) in launch_points(wildcards.scale, wildcards.experiment):
-        # `run` is a checkpoint, so the files are listed once the run has written them
-        checkpoints.run.get(**wildcards)
-    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, wildcards.experiment, wildcards.point)
     files = []
+    if (wildcards.cluster, wildcards.point) in launch_points(wildcards.scale, wildcards.experiment):
+        # `run` is a checkpoint, so the files are listed once the run has written them; its
+        # marker is an input too, so a point launched again is parsed again
+        files.append(checkpoints.run.get(**wildcards).output.marker)
+    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, wildcards.experiment, wildcards.point)
     for attempt in druns.attempts(pdir):
         for parent, _, names in os.walk(attempt):
             files.extend(os.path.join(parent, n) for n in sorted(names))
@@ -209,6 +230,15 @@ def step_figure(wildcards, input, output, log):
         scale_of(wildcards.experiment, wildcards.scale), input.csv, output.png, output.pdf, RUNS,
     ).result()
     _log(log[0], f"not run: {reason}" if reason else "drawn from its results")
+
+
+def step_utilisation(wildcards, input, output, log):
+    from dlobd import figures as dfig
+
+    drawn = figure_pool().submit(
+        dfig.render_utilisation, merged_spec(wildcards.experiment), wildcards.scale, input.csv,
+        output.png).result()
+    _log(log[0], "drawn from the monitor samples" if drawn else "no monitor samples")
 
 
 def step_claims(wildcards, input, output, log):

@@ -21,3 +21,16 @@ rule figure:
         f"{RESULTS}/{{scale}}/logs/figure/{{experiment}}.log",
     run:
         step_figure(wildcards, input, output, log)
+
+
+rule utilisation:
+    """CPU, memory and network over time of an experiment's runs (dlobd-fig8 style)."""
+    input:
+        csv=lambda wc: results_csv(wc.scale, wc.experiment),
+        code=code("figures.py"),
+    output:
+        png=f"{FIGURES}/{{scale}}/utilisation/{{experiment}}.png",
+    log:
+        f"{RESULTS}/{{scale}}/logs/utilisation/{{experiment}}.log",
+    run:
+        step_utilisation(wildcards, input, output, log)

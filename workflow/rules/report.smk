@@ -5,6 +5,8 @@
 rule report:
     input:
         figures=expand(f"{FIGURES}/{{scale}}/{{experiment}}.png", scale=SCALES, experiment=IDS),
+        utilisation=expand(f"{FIGURES}/{{scale}}/utilisation/{{experiment}}.png", scale=SCALES,
+                           experiment=DATA_IDS),
         verdicts=expand(f"{RESULTS}/{{scale}}/verdicts/{{experiment}}.csv", scale=SCALES,
                         experiment=VERDICT_IDS),
         results=[results_csv(s, e) for s in SCALES for e in DATA_IDS],

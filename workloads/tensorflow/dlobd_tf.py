@@ -125,6 +125,42 @@ def load_cifar10_bin(data_dir: str, split: str):
     return x, raw[:, 0].astype(np.int64)
 
 
+def _records(paths, header: int, size: int):
+    """A file's fixed-size records after its header, and how many there are (from its size)."""
+    count = sum((os.path.getsize(p) - header) // size for p in paths)
+    return tf.data.FixedLengthRecordDataset(paths, size, header_bytes=header), count
+
+
+def record_dataset(model: str, data_dir: str, split: str, batch: int, shuffle_seed: int = 0):
+    """(batched dataset read from the files by TF's own ops, number of records).
+
+    Unlike load_dataset this reads the files where the dataset runs: on a parameter-server
+    run, on each worker, instead of shipping the arrays from the chief inside the graph.
+    """
+    if model == "mnist_softmax":
+        prefix = "train" if split == "train" else "t10k"
+        images, n = _records([os.path.join(data_dir, f"{prefix}-images-idx3-ubyte")], 16, 28 * 28)
+        labels, _ = _records([os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte")], 8, 1)
+        ds = tf.data.Dataset.zip((images, labels))
+
+        def decode(x, y):
+            x = tf.reshape(tf.io.decode_raw(x, tf.uint8), (-1, 28, 28, 1))
+            return tf.cast(x, tf.float32) / 255.0, tf.reshape(tf.cast(tf.io.decode_raw(y, tf.uint8), tf.int64), (-1,))
+    elif model == "cifar10_cnn":
+        names = [f"data_batch_{i}.bin" for i in range(1, 6)] if split == "train" else ["test_batch.bin"]
+        records, n = _records([os.path.join(data_dir, name) for name in names], 0, 3073)
+        ds = records.map(lambda r: (r, r))
+
+        def decode(x, _):
+            raw = tf.io.decode_raw(x, tf.uint8)
+            image = tf.transpose(tf.reshape(raw[:, 1:], (-1, 3, 32, 32)), (0, 2, 3, 1))
+            return tf.cast(image, tf.float32) / 255.0, tf.cast(raw[:, 0], tf.int64)
+    else:
+        raise ValueError(f"model {model} reads no data set from disk")
+    ds = ds.shuffle(4096, seed=shuffle_seed).repeat().batch(batch, drop_remainder=True)
+    return ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2), n
+
+
 def load_dataset(model: str, data_dir: str, split: str):
     if model == "mnist_softmax":
         return load_mnist_idx(data_dir, split)

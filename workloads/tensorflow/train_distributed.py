@@ -13,7 +13,8 @@ Models: mnist_softmax (IDX files via --data-dir), cifar10_cnn (CIFAR-10 binary b
 --data-dir, real or synthetic), resnet50 / inception_v3 / alexnet (synthetic ImageNet-shaped
 data generated in the graph; --data-dir is refused). --batch-size is per worker.
 
-Output: DLOBD lines (see dlobd_tf.py): `start`, with --warmup-steps a `warmup` line (those
+Output: DLOBD lines (see dlobd_tf.py): `start` (with data_loading_s, the seconds spent
+reading the data set, when one is read), with --warmup-steps a `warmup` line (those
 steps train but are outside every count and clock: with a data set they take batches
 beyond the epochs), one `step` line every --log-every steps with
 loss, wall_clock_s (since training start), images_per_s and steps_per_s over that interval,
@@ -53,7 +54,10 @@ def parse_args(argv=None):
     p.add_argument("--warmup-steps", type=int, default=0,
                    help="steps trained before the clock starts (graph tracing and first-step "
                         "set-up); not counted in steps, epochs or rates")
-    p.add_argument("--protocol", default="grpc", help="TF server protocol (only grpc exists in TF 2.x)")
+    p.add_argument("--protocol", default="grpc",
+                   help="TF server protocol of the ps/worker servers (only grpc exists in TF 2.x "
+                        "wheels); the launcher also puts it in TF_CONFIG's rpc_layer, which the "
+                        "strategies read")
     a = p.parse_args(argv)
     if a.data_dir is None and a.steps is None:
         p.error("synthetic data needs --steps")
@@ -99,27 +103,31 @@ def main(argv=None) -> int:
     coordinator = (tf.distribute.coordinator.ClusterCoordinator(strategy)
                    if cluster and a.strategy == "ps" else None)
 
+    loading = time.time()
     if a.data_dir:
-        x_train, y_train = W.load_dataset(a.model, a.data_dir, "train")
+        # the training records are read by the dataset where it runs; the test set here
+        n_train = W.record_dataset(a.model, a.data_dir, "train", a.batch_size)[1]
         x_test, y_test = W.load_dataset(a.model, a.data_dir, "test")
         data_label = "mnist" if a.model == "mnist_softmax" else (
             "cifar10-synthetic" if os.path.exists(os.path.join(a.data_dir, "SYNTHETIC")) else "cifar10")
     else:
-        x_train = y_train = x_test = y_test = None
+        n_train = x_test = y_test = None
         data_label = "imagenet-synthetic" if classes == 1000 else f"{a.model}-synthetic"
+    # reading the data set from disk (none for data generated in the graph)
+    data_loading = time.time() - loading if a.data_dir else None
 
     # A collective step trains on every worker's batch; a PS step runs on one worker.
     images_per_step = a.batch_size * (n_workers if coordinator is None else 1)
-    steps = a.steps or max(1, len(y_train) // images_per_step)
+    steps = a.steps or max(1, n_train // images_per_step)
 
     def dataset_fn(input_context=None):
-        if x_train is None:
+        if n_train is None:
             x, y = W.synthetic_batch(size, channels, classes, a.batch_size)
             return tf.data.Dataset.from_tensors((x, y)).repeat()
-        ds = tf.data.Dataset.from_tensor_slices((x_train, y_train))
-        if input_context is not None:
-            ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        return ds.shuffle(4096, seed=0).repeat().batch(a.batch_size, drop_remainder=True).prefetch(2)
+        # each input pipeline draws its own shuffle of the whole set (no shard: the PS
+        # strategy's workers have no input context, and a shuffle per pipeline is as good)
+        seed = input_context.input_pipeline_id if input_context is not None else 0
+        return W.record_dataset(a.model, a.data_dir, "train", a.batch_size, shuffle_seed=seed)[0]
 
     with strategy.scope():
         model = W.build_model(a.model, size, classes)
@@ -166,7 +174,7 @@ def main(argv=None) -> int:
     W.log("start", task=task, workload="tensorflow", model=a.model, data=data_label,
           strategy=a.strategy if cluster else "local", num_workers=n_workers,
           batch_size=a.batch_size, steps_per_epoch=steps, epochs=a.epochs, image_size=size,
-          protocol=a.protocol)
+          protocol=a.protocol, data_loading_s=data_loading)
     if a.warmup_steps:
         t0 = time.time()
         run_steps(a.warmup_steps)

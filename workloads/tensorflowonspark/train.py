@@ -6,13 +6,18 @@ the `chief`, the rest `worker`s, all in MultiWorkerMirroredStrategy (TFoS writes
   --input-mode spark       the driver reads the data set into an RDD and TFCluster.train
                            feeds its partitions to the TF nodes (TFNode.DataFeed).
                            mnist_softmax: IDX files; cifar10_cnn: CIFAR-10 binary batches
-                           (sc.binaryRecords); both paths may be hdfs:// URIs.
+                           (sc.binaryRecords); both paths may be hdfs:// URIs, which
+                           the executors read (--train-images keeps the first N records).
   --input-mode tensorflow  each TF node reads the data itself from --data-dir (a path every
                            executor can read), sharded by its task index.
 
-Each node prints DLOBD lines (workloads/tensorflow/dlobd_tf.py) to its executor's stdout;
-the driver logs `DLOBD event=...` lines through TFoS's own logging format, so their
-timestamps line up with TFoS's "Reserving TFSparkNodes" ... "Shutting down cluster" lines.
+Each node prints DLOBD lines (workloads/tensorflow/dlobd_tf.py) to its executor's log (stderr),
+and logs `Training <task> starts its first step` through Python logging at the moment its
+training clock starts (the DLOBD lines' wall_clock_s counts from there), which places the
+training on the application's timeline (docs/metrics.md, phases of a TFoS run). The driver
+logs `DLOBD event=...` lines through TFoS's own logging format, so their timestamps line up
+with TFoS's "Reserving TFSparkNodes" ... "Shutting down cluster" lines. Every log time this
+program writes is UTC, to compare with the ResourceManager's and Spark's epoch times.
 With a data set, the chief evaluates top-1 accuracy after each epoch on --eval-dir (local).
 """
 
@@ -21,6 +26,7 @@ import logging
 import os
 import struct
 import sys
+import time
 
 import numpy as np
 from pyspark import SparkConf, SparkContext
@@ -47,11 +53,16 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64, help="images per node per step")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--partitions", type=int, help="RDD partitions in spark mode (default: Spark's)")
+    p.add_argument("--train-images", type=int,
+                   help="spark mode: train on the first N records of the data set (default: all)")
     p.add_argument("--learning-rate", type=float, default=0.01)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--node-host", help="when every executor runs on one machine: the address the "
                                        "TF nodes use (e.g. 127.0.0.1) instead of the one TFoS picks "
                                        "from the default route")
+    p.add_argument("--protocol", default="grpc",
+                   help="TF server protocol, put in TF_CONFIG's rpc_layer (grpc; grpc+verbs "
+                        "needs a TensorFlow built with the verbs channel)")
     return p.parse_args(argv)
 
 
@@ -65,23 +76,33 @@ def training_rdd(sc, a):
     """An RDD of (pixel bytes, label) rows."""
     if a.model == "cifar10_cnn":
         records = sc.binaryRecords(a.data_dir.rstrip("/") + "/data_batch_*.bin", 3073)
+        if a.train_images:
+            limit = a.train_images
+            records = records.zipWithIndex().filter(lambda r: r[1] < limit).keys()
         rdd = records.map(lambda r: (bytes(r[1:]), int(r[0])))
     else:
         files = dict(sc.binaryFiles(a.data_dir.rstrip("/") + "/train-*-ubyte", 1).collect())
         images = _idx(next(v for k, v in files.items() if k.endswith("train-images-idx3-ubyte")))
         labels = _idx(next(v for k, v in files.items() if k.endswith("train-labels-idx1-ubyte")))
-        rows = [(images[i].tobytes(), int(labels[i])) for i in range(len(labels))]
+        n = min(len(labels), a.train_images or len(labels))
+        rows = [(images[i].tobytes(), int(labels[i])) for i in range(n)]
         rdd = sc.parallelize(rows, a.partitions or sc.defaultParallelism)
     if a.partitions and rdd.getNumPartitions() != a.partitions:
         rdd = rdd.repartition(a.partitions)
     return rdd
 
 
-def use_node_host(host: str) -> None:
-    """Rewrite the addresses in the TF_CONFIG TFoS exported, keeping each node's port."""
+def set_tf_config(host: str | None, protocol: str) -> None:
+    """Adjust the TF_CONFIG TFoS exported: the server protocol (rpc_layer, which
+    MultiWorkerMirroredStrategy's cluster resolver reads) and, given a host, every node's
+    address (keeping each node's port)."""
     import json
 
     config = json.loads(os.environ["TF_CONFIG"])
+    config["rpc_layer"] = protocol
+    if host is None:
+        os.environ["TF_CONFIG"] = json.dumps(config)
+        return
     hosts = {addr.rsplit(":", 1)[0] for addrs in config["cluster"].values() for addr in addrs}
     if len(hosts) != 1:
         raise SystemExit(f"--node-host {host}: the TF nodes run on {len(hosts)} machines "
@@ -93,15 +114,17 @@ def use_node_host(host: str) -> None:
 
 def main_fun(a, ctx):
     """Runs on each executor, as TF node `ctx.job_name:ctx.task_index`."""
-    import time
-
     import tensorflow as tf
 
     import dlobd_tf as W
 
+    logging.Formatter.converter = time.gmtime
+    # Spark copies a Python worker's stdout and stderr into the executor's log from two
+    # threads, so lines of the two streams can splice mid-line: print to stderr, where the
+    # logging lines go, so each line reaches the log whole.
+    sys.stdout = sys.stderr
     task = f"{ctx.job_name}:{ctx.task_index}"
-    if a.node_host:
-        use_node_host(a.node_host)
+    set_tf_config(a.node_host, a.protocol)
     size, channels, classes = W.DEFAULT_SHAPE[a.model]
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     n_nodes = ctx.num_workers
@@ -157,9 +180,10 @@ def main_fun(a, ctx):
         x_test, y_test = W.load_dataset(a.model, a.eval_dir, "test")
     W.log("start", task=task, workload="tensorflowonspark", model=a.model,
           input_mode=a.input_mode, num_workers=n_nodes, batch_size=a.batch_size,
-          steps_per_epoch=steps, epochs=a.epochs)
+          steps_per_epoch=steps, epochs=a.epochs, protocol=a.protocol)
     clock = W.Clock()
     clock.start_training()
+    log.info("Training %s starts its first step", task)
     done, train_time = 0, 0.0
     for epoch in range(1, a.epochs + 1):
         epoch_start = time.time()
@@ -186,6 +210,7 @@ def main_fun(a, ctx):
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    logging.Formatter.converter = time.gmtime
     sc = SparkContext(conf=SparkConf().setAppName(f"dlobd-tfos-{a.model}-{a.input_mode}"))
     sc.addPyFile(os.path.abspath(COMMON))
     mode = TFCluster.InputMode.SPARK if a.input_mode == "spark" else TFCluster.InputMode.TENSORFLOW

@@ -1,0 +1,194 @@
+"""What launchers of YARN and HDFS jobs share: the stack's environment, the application
+tag that ties a run to its YARN applications, their records and container logs, and data
+staged into HDFS.
+
+A run's YARN applications are found by tag, never by guessing from log text: every
+`spark-submit` of a launcher carries `spark.yarn.tags=<app_tag(ctx)>` (`spark_conf`), so a
+time limit can kill exactly the run's applications and the ResourceManager's own record
+of them (submission, AM launch, end) lands in the attempt beside the logs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from dlobd import provenance
+
+FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+REST_TIMEOUT_S = 10
+
+
+class HadoopError(Exception):
+    """A Hadoop service or file that a launcher needs and cannot use."""
+
+
+def stack_env() -> dict:
+    """The environment of a stack command: this process's plus the prefix's dlobd-env.sh."""
+    return {**os.environ, **provenance.prefix_env()}
+
+
+def _setting(name: str) -> str:
+    value = provenance.stack_setting(name)
+    if not value:
+        raise HadoopError(f"{name} is not set: is the stack provisioned under {provenance.prefix()}?")
+    return value
+
+
+def app_tag(ctx) -> str:
+    """The YARN application tag of one attempt (YARN lower-cases tags, so this is lower case)."""
+    digest = hashlib.sha1(str(Path(ctx.attempt_dir).resolve()).encode()).hexdigest()[:16]
+    return f"dlobd-{digest}"
+
+
+def spark_conf(ctx) -> list[str]:
+    """`--conf` arguments for every spark-submit of a launcher: the run's tag, and Spark's
+    event log written into the attempt (`spark-events/`) where the parsers read it."""
+    events = Path(ctx.attempt_dir).resolve() / "spark-events"
+    events.mkdir(exist_ok=True)
+    return ["--conf", f"spark.yarn.tags={app_tag(ctx)}",
+            "--conf", "spark.eventLog.enabled=true",
+            "--conf", f"spark.eventLog.dir={events.as_uri()}"]
+
+
+def _rest(path: str, base_var: str = "DLOBD_RESOURCEMANAGER_HTTP"):
+    url = _setting(base_var).rstrip("/") + path
+    try:
+        with urllib.request.urlopen(url, timeout=REST_TIMEOUT_S) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise HadoopError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise HadoopError(f"{url}: unreachable: {getattr(exc, 'reason', exc)}") from None
+
+
+def applications(tag: str) -> list[dict]:
+    """The ResourceManager's records of the applications carrying `tag`, oldest first."""
+    found = _rest("/ws/v1/cluster/apps?" + urllib.parse.urlencode({"applicationTags": tag}))
+    apps = ((found or {}).get("apps") or {}).get("app") or []
+    return sorted(apps, key=lambda a: a["id"])
+
+
+def kill_applications(tag: str) -> list[str]:
+    """Kill every unfinished application carrying `tag`; returns the ids it killed."""
+    killed = []
+    for app in applications(tag):
+        if app["state"] in FINAL_STATES:
+            continue
+        subprocess.run([str(provenance.prefix() / "bin" / "yarn"), "application", "-kill", app["id"]],
+                       env=stack_env(), capture_output=True, timeout=60)
+        killed.append(app["id"])
+    return killed
+
+
+def _wait_final(tag: str, timeout_s: float) -> list[dict]:
+    """The tagged applications once all have reached a final state (or the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        apps = applications(tag)
+        if all(a["state"] in FINAL_STATES for a in apps) or time.monotonic() >= deadline:
+            return apps
+        time.sleep(1)
+
+
+def container_log_dirs() -> list[str]:
+    """The NodeManagers' container log directories (yarn.nodemanager.log-dirs)."""
+    site = Path(_setting("HADOOP_CONF_DIR")) / "yarn-site.xml"
+    try:
+        root = ET.parse(site).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise HadoopError(f"{site}: unreadable: {exc}") from None
+    for prop in root.iter("property"):
+        if prop.findtext("name") == "yarn.nodemanager.log-dirs":
+            return [d.strip() for d in (prop.findtext("value") or "").split(",") if d.strip()]
+    raise HadoopError(f"{site}: no yarn.nodemanager.log-dirs")
+
+
+def _copy_container_logs(app_id: str, dest: Path) -> None:
+    """Copy `<log-dir>/<app_id>/<container>/...` from every worker into dest/<container>/."""
+    dest.mkdir(exist_ok=True)
+    for host in provenance.workers() or ["127.0.0.1"]:
+        for log_dir in container_log_dirs():
+            source = Path(log_dir) / app_id
+            if provenance.is_local_address(host):
+                if source.is_dir():
+                    for container in sorted(source.iterdir()):
+                        shutil.copytree(container, dest / container.name, dirs_exist_ok=False)
+            else:
+                # a worker's container names are unique cluster-wide, so copies never collide
+                subprocess.run(["scp", "-r", "-q", "-o", "BatchMode=yes",
+                                f"{host}:{source}/.", str(dest)],
+                               capture_output=True, timeout=300)
+
+
+def save_applications(tag: str, attempt_dir, wait_s: float = 30) -> list[dict]:
+    """Keep the run's YARN applications in the attempt: `yarn/<app_id>.json` (the RM's
+    record plus its app attempts) and every container's logs under `containers/`."""
+    attempt_dir = Path(attempt_dir)
+    apps = _wait_final(tag, wait_s)
+    if not apps:
+        return []
+    (attempt_dir / "yarn").mkdir(exist_ok=True)
+    for app in apps:
+        attempts = _rest(f"/ws/v1/cluster/apps/{app['id']}/appattempts")
+        record = {**app, "appAttempts": ((attempts or {}).get("appAttempts") or {}).get("appAttempt", [])}
+        with open(attempt_dir / "yarn" / f"{app['id']}.json", "x", encoding="utf-8") as fh:
+            json.dump(record, fh, indent=2)
+        _copy_container_logs(app["id"], attempt_dir / "containers")
+    return apps
+
+
+def _hdfs(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(provenance.prefix() / "bin" / "hdfs"), "dfs", *args],
+                          env=stack_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _hdfs_size(hdfs_path: str) -> int | None:
+    """Bytes under an HDFS path (WebHDFS, no JVM start), None when absent."""
+    summary = _rest(f"/webhdfs/v1{hdfs_path}?op=GETCONTENTSUMMARY", "DLOBD_NAMENODE_HTTP")
+    return None if summary is None else summary["ContentSummary"]["length"]
+
+
+def _local_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def hdfs_stage(local_path, hdfs_path: str) -> str:
+    """Upload a file or directory to an absolute HDFS path unless the same number of bytes
+    is there already; returns the hdfs:// URI. A partial upload never takes the final name."""
+    local_path = Path(local_path)
+    if not local_path.exists():
+        raise HadoopError(f"{local_path}: data set not found (is the datasets role provisioned?)")
+    if not hdfs_path.startswith("/"):
+        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
+    uri = _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+    size = _local_size(local_path)
+    present = _hdfs_size(hdfs_path)
+    if present == size:
+        return uri
+    partial = f"{hdfs_path}.staging-{os.getpid()}"
+    parent = str(Path(hdfs_path).parent)
+    steps = [("-mkdir", "-p", parent), ("-put", str(local_path), partial)]
+    if present is not None:
+        steps.append(("-rm", "-r", "-f", "-skipTrash", hdfs_path))
+    steps.append(("-mv", partial, hdfs_path))
+    for step in steps:
+        done = _hdfs(*step)
+        if done.returncode != 0:
+            _hdfs("-rm", "-r", "-f", "-skipTrash", partial)
+            raise HadoopError(f"staging {local_path} to {uri}: hdfs dfs {' '.join(step)} failed: "
+                              f"{done.stderr.strip()[-500:]}")
+    return uri

@@ -1,0 +1,84 @@
+"""One short real BigDL point on the test cluster: VGG-16 on cifar10-synthetic through
+spark-submit on YARN (runs.launch -> bigdl.launch -> raw logs -> parser), and the same point
+with a time limit too short for it: `hung`, with its YARN application killed."""
+
+import copy
+import csv
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from dlobd import hadoop, runs, spec, stacks
+from dlobd.stacks import bigdl
+
+pytestmark = pytest.mark.integration
+
+POINT = {"network": "loopback"}
+EPOCHS = 2
+
+
+def tiny_spec(time_limit_s: float, epochs: int = EPOCHS) -> dict:
+    """dlobd-fig7a's local scale cut to a few epochs over 32 training and 16 test images:
+    two iterations an epoch, as with one BigDL skips the validation after epoch 1."""
+    data = copy.deepcopy(spec.load_all()["dlobd-fig7a"].data)
+    local = data["scales"]["local"]
+    local["fixed"] = {**local["fixed"], "cores": 2, "batch": 16, "epochs": epochs,
+                      "train_images": 32, "test_images": 16}
+    local["time_limit_s"] = time_limit_s
+    return data
+
+
+def test_short_vgg_point_on_yarn(stack_cluster, tmp_path):
+    attempt = runs.launch(tiny_spec(300), "local", POINT, tmp_path / "runs")
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["status"] == "ok", (record["reason"], (attempt / "stderr.log").read_text()[-3000:])
+    assert record["versions"]["stack"] == "bigdl 2.4.0"
+    assert record["labels"]["data"] == "synthetic" and record["labels"]["spark"] == "vanilla"
+    assert "--master" in record["command"] and "yarn" in record["command"]
+    assert re.search(r"the first 32 of \d+ train and the first 16 of \d+ test records",
+                     (attempt / "prepare.log").read_text())
+
+    parsed = stacks.parse_run("bigdl", attempt)
+    assert parsed.status == "ok" and parsed.finished, parsed.reason
+    by_metric = {}
+    for r in parsed.rows:
+        by_metric.setdefault(r["metric"], []).append(r)
+    epochs = by_metric["epoch_time_s"]
+    assert [r["epoch"] for r in epochs] == list(range(1, EPOCHS + 1))
+    assert all(0 < r["value"] < 300 for r in epochs)
+    accuracy = by_metric["top1_accuracy"]
+    assert [r["epoch"] for r in accuracy] == list(range(1, EPOCHS + 1))
+    assert all(0 <= r["value"] <= 1 for r in accuracy)
+    assert parsed.meta["test_records"] == 16 and parsed.meta["epoch_records"] == 32
+    assert [r["step"] for r in by_metric["throughput_records_per_s"]] == list(range(1, 2 * EPOCHS + 1))
+
+    monitors = list((attempt / "monitor").glob("*.csv"))
+    assert monitors, "no monitor/<host>.csv"
+    with open(monitors[0]) as fh:
+        assert len(list(csv.DictReader(fh))) >= 5
+    apps = list((attempt / "yarn").glob("application_*.json"))
+    assert len(apps) == 1
+    app = json.loads(apps[0].read_text())
+    assert app["state"] == "FINISHED" and app["finalStatus"] == "SUCCEEDED"
+    assert hadoop.app_tag(SimpleNamespace(attempt_dir=attempt)) in app["applicationTags"]
+    # the executor's container logs are kept beside the driver's
+    assert len(list((attempt / "containers").glob("container_*/stderr"))) == 2
+
+
+def test_too_short_time_limit_is_hung_and_kills_the_yarn_app(stack_cluster, tmp_path):
+    # long enough to reach YARN (submission takes ~10 s), far too short for 30 VGG epochs
+    attempt = runs.launch(tiny_spec(45, epochs=30), "local", POINT, tmp_path / "runs")
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["status"] == "hung", record
+    assert "killed after the time limit of 45 s" in record["reason"]
+    tag = hadoop.app_tag(SimpleNamespace(attempt_dir=attempt))
+    apps = hadoop.applications(tag)
+    assert apps, f"no YARN application with tag {tag}: the run never reached YARN"
+    assert all(a["state"] in hadoop.FINAL_STATES for a in apps), apps
+    assert {p.stem for p in (attempt / "yarn").glob("*.json")} == {a["id"] for a in apps}
+    # the driver's log stops where it was killed, short of the 30 epochs
+    done = [r["epoch"] for r in bigdl.parse((attempt / "stderr.log").read_text()).rows
+            if r["metric"] == "epoch_time_s"]
+    assert max(done, default=0) < 30

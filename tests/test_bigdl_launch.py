@@ -1,0 +1,203 @@
+"""The BigDL launcher without a cluster: the spark-submit command of every local point of the
+BigDL specs, the checks BigDL needs of a point, the network axis (RDMA-Spark not runnable
+without an HCA and RDMA_SPARK_HOME), and the CIFAR-10 subset the driver trains on, made from
+a data set written by the project's own generator."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlobd import networks, plan, runs, spec
+from dlobd.stacks import bigdl
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ("dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b")
+ENV = {"SPARK_HOME": "/opt/spark", "DLOBD_BIGDL_JAR": None, "DLOBD_BIGDL_CORE_JAR": None}
+
+
+@pytest.fixture
+def jars(tmp_path):
+    """Two files standing in the jars' places: the command names them, nothing runs them."""
+    env = dict(ENV)
+    for var, name in (("DLOBD_BIGDL_JAR", "dllib.jar"), ("DLOBD_BIGDL_CORE_JAR", "core.jar")):
+        (tmp_path / name).write_bytes(b"")
+        env[var] = str(tmp_path / name)
+    return env
+
+
+def context(tmp_path, spec_id, point, scale="local", **fixed) -> runs.RunContext:
+    data = spec.load_all(ROOT)[spec_id].data
+    attempt = tmp_path / "attempt-001"
+    attempt.mkdir(exist_ok=True)
+    return runs.RunContext(spec=data, scale=scale, cluster="local", point=dict(point),
+                           attempt_dir=attempt, runs_dir=tmp_path,
+                           fixed={**data["scales"][scale].get("fixed", {}), **fixed})
+
+
+def option(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def local_points(rdma: bool):
+    specs = spec.load_all(ROOT)
+    return [(sid, point) for sid in SPECS for _, point in specs[sid].points("local")
+            if (point["network"] == "rdma") == rdma]
+
+
+@pytest.mark.parametrize("spec_id, point", local_points(rdma=False))
+def test_command_of_every_local_point(tmp_path, jars, spec_id, point):
+    ctx = context(tmp_path, spec_id, point)
+    argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
+    cores = point.get("cores", ctx.fixed.get("cores"))
+    assert argv[:5] == ["/opt/spark/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client"]
+    assert option(argv, "--num-executors") == "1"
+    assert option(argv, "--executor-cores") == str(cores)
+    assert option(argv, "--executor-memory") == bigdl.EXECUTOR_MEMORY
+    assert option(argv, "--driver-memory") == bigdl.DRIVER_MEMORY
+    assert option(argv, "--class") == "com.intel.analytics.bigdl.dllib.models.vgg.Train"
+    assert option(argv, "--jars") == jars["DLOBD_BIGDL_CORE_JAR"]
+    # the application jar comes right after the main class, the main's options after it
+    assert argv[argv.index("--class") + 2] == jars["DLOBD_BIGDL_JAR"]
+    assert option(argv, "-f") == str(tmp_path / "data")
+    assert option(argv, "-b") == str(ctx.fixed["batch"])
+    assert option(argv, "-e") == str(ctx.fixed["epochs"])
+    assert int(option(argv, "-b")) % int(cores) == 0
+    confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+    assert any(c.startswith("spark.yarn.tags=dlobd-") for c in confs)
+    assert f"spark.eventLog.dir={(ctx.attempt_dir / 'spark-events').resolve().as_uri()}" in confs
+
+
+def test_cores_split_over_executors_and_memory_from_fixed(tmp_path, jars):
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=2,
+                  batch=32, executor_memory="3g", driver_memory="2g", learning_rate=0.05)
+    argv = bigdl.command(ctx, "spark-submit", tmp_path, jars)
+    assert (option(argv, "--num-executors"), option(argv, "--executor-cores")) == ("2", "2")
+    assert (option(argv, "--executor-memory"), option(argv, "--driver-memory")) == ("3g", "2g")
+    assert option(argv, "-l") == "0.05"
+
+
+@pytest.mark.parametrize("fixed, message", [
+    ({"batch": 33}, "batch 33 is not a multiple of the 2 executor cores"),
+    ({"executors": 3}, "2 cores do not split evenly over 3 executors"),
+    ({"epochs": 0}, "'epochs' must be a positive whole number, got 0"),
+    ({"batch": "many"}, "'batch' must be a positive whole number, got 'many'"),
+])
+def test_bad_points_are_refused_with_the_reason(tmp_path, jars, fixed, message):
+    ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"}, **fixed)
+    with pytest.raises(ValueError, match=message):
+        bigdl.command(ctx, "spark-submit", tmp_path, jars)
+
+
+def test_missing_cores_is_named(tmp_path, jars):
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback"})
+    with pytest.raises(ValueError, match="BigDL needs 'cores'"):
+        bigdl.plan_resources(ctx)
+
+
+def test_missing_jar_is_named(tmp_path, jars):
+    env = {**jars, "DLOBD_BIGDL_JAR": str(tmp_path / "absent.jar")}
+    ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"})
+    with pytest.raises(FileNotFoundError, match=r"DLOBD_BIGDL_JAR=.*absent\.jar: BigDL jar not found"):
+        bigdl.command(ctx, "spark-submit", tmp_path, env)
+
+
+def test_other_models_are_not_runnable(tmp_path, jars):
+    ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"})
+    ctx.spec = {**ctx.spec, "model": "resnet50"}
+    with pytest.raises(runs.NotRunnable, match="model resnet50: no BigDL training main"):
+        bigdl.command(ctx, "spark-submit", tmp_path, jars)
+
+
+# ---------------------------------------------------------------- network axis
+
+def test_loopback_is_vanilla_spark(tmp_path):
+    ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"})
+    submit, env, flavour = bigdl.spark_install(ctx, dict(ENV))
+    assert (submit, env["SPARK_HOME"], flavour) == ("/opt/spark/bin/spark-submit", "/opt/spark", "vanilla")
+
+
+@pytest.mark.parametrize("spec_id, point", local_points(rdma=True))
+def test_rdma_without_hca_or_rdma_spark_is_not_runnable(tmp_path, monkeypatch, spec_id, point):
+    monkeypatch.delenv("RDMA_SPARK_HOME", raising=False)
+    if not plan.missing(["infiniband"]):
+        pytest.skip("this machine has an InfiniBand HCA")
+    ctx = context(tmp_path, spec_id, point)
+    with pytest.raises(runs.NotRunnable) as err:
+        bigdl.spark_install(ctx, dict(ENV))
+    reason = str(err.value)
+    assert reason.startswith("network rdma: ")
+    assert "no InfiniBand HCA" in reason and "RDMA_SPARK_HOME" in reason
+
+
+def test_rdma_switches_to_rdma_spark_and_its_conf(tmp_path, monkeypatch):
+    """The RDMA-Spark path as it would run on a cluster with an HCA (the HCA check is the
+    one part taken as given here)."""
+    home = tmp_path / "rdma-spark"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "spark-submit").write_text("")
+    monkeypatch.setenv("RDMA_SPARK_HOME", str(home))
+    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    ctx = context(tmp_path, "dlobd-fig7a", {"network": "rdma"}, scale="paper")
+    submit, env, flavour = bigdl.spark_install(ctx, dict(ENV))
+    assert submit == str(home / "bin" / "spark-submit")
+    assert (env["SPARK_HOME"], env["SPARK_CONF_DIR"], flavour) == (str(home), str(home / "conf"), "rdma-spark")
+    (home / "bin" / "spark-submit").unlink()
+    with pytest.raises(runs.NotRunnable, match="no bin/spark-submit of OSU RDMA-Spark"):
+        bigdl.spark_install(ctx, dict(ENV))
+
+
+# ---------------------------------------------------------------- data
+
+@pytest.fixture(scope="module")
+def cifar(tmp_path_factory):
+    """A small cifar10-synthetic set from workloads/data/make_datasets.py: 5 x 6 train, 7 test."""
+    out = tmp_path_factory.mktemp("cifar") / "cifar10-synthetic"
+    subprocess.run([sys.executable, str(ROOT / "workloads" / "data" / "make_datasets.py"),
+                    "cifar10-synthetic", "--out", str(out), "--per-batch", "6", "--test", "7"],
+                   check=True, capture_output=True)
+    return out
+
+
+def test_subset_holds_the_first_records(cifar, tmp_path):
+    data = bigdl.prepare_data(cifar, 8, 3, tmp_path)
+    assert data == tmp_path / "data"
+    size = bigdl.RECORD_BYTES
+    train = (data / "data_batch_1.bin").read_bytes()
+    first, second = (cifar / "data_batch_1.bin").read_bytes(), (cifar / "data_batch_2.bin").read_bytes()
+    assert train == first + second[:2 * size]
+    assert all((data / f"data_batch_{i}.bin").stat().st_size == 0 for i in range(2, 6))
+    assert (data / "test_batch.bin").read_bytes() == (cifar / "test_batch.bin").read_bytes()[:3 * size]
+    assert "the first 8 of 30 train and the first 3 of 7 test" in (tmp_path / "prepare.log").read_text()
+
+
+def test_whole_data_set_is_used_in_place(cifar, tmp_path):
+    assert bigdl.prepare_data(cifar, None, 7, tmp_path) == cifar
+    assert not (tmp_path / "data").exists()
+
+
+def test_missing_data_folder_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'nowhere'}: data set folder not found"):
+        bigdl.prepare_data(tmp_path / "nowhere", 8, 8, tmp_path)
+
+
+def test_more_images_than_the_data_set_has(cifar, tmp_path):
+    with pytest.raises(ValueError, match=f"{cifar}: train_images 31 asked for, the data set has 30"):
+        bigdl.prepare_data(cifar, 31, 3, tmp_path)
+
+
+def test_damaged_data_set_is_named(cifar, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in cifar.iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    with open(broken / "data_batch_3.bin", "ab") as fh:
+        fh.write(b"\0" * 10)
+    (tmp_path / "attempt").mkdir()
+    with pytest.raises(ValueError, match=r"data_batch_3.bin: 18448 bytes is not a whole number"):
+        bigdl.prepare_data(broken, 8, 3, tmp_path / "attempt")
+    (broken / "data_batch_3.bin").write_bytes((cifar / "data_batch_3.bin").read_bytes())
+    (broken / "test_batch.bin").unlink()
+    with pytest.raises(FileNotFoundError, match=r"test_batch.bin: missing"):
+        bigdl.prepare_data(broken, 8, 3, tmp_path / "attempt")

@@ -1,0 +1,85 @@
+"""dlobd/hadoop.py without a cluster: tags, Spark settings, configuration and errors."""
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from dlobd import hadoop, provenance, runs
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A stack environment with no prefix behind it and a ResourceManager address nobody serves."""
+    with socket.socket() as s:  # a loopback port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path / "no-prefix"))
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    monkeypatch.setenv("DLOBD_RESOURCEMANAGER_HTTP", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("DLOBD_NAMENODE_HTTP", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("DLOBD_HDFS_URI", "hdfs://127.0.0.1:1")
+    provenance.prefix_env.cache_clear()
+    yield conf
+    provenance.prefix_env.cache_clear()
+
+
+def ctx(attempt: Path) -> runs.RunContext:
+    attempt.mkdir(parents=True)
+    return runs.RunContext(spec={}, scale="local", cluster="local", point={},
+                           attempt_dir=attempt, runs_dir=attempt.parent)
+
+
+def test_each_attempt_has_its_own_lower_case_tag(tmp_path):
+    a, b = ctx(tmp_path / "attempt-001"), ctx(tmp_path / "attempt-002")
+    assert hadoop.app_tag(a) != hadoop.app_tag(b)
+    assert hadoop.app_tag(a) == hadoop.app_tag(a) == hadoop.app_tag(a).lower()
+
+
+def test_spark_conf_tags_the_run_and_logs_events_into_the_attempt(tmp_path):
+    c = ctx(tmp_path / "attempt-001")
+    conf = hadoop.spark_conf(c)
+    pairs = dict(v.split("=", 1) for k, v in zip(conf[::2], conf[1::2]) if k == "--conf")
+    assert pairs["spark.yarn.tags"] == hadoop.app_tag(c)
+    assert pairs["spark.eventLog.enabled"] == "true"
+    assert pairs["spark.eventLog.dir"] == (c.attempt_dir / "spark-events").resolve().as_uri()
+    assert (c.attempt_dir / "spark-events").is_dir()
+
+
+def test_container_log_dirs_come_from_yarn_site(env):
+    (env / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.nodemanager.log-dirs</name>"
+        "<value>/a/logs, /b/logs</value></property></configuration>")
+    assert hadoop.container_log_dirs() == ["/a/logs", "/b/logs"]
+
+
+def test_missing_or_broken_yarn_site_is_named(env):
+    with pytest.raises(hadoop.HadoopError, match=r"yarn-site\.xml: unreadable"):
+        hadoop.container_log_dirs()
+    (env / "yarn-site.xml").write_text("<configuration>")
+    with pytest.raises(hadoop.HadoopError, match=r"yarn-site\.xml: unreadable"):
+        hadoop.container_log_dirs()
+
+
+def test_unreachable_resourcemanager_is_named(env):
+    with pytest.raises(hadoop.HadoopError, match=r"http://127\.0\.0\.1:\d+/ws/v1/cluster/apps.*unreachable"):
+        hadoop.applications("dlobd-x")
+
+
+def test_stage_names_a_missing_data_set_and_a_relative_path(env, tmp_path):
+    with pytest.raises(hadoop.HadoopError, match=r"no-such-data: data set not found"):
+        hadoop.hdfs_stage(tmp_path / "no-such-data", "/data/x")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(hadoop.HadoopError, match="must be absolute"):
+        hadoop.hdfs_stage(tmp_path / "d", "data/x")
+
+
+def test_unset_settings_are_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path))
+    monkeypatch.delenv("DLOBD_RESOURCEMANAGER_HTTP", raising=False)
+    provenance.prefix_env.cache_clear()
+    with pytest.raises(hadoop.HadoopError, match="DLOBD_RESOURCEMANAGER_HTTP is not set"):
+        hadoop.applications("dlobd-x")
+    provenance.prefix_env.cache_clear()
