@@ -70,8 +70,8 @@ reproduce: ## set up, provision, start the cluster, run every experiment that ca
 	$(PHASE) run setup -- $(SUBMAKE) setup
 	$(PHASE) run provision -- $(SUBMAKE) provision
 	$(PHASE) run cluster-up -- $(SUBMAKE) cluster-up
-	status=0; $(PHASE) run experiments -- $(SNAKEMAKE) $(SNAKE_CONFIG) launch=True || status=$$?; \
-	  $(PHASE) run cluster-down -- $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
+	status=0; $(PHASE) run experiments -- $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True || status=$$?; \
+	  $(PHASE) run cluster-down -- env $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
 	@echo "report: $(abspath report/index.html)"
 
 bench-monitor: setup ## CPU cost of the per-run sampler (goal: under 1 % of a core)

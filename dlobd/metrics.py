@@ -99,6 +99,8 @@ PHASES = {
     "spark_jobs": ("Spark jobs outside the DL library's start-up, training and shutdown (TFoS: "
                   "from the last step to 'Shutting down cluster')"),
     "tfos_startup": "TFoS: 'Reserving TFSparkNodes' until the first training step starts",
+    "tf_startup": ("native TF: the rest of the leading task's end_to_end_s (importing TF, joining "
+                   "the cluster, building the model, warm-up steps, evaluation)"),
     "training": ("from the start of the first counted training step to the end of the last, on "
                 "the task that leads the run (its last step line's wall_clock_s); native TF and TFoS alike"),
     "tfos_shutdown": "TFoS: 'Shutting down cluster' until the application ends",

@@ -134,7 +134,10 @@ def parse_run(stack: str, run_dir: Path) -> ParseResult:
     silent = []
     for path in paths:
         rel = str(path.relative_to(run_dir))
-        result = module.parse(read_log(path))
+        try:
+            result = module.parse(read_log(path))
+        except Exception as exc:  # a parser's own bug must not stop the other points
+            return ParseResult.unparseable(f"{rel}: parser error: {type(exc).__name__}: {exc}")
         if result.status != "ok":
             if result.reason and result.reason.startswith((NO_LINES, EMPTY)):
                 silent.append(rel)

@@ -288,7 +288,9 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     env = hadoop.stack_env()
     spark_submit, env, flavour = spark_install(ctx, env)
-    main_class(ctx), plan_resources(ctx)  # a bad point fails before any data is copied
+    # a bad point fails before any data is copied
+    main_class(ctx)
+    plan_resources(ctx)
     dataset = ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset", ctx.spec.get("dataset"))
     data_dir = env.get("DLOBD_DATA_DIR")
     if not data_dir:

@@ -75,12 +75,14 @@ def parse(text: str) -> ParseResult:
     return result
 
 
-def phases(result: ParseResult, task: str, state: dict) -> None:
+def phases(result: ParseResult, task: str, state: dict, end_to_end: float | None) -> None:
     """At a task's summary, the time_breakdown_s rows of the task that leads the training
     (docs/metrics.md, phases): `training` = wall_clock_s of its last step line, i.e. from the
     start of the first counted step (the workload's clock starts there, after any warm-up)
     to the end of the last one; `data_loading` = the data_loading_s of its start line
-    (reading the data set from disk; absent for data generated in the graph).
+    (reading the data set from disk; absent for data generated in the graph); `tf_startup`
+    = the rest of its end_to_end_s (importing TF, joining the cluster, building the model,
+    warm-up steps, evaluation).
 
     One task per run leads, so summing the phases of a run counts each once: the chief (ps
     strategy), worker:0 (collective: the others run the same steps in lockstep), or local:0.
@@ -89,11 +91,16 @@ def phases(result: ParseResult, task: str, state: dict) -> None:
     if not (task.startswith("chief:") or task == "local:0"
             or (task == "worker:0" and start.get("strategy") == "collective")):
         return
+    spans = {}
     if "data_loading_s" in start:
-        result.rows.append(row("time_breakdown_s", float(start["data_loading_s"]),
-                               phase="data_loading", task=task))
+        spans["data_loading"] = float(start["data_loading_s"])
     if state.get("last_wall") is not None:
-        result.rows.append(row("time_breakdown_s", state["last_wall"], phase="training", task=task))
+        spans["training"] = state["last_wall"]
+    if end_to_end is not None:
+        # the rest of the task's life, so that the phases add up to its end_to_end_s
+        spans["tf_startup"] = max(0.0, end_to_end - sum(spans.values()))
+    for phase, seconds in spans.items():
+        result.rows.append(row("time_breakdown_s", seconds, phase=phase, task=task))
 
 
 def dlobd_fields(no: int, line: str) -> dict | None:
@@ -204,7 +211,8 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
                 result.rows.append(row(key, value, step=step, epoch=epoch, task=task, wall_clock_s=wall))
         if event == "summary":
             state["summary"] = True
-            phases(result, task, state)
+            phases(result, task, state,
+                    _number(no, "end_to_end_s", fields["end_to_end_s"]) if "end_to_end_s" in fields else None)
     return tasks
 
 

@@ -1,0 +1,650 @@
+#!/usr/bin/env python3
+"""An emulated multi-host cluster on one machine: hosts made of Linux network namespaces.
+
+`up` makes one master and N workers. Each host is a network namespace joined by a veth pair to
+one bridge in the root namespace, with its own address from a private address plan, `lo` up,
+name resolution for the harness's host names (/etc/netns/<ns>/hosts, which `ip netns exec`
+mounts over /etc/hosts), its own UTS hostname, and an sshd bound to its address only (own host
+key, a per-run authorized key). The veth pairs may be shaped with tbf into an emulated Ethernet
+tier (eth-1g, eth-10g) or left unshaped; the kernel has no netem, so there is no added delay or
+loss, and the links are never to be called IPoIB or RDMA. An Ansible inventory for the hosts is
+written where the playbooks find it.
+
+Every object is recorded in the run's state file *before* it is made, so `down` removes exactly
+what was made, also after a bring-up that failed or was killed half way, and can be repeated.
+
+    tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...]
+    tests/cluster/emulated.py --state-dir DIR down
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+NETWORKS_YAML = ROOT / "config" / "networks.yaml"
+DEFAULT_INVENTORY = ROOT / "playbooks" / "inventories" / "emulated" / "hosts.yml"
+DEFAULT_SUBNET = "10.77.0.0/24"
+UNSHAPED = "unshaped"
+# Line rate of each Ethernet tier the harness can emulate. Which network axis value means which
+# tier comes from config/networks.yaml (tier_of_network); this is only how fast each tier is.
+TBF_RATE_MBIT = {"eth-1g": 1000, "eth-10g": 10000}
+# tbf queue: packets wait at most this long before being dropped (a switch port's buffer).
+TBF_LATENCY_MS = 20
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+STATE_NAME = "state.json"
+# Interface names are at most 15 characters: "dle" + 6 hex + "-v" + index fits up to 999 hosts.
+RUN_ID_RE = re.compile(r"^[0-9a-f]{6}$")
+
+
+class HarnessError(Exception):
+    """A clear reason why the emulated cluster cannot be made or removed."""
+
+
+# ------------------------------------------------------------------ tiers (pure)
+
+def _links() -> dict:
+    with open(NETWORKS_YAML) as fh:
+        return yaml.safe_load(fh)["links"]
+
+
+def tier_of_network(network: str, links: dict | None = None) -> str:
+    """The tier an emulated network axis value stands for: `eth-1g-emulated` emulates the
+    `eth-1g` link of config/networks.yaml."""
+    links = _links() if links is None else links
+    link = links.get(network)
+    if link is None:
+        raise HarnessError(f"network {network!r} is not defined in {NETWORKS_YAML.name}")
+    if not link.get("emulated"):
+        raise HarnessError(f"network {network!r} is not an emulated link in {NETWORKS_YAML.name} "
+                           "(no `emulated: true`): the harness only makes emulated Ethernet")
+    tier = network.removesuffix("-emulated")
+    if tier == network or tier not in links:
+        raise HarnessError(f"emulated network {network!r} names no Ethernet link it emulates "
+                           f"(expected {network!r} = <link of {NETWORKS_YAML.name}>-emulated)")
+    if tier not in TBF_RATE_MBIT:
+        raise HarnessError(f"emulated network {network!r}: the harness has no line rate for tier {tier!r} "
+                           f"(known: {', '.join(TBF_RATE_MBIT)})")
+    return tier
+
+
+def resolve_tier(value: str, links: dict | None = None) -> tuple[str, str | None]:
+    """(tier, network axis value) for a --tier argument: a tier name (`eth-1g`, `unshaped`) or an
+    emulated network axis value (`eth-1g-emulated`)."""
+    if value == UNSHAPED:
+        return UNSHAPED, None
+    links = _links() if links is None else links
+    emulated = {net: tier_of_network(net, links) for net, link in links.items() if link.get("emulated")}
+    if value in emulated:
+        return emulated[value], value
+    for net, tier in emulated.items():
+        if tier == value:
+            return tier, net
+    choices = sorted({UNSHAPED, *emulated, *emulated.values()})
+    raise HarnessError(f"unknown link tier {value!r} (choices: {', '.join(choices)})")
+
+
+def tbf_params(tier: str) -> dict | None:
+    """The tbf settings that shape a veth end into `tier`; None for an unshaped link."""
+    if tier == UNSHAPED:
+        return None
+    if tier not in TBF_RATE_MBIT:
+        raise HarnessError(f"unknown link tier {tier!r} (known: {', '.join([*TBF_RATE_MBIT, UNSHAPED])})")
+    mbit = TBF_RATE_MBIT[tier]
+    # A bucket of 1 ms at line rate, but never below a 64 KiB GSO segment plus headers: tbf
+    # would otherwise have to split every large segment.
+    burst = max(mbit * 1000 // 8, 64 * 1024 + 1514)
+    return {"rate": f"{mbit}mbit", "burst": burst, "latency": f"{TBF_LATENCY_MS}ms"}
+
+
+def tier_label(tier: str) -> str:
+    params = tbf_params(tier)
+    if params is None:
+        return "emulated Ethernet, unshaped (veth)"
+    return f"emulated Ethernet {tier} (veth + tbf {params['rate']})"
+
+
+# ------------------------------------------------------------------ naming and address plan (pure)
+
+@dataclass(frozen=True)
+class Host:
+    name: str        # hostname, inventory name and namespace name at once
+    role: str        # master | worker
+    address: str
+    veth: str        # the root namespace's end of the host's veth pair (the host's end is eth0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    prefix: str
+    subnet: str
+    bridge: str
+    bridge_address: str   # the root namespace's address on the bridge (how Ansible reaches the hosts)
+    tier: str
+    network: str | None   # the spec axis value the tier stands for (None when unshaped)
+    hosts: tuple[Host, ...]
+
+    @property
+    def prefixlen(self) -> int:
+        return ipaddress.ip_network(self.subnet).prefixlen
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(3)
+
+
+def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
+              run_id: str | None = None) -> Plan:
+    run_id = new_run_id() if run_id is None else run_id
+    if not RUN_ID_RE.match(run_id):
+        raise HarnessError(f"run id {run_id!r}: expected 6 lowercase hex digits")
+    if workers < 1:
+        raise HarnessError(f"--workers {workers}: at least one worker is needed")
+    try:
+        net = ipaddress.ip_network(subnet)
+    except ValueError as exc:
+        raise HarnessError(f"--subnet {subnet!r}: not an IPv4 network ({exc})") from None
+    if net.version != 4 or not net.is_private or net.is_loopback or net.is_link_local:
+        raise HarnessError(f"--subnet {subnet}: must be a private IPv4 range (not loopback or link-local)")
+    usable = list(net.hosts())
+    if workers + 2 > len(usable):
+        raise HarnessError(f"--subnet {subnet} has {len(usable)} addresses: too few for 1 master, "
+                           f"{workers} workers and the bridge")
+    if workers + 1 > 999:
+        raise HarnessError(f"--workers {workers}: at most 998 (interface names are 15 characters)")
+    tier, network = resolve_tier(tier)
+    prefix = f"dle{run_id}"
+    roles = [("master", "master")] + [(f"worker{i}", "worker") for i in range(1, workers + 1)]
+    hosts = tuple(Host(name=f"{prefix}-{short}", role=role, address=str(usable[i]), veth=f"{prefix}-v{i}")
+                  for i, (short, role) in enumerate(roles))
+    return Plan(run_id=run_id, prefix=prefix, subnet=str(net), bridge=f"{prefix}-br",
+                bridge_address=str(usable[-1]), tier=tier, network=network, hosts=hosts)
+
+
+def conflicts(subnet: str, addresses: list[tuple[str, str]], routes: list[tuple[str, str]]) -> list[str]:
+    """What in the root namespace overlaps `subnet`: addresses as (cidr, device) and routes as
+    (destination, device); the default route overlaps nothing on purpose."""
+    net = ipaddress.ip_network(subnet)
+    found = []
+    for cidr, dev in addresses:
+        iface = ipaddress.ip_interface(cidr)
+        if iface.version == 4 and iface.network.overlaps(net):
+            found.append(f"address {cidr} on {dev}")
+    for dst, dev in routes:
+        if dst == "default":
+            continue
+        dest = ipaddress.ip_network(dst, strict=False)
+        if dest.version == 4 and dest.overlaps(net):
+            found.append(f"route {dst} dev {dev}")
+    return found
+
+
+def hosts_file(plan: Plan) -> str:
+    lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback",
+             f"# emulated cluster {plan.prefix} ({tier_label(plan.tier)})"]
+    lines += [f"{h.address}\t{h.name}" for h in plan.hosts]
+    return "\n".join(lines) + "\n"
+
+
+def sshd_config(host: Host, host_dir: Path, authorized_keys: Path) -> str:
+    return "\n".join([
+        f"# sshd of emulated host {host.name}: its address only, its own host key, the run's key",
+        f"ListenAddress {host.address}:22",
+        f"HostKey {host_dir / 'ssh_host_ed25519_key'}",
+        f"AuthorizedKeysFile {authorized_keys}",
+        "PidFile none",
+        "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        # the state dir may sit under a world-writable /tmp (tests); the keys in it are root's, 0600
+        "StrictModes no",
+        "PrintMotd no",
+        "X11Forwarding no",
+        f"Subsystem sftp {SFTP_SERVER}",
+    ]) + "\n"
+
+
+def render_inventory(plan: Plan, state_dir: Path) -> dict:
+    """The Ansible inventory of the run, in the groups the playbooks expect."""
+    hostvars = {}
+    for h in plan.hosts:
+        hostvars[h.name] = {
+            "ansible_host": h.address,
+            "dlobd_cluster_address": h.address,
+            "dlobd_emulated_namespace": h.name,
+            "dlobd_emulated_tier": plan.tier,
+            "dlobd_emulated_network": plan.network,
+            "dlobd_emulated_link": tier_label(plan.tier),
+            "dlobd_emulated_data_dir": str(state_dir / "hosts" / h.name / "data"),
+            "dlobd_emulated_log_dir": str(state_dir / "hosts" / h.name / "log"),
+        }
+    master = [h.name for h in plan.hosts if h.role == "master"]
+    workers = [h.name for h in plan.hosts if h.role == "worker"]
+    return {"all": {
+        "vars": {
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(state_dir / "id_ed25519"),
+            # The run's own known_hosts holds every host's key: no prompt, and no other host is
+            # trusted without its key (StrictHostKeyChecking stays on).
+            "ansible_ssh_common_args": (f"-o UserKnownHostsFile={state_dir / 'known_hosts'} "
+                                        "-o StrictHostKeyChecking=yes -o IdentitiesOnly=yes"),
+            "ansible_python_interpreter": "/usr/bin/python3",
+            "dlobd_emulated_run": plan.prefix,
+        },
+        "hosts": hostvars,
+        "children": {
+            "namenode": {"hosts": {n: None for n in master}},
+            "resourcemanager": {"hosts": {n: None for n in master}},
+            "workers": {"hosts": {n: None for n in workers}},
+            "gpu": {"hosts": {}},
+        },
+    }}
+
+
+def inventory_text(plan: Plan, state_dir: Path) -> str:
+    head = (f"---\n# Generated by tests/cluster/emulated.py (make emulated-up) for emulated cluster {plan.prefix};\n"
+            f"# removed by make emulated-down. Hosts are network namespaces on this machine, linked by\n"
+            f"# {tier_label(plan.tier)}. State: {state_dir / STATE_NAME}\n")
+    return head + yaml.safe_dump(render_inventory(plan, state_dir), sort_keys=False, default_flow_style=False)
+
+
+# ------------------------------------------------------------------ state file
+
+class State:
+    """The run's state file: the plan and every object made, each recorded before it is made."""
+
+    def __init__(self, path: Path, data: dict):
+        self.path, self.data = path, data
+
+    @classmethod
+    def load(cls, state_dir: Path) -> State | None:
+        path = state_dir / STATE_NAME
+        if not path.exists():
+            return None
+        try:
+            return cls(path, json.loads(path.read_text()))
+        except json.JSONDecodeError as exc:
+            raise HarnessError(f"state file {path} is not valid JSON ({exc})") from None
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1) + "\n")
+        tmp.replace(self.path)
+
+    def add(self, kind: str, **fields) -> dict:
+        item = {"kind": kind, **fields}
+        self.data["made"].append(item)
+        self.save()
+        return item
+
+
+# ------------------------------------------------------------------ system commands
+
+def log(msg: str) -> None:
+    print(f"[emulated] {msg}", flush=True)
+
+
+def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise HarnessError(f"`{' '.join(cmd)}` failed (exit {done.returncode}): {done.stderr.strip()}")
+    return done
+
+
+def ip_json(*args: str) -> list:
+    return json.loads(sh("ip", "-j", *args).stdout or "[]")
+
+
+def netns_exists(ns: str) -> bool:
+    return ns in {entry["name"] for entry in ip_json("netns", "list")}
+
+
+def link_exists(dev: str, ns: str | None = None) -> bool:
+    cmd = ["ip", *(["-n", ns] if ns else []), "link", "show", "dev", dev]
+    return sh(*cmd, check=False).returncode == 0
+
+
+def root_conflicts(subnet: str) -> list[str]:
+    addresses = [(f"{a['local']}/{a['prefixlen']}", dev["ifname"])
+                 for dev in ip_json("-4", "addr", "show") for a in dev.get("addr_info", [])]
+    routes = [(r["dst"], r.get("dev", "?")) for r in ip_json("-4", "route", "show", "table", "all")
+              if r.get("type", "unicast") == "unicast"]
+    return conflicts(subnet, addresses, routes)
+
+
+def preflight(sshd: str, shaped: bool) -> None:
+    if os.geteuid() != 0:
+        raise HarnessError("not root: namespaces, veth pairs and a bridge need root (run as root)")
+    for tool, package in [("ip", "iproute2"), ("ssh-keygen", "openssh-client"), ("unshare", "util-linux"),
+                          *([("tc", "iproute2")] if shaped else [])]:
+        if shutil.which(tool) is None:
+            raise HarnessError(f"`{tool}` is missing: install Debian's {package}")
+    if not (os.path.isabs(sshd) and os.access(sshd, os.X_OK)):
+        raise HarnessError(f"sshd {sshd!r} is missing or not an executable absolute path "
+                           "(Debian: apt-get install openssh-server)")
+    if not os.access(SFTP_SERVER, os.X_OK):
+        raise HarnessError(f"{SFTP_SERVER} is missing (Debian: apt-get install openssh-server)")
+
+
+def process_alive(pid: int, create_time: float) -> psutil.Process | None:
+    try:
+        proc = psutil.Process(pid)
+        # the same process, not a later one that got its pid
+        return proc if abs(proc.create_time() - create_time) < 0.01 else None
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _gone(proc: psutil.Process) -> bool:
+    # a zombie has exited; reaping it is its parent's (here often init's) business
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    while (alive := [p for p in procs if not _gone(p)]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return alive
+
+
+def stop_processes(procs: list[psutil.Process], timeout: float = 5.0) -> None:
+    """SIGTERM, a bounded wait, then SIGKILL."""
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    for proc in _wait_gone(procs, timeout):
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    if alive := _wait_gone(procs, timeout):
+        raise HarnessError(f"processes {[p.pid for p in alive]} survived SIGKILL")
+
+
+def namespace_processes(ns: str) -> list[psutil.Process]:
+    pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(int(pid)))
+        except psutil.NoSuchProcess:
+            pass
+    return procs
+
+
+def tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").splitlines()[-lines:]) or "(empty)"
+    except OSError:
+        return "(no log)"
+
+
+# ------------------------------------------------------------------ up
+
+def shape(state: State, dev: str, ns: str | None, tier: str) -> None:
+    params = tbf_params(tier)
+    if params is None:
+        return
+    state.add("qdisc", dev=dev, netns=ns)
+    sh("tc", *(["-n", ns] if ns else []), "qdisc", "replace", "dev", dev, "root", "tbf",
+       "rate", params["rate"], "burst", str(params["burst"]), "latency", params["latency"])
+
+
+def wait_for_sshd(plan: Plan, started: dict, state_dir: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    waiting = list(plan.hosts)
+    while waiting:
+        for host in list(waiting):
+            popen = started[host.name]
+            log_file = state_dir / "hosts" / host.name / "log" / "sshd.log"
+            if popen.poll() is not None:
+                raise HarnessError(f"host {host.name} ({host.address}): sshd exited with status "
+                                   f"{popen.returncode} before listening; {log_file}: {tail(log_file)}")
+            try:
+                with socket.create_connection((host.address, 22), timeout=1) as conn:
+                    if conn.recv(8).startswith(b"SSH-"):
+                        waiting.remove(host)
+            except OSError:
+                pass
+        if waiting and time.monotonic() > deadline:
+            host = waiting[0]
+            log_file = state_dir / "hosts" / host.name / "log" / "sshd.log"
+            raise HarnessError(f"host {host.name} ({host.address}): sshd did not come up within {timeout:g} s; "
+                               f"{log_file}: {tail(log_file)}")
+        if waiting:
+            time.sleep(0.05)
+
+
+def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: float) -> None:
+    preflight(sshd, shaped=tbf_params(plan.tier) is not None)
+    existing = State.load(state_dir)
+    if existing is not None:
+        raise HarnessError(f"{state_dir / STATE_NAME} exists: emulated cluster {existing.data['plan']['prefix']} "
+                           "is up or half made; run `make emulated-down` first")
+    if inventory.exists():
+        raise HarnessError(f"inventory {inventory} exists (another emulated cluster?): run `make emulated-down` "
+                           "for it first, or pass another --inventory")
+    found = root_conflicts(plan.subnet)
+    if found:
+        raise HarnessError(f"address plan {plan.subnet} overlaps {'; '.join(found)}: choose another --subnet")
+
+    made_state_dir = not state_dir.exists()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state = State(state_dir / STATE_NAME, {"plan": asdict(plan), "label": tier_label(plan.tier),
+                                           "state_dir_made": made_state_dir, "made": []})
+    state.save()
+    start = time.monotonic()
+    log(f"making {len(plan.hosts)} hosts ({plan.prefix}) on {plan.subnet}, links: {tier_label(plan.tier)}")
+
+    key = state_dir / "id_ed25519"
+    for path in (key, key.with_suffix(".pub")):
+        state.add("file", path=str(path))
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"dlobd-emulated-{plan.prefix}", "-f", str(key))
+    authorized = state_dir / "authorized_keys"
+    state.add("file", path=str(authorized))
+    shutil.copyfile(key.with_suffix(".pub"), authorized)
+    authorized.chmod(0o600)
+
+    for path in (Path("/etc/netns"), Path("/run/sshd")):
+        if not path.exists():
+            state.add("shared_dir", path=str(path))
+            path.mkdir(mode=0o755)
+
+    state.add("link", dev=plan.bridge)
+    sh("ip", "link", "add", plan.bridge, "type", "bridge")
+    bridge_cidr = f"{plan.bridge_address}/{plan.prefixlen}"
+    state.add("address", dev=plan.bridge, cidr=bridge_cidr, netns=None)
+    sh("ip", "addr", "add", bridge_cidr, "dev", plan.bridge)
+    sh("ip", "link", "set", plan.bridge, "up")
+
+    etc_hosts = hosts_file(plan)
+    for host in plan.hosts:
+        state.add("netns", name=host.name)
+        sh("ip", "netns", "add", host.name)
+        netns_etc = Path("/etc/netns") / host.name
+        state.add("dir", path=str(netns_etc))
+        netns_etc.mkdir()
+        (netns_etc / "hosts").write_text(etc_hosts)
+        state.add("link", dev=host.veth)
+        sh("ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.name)
+        sh("ip", "link", "set", host.veth, "master", plan.bridge, "up")
+        cidr = f"{host.address}/{plan.prefixlen}"
+        state.add("address", dev="eth0", cidr=cidr, netns=host.name)
+        sh("ip", "-n", host.name, "addr", "add", cidr, "dev", "eth0")
+        sh("ip", "-n", host.name, "link", "set", "eth0", "up")
+        sh("ip", "-n", host.name, "link", "set", "lo", "up")
+        # both directions: the bridge's end carries traffic to the host, eth0 traffic from it
+        shape(state, host.veth, None, plan.tier)
+        shape(state, "eth0", host.name, plan.tier)
+
+    hosts_dir = state_dir / "hosts"
+    state.add("dir", path=str(hosts_dir))
+    started = {}
+    for host in plan.hosts:
+        host_dir = hosts_dir / host.name
+        for sub in ("data", "log"):
+            (host_dir / sub).mkdir(parents=True, exist_ok=True)
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", host.name, "-f", str(host_dir / "ssh_host_ed25519_key"))
+        config = host_dir / "sshd_config"
+        config.write_text(sshd_config(host, host_dir, authorized))
+        sh(sshd, "-t", "-f", str(config))
+        log_file = host_dir / "log" / "sshd.log"
+        # ip netns exec and unshare exec in place: the pid is sshd's. The UTS namespace gives the
+        # host its own hostname; sessions inherit it and the namespace's /etc/hosts.
+        popen = subprocess.Popen(
+            ["ip", "netns", "exec", host.name, "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
+             host.name, sshd, "-D", "-f", str(config), "-E", str(log_file)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            create_time = psutil.Process(popen.pid).create_time()
+        except psutil.NoSuchProcess:
+            create_time = 0.0
+        state.add("process", pid=popen.pid, create_time=create_time, netns=host.name, what=f"sshd of {host.name}")
+        started[host.name] = popen
+    wait_for_sshd(plan, started, state_dir, sshd_timeout)
+
+    known = state_dir / "known_hosts"
+    state.add("file", path=str(known))
+    # "<address> <key type> <key>": the public key file minus its comment
+    known.write_text("".join(
+        f"{h.address} {' '.join((hosts_dir / h.name / 'ssh_host_ed25519_key.pub').read_text().split()[:2])}\n"
+        for h in plan.hosts))
+    state.add("file", path=str(inventory))
+    inventory.parent.mkdir(parents=True, exist_ok=True)
+    inventory.write_text(inventory_text(plan, state_dir))
+    state.data["up_s"] = round(time.monotonic() - start, 3)
+    state.save()
+    for h in plan.hosts:
+        log(f"{h.role:6} {h.name} {h.address} sshd up, link {tier_label(plan.tier)}")
+    log(f"inventory {inventory}; up in {state.data['up_s']:.1f} s")
+
+
+# ------------------------------------------------------------------ down
+
+def remove(item: dict) -> None:
+    kind = item["kind"]
+    if kind == "process":
+        proc = process_alive(item["pid"], item["create_time"])
+        if proc is not None:
+            stop_processes([proc])
+    elif kind == "netns":
+        if netns_exists(item["name"]):
+            # everything running inside: sshd, its sessions and whatever they started
+            stop_processes(namespace_processes(item["name"]))
+            sh("ip", "netns", "delete", item["name"])
+    elif kind == "qdisc":
+        ns = item["netns"]
+        if (ns is None or netns_exists(ns)) and link_exists(item["dev"], ns):
+            sh("tc", *(["-n", ns] if ns else []), "qdisc", "del", "dev", item["dev"], "root", check=False)
+    elif kind == "address":
+        ns = item["netns"]
+        if (ns is None or netns_exists(ns)) and link_exists(item["dev"], ns):
+            sh("ip", *(["-n", ns] if ns else []), "addr", "del", item["cidr"], "dev", item["dev"], check=False)
+    elif kind == "link":
+        if link_exists(item["dev"]):
+            sh("ip", "link", "delete", item["dev"])
+    elif kind == "file":
+        Path(item["path"]).unlink(missing_ok=True)
+    elif kind == "dir":
+        if Path(item["path"]).exists():
+            shutil.rmtree(item["path"])
+    elif kind == "shared_dir":
+        # /etc/netns and /run/sshd: only when nothing else uses them any more
+        path = Path(item["path"])
+        sshd_running = any(p.info["name"] == "sshd" for p in psutil.process_iter(["name"]))
+        if path.exists() and not any(path.iterdir()) and not (path.name == "sshd" and sshd_running):
+            path.rmdir()
+    else:
+        raise HarnessError(f"unknown kind {kind!r} in the state file")
+
+
+def down(state_dir: Path) -> None:
+    if os.geteuid() != 0:
+        raise HarnessError("not root: removing namespaces and links needs root")
+    state = State.load(state_dir)
+    if state is None:
+        log(f"nothing to remove: no {STATE_NAME} in {state_dir}")
+        return
+    start = time.monotonic()
+    prefix = state.data["plan"]["prefix"]
+    made = state.data["made"]
+    # the recorded processes first, then everything else in reverse order of making
+    order = [i for i in made if i["kind"] == "process"] + [i for i in reversed(made) if i["kind"] != "process"]
+    failed = []
+    for item in order:
+        try:
+            remove(item)
+        except (HarnessError, OSError) as exc:
+            failed.append((item, str(exc)))
+    if failed:
+        state.data["made"] = [item for item, _ in failed]
+        state.save()
+        raise HarnessError("could not remove: " + "; ".join(f"{i['kind']} {i.get('name') or i.get('dev') or i.get('path') or i.get('pid')}: {why}"
+                                                             for i, why in failed) + f" (left in {state.path})")
+    state.path.unlink()
+    if state.data.get("state_dir_made") and state_dir.exists() and not any(state_dir.iterdir()):
+        state_dir.rmdir()
+    log(f"removed emulated cluster {prefix} ({len(made)} objects, {state.data['label']}) "
+        f"in {time.monotonic() - start:.1f} s")
+
+
+# ------------------------------------------------------------------ command line
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state-dir", type=Path, required=True, help="the run's state: keys, host dirs, state.json")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up", help="make the hosts, start their sshd, write the inventory")
+    p_up.add_argument("--workers", type=int, default=3)
+    p_up.add_argument("--subnet", default=DEFAULT_SUBNET, help="private IPv4 range of the hosts")
+    p_up.add_argument("--tier", default=UNSHAPED,
+                      help="link tier: eth-1g, eth-10g, unshaped, or a network axis value such as eth-1g-emulated")
+    p_up.add_argument("--inventory", type=Path, default=DEFAULT_INVENTORY)
+    p_up.add_argument("--sshd", default="/usr/sbin/sshd", help="absolute path of sshd")
+    p_up.add_argument("--sshd-timeout", type=float, default=15.0, help="seconds every sshd gets to listen")
+    p_up.add_argument("--run-id", help="6 hex digits (default: random)")
+    sub.add_parser("down", help="remove everything the state file lists")
+    args = parser.parse_args(argv)
+    state_dir = args.state_dir.resolve()
+    try:
+        if args.command == "up":
+            plan = make_plan(args.workers, args.subnet, args.tier, args.run_id)
+            try:
+                up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout)
+            except HarnessError:
+                if (state_dir / STATE_NAME).exists():
+                    log(f"bring-up failed; what was made is listed in {state_dir / STATE_NAME}: "
+                        "`make emulated-down` removes it")
+                raise
+        else:
+            down(state_dir)
+    except HarnessError as exc:
+        print(f"emulated cluster: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

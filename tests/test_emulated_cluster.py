@@ -1,0 +1,166 @@
+"""The emulated multi-host harness without root: naming, address plan, tiers, inventory, errors."""
+
+import ipaddress
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from cluster import emulated
+from cluster.emulated import HarnessError
+
+LINKS = emulated._links()
+
+
+def test_names_are_run_specific_and_fit_interface_limits():
+    plan = emulated.make_plan(workers=3, run_id="0a1b2c")
+    assert [h.name for h in plan.hosts] == ["dle0a1b2c-master", "dle0a1b2c-worker1",
+                                            "dle0a1b2c-worker2", "dle0a1b2c-worker3"]
+    assert [h.role for h in plan.hosts] == ["master", "worker", "worker", "worker"]
+    assert plan.bridge == "dle0a1b2c-br"
+    big = emulated.make_plan(workers=250, run_id="0a1b2c")
+    assert max(len(n) for n in [big.bridge, *(h.veth for h in big.hosts)]) <= 15
+    assert len({h.veth for h in big.hosts}) == 251
+    assert emulated.make_plan(1).prefix != emulated.make_plan(1).prefix
+
+
+def test_address_plan_gives_every_host_its_own_address_in_the_subnet():
+    plan = emulated.make_plan(workers=3, subnet="10.99.4.0/28", run_id="abcdef")
+    addresses = [h.address for h in plan.hosts] + [plan.bridge_address]
+    assert addresses == ["10.99.4.1", "10.99.4.2", "10.99.4.3", "10.99.4.4", "10.99.4.14"]
+    net = ipaddress.ip_network("10.99.4.0/28")
+    assert all(ipaddress.ip_address(a) in net for a in addresses)
+    assert plan.prefixlen == 28
+
+
+@pytest.mark.parametrize("kwargs,reason", [
+    ({"workers": 0}, "at least one worker"),
+    ({"workers": 2, "subnet": "10.0.0.0/30"}, "too few"),
+    ({"workers": 2, "subnet": "8.8.8.0/24"}, "private IPv4"),
+    ({"workers": 2, "subnet": "127.0.0.0/24"}, "private IPv4"),
+    ({"workers": 2, "subnet": "fd00::/64"}, "private IPv4"),
+    ({"workers": 2, "subnet": "10.77.0.300/24"}, "not an IPv4 network"),
+    ({"workers": 2, "run_id": "XYZ"}, "6 lowercase hex"),
+    ({"workers": 2, "tier": "ipoib"}, "unknown link tier 'ipoib'"),
+])
+def test_bad_plans_are_refused_with_the_reason(kwargs, reason):
+    with pytest.raises(HarnessError, match=reason):
+        emulated.make_plan(**kwargs)
+
+
+def test_conflicts_name_the_overlapping_address_or_route():
+    found = emulated.conflicts("10.77.0.0/24",
+                               [("127.0.0.1/8", "lo"), ("10.77.0.9/16", "eth1"), ("fd00::2/64", "eth0")],
+                               [("default", "eth0"), ("10.0.0.0/8", "tun0"), ("192.0.2.0/24", "eth0")])
+    assert found == ["address 10.77.0.9/16 on eth1", "route 10.0.0.0/8 dev tun0"]
+    assert emulated.conflicts("10.77.0.0/24", [("10.78.0.1/24", "eth1")], [("10.78.0.0/24", "eth1")]) == []
+
+
+def test_every_emulated_network_value_maps_to_a_shaped_tier():
+    emulated_values = [n for n, link in LINKS.items() if link.get("emulated")]
+    assert emulated_values, "config/networks.yaml defines no emulated link"
+    for value in emulated_values:
+        tier = emulated.tier_of_network(value)
+        assert tier in LINKS and not LINKS[tier].get("emulated")
+        assert emulated.tbf_params(tier) is not None
+    assert emulated.resolve_tier("eth-1g-emulated") == ("eth-1g", "eth-1g-emulated")
+    assert emulated.resolve_tier("eth-10g") == ("eth-10g", "eth-10g-emulated")
+    assert emulated.resolve_tier("unshaped") == ("unshaped", None)
+
+
+def test_tier_mapping_follows_networks_yaml_not_a_table_of_its_own():
+    links = {"eth-40g": {"transport": "tcp"}, "eth-40g-emulated": {"transport": "tcp", "emulated": True},
+             "eth-1g": {"transport": "tcp"}, "loopback": {"transport": "tcp"}}
+    with pytest.raises(HarnessError, match="no line rate for tier 'eth-40g'"):
+        emulated.resolve_tier("eth-40g-emulated", links)
+    with pytest.raises(HarnessError, match="not an emulated link"):
+        emulated.tier_of_network("loopback", links)
+    with pytest.raises(HarnessError, match="not defined"):
+        emulated.tier_of_network("eth-7g-emulated", links)
+    with pytest.raises(HarnessError, match="names no Ethernet link"):
+        emulated.tier_of_network("fast-emulated", {"fast-emulated": {"emulated": True}})
+
+
+def test_tier_to_tbf_parameters():
+    assert emulated.tbf_params("unshaped") is None
+    one, ten = emulated.tbf_params("eth-1g"), emulated.tbf_params("eth-10g")
+    assert one == {"rate": "1000mbit", "burst": 125000, "latency": "20ms"}
+    assert ten == {"rate": "10000mbit", "burst": 1250000, "latency": "20ms"}
+    with pytest.raises(HarnessError, match="unknown link tier 'eth-100g'"):
+        emulated.tbf_params("eth-100g")
+    assert emulated.tier_label("eth-1g") == "emulated Ethernet eth-1g (veth + tbf 1000mbit)"
+    assert "emulated Ethernet" in emulated.tier_label("unshaped")
+
+
+def test_inventory_has_the_groups_the_playbooks_expect(tmp_path):
+    plan = emulated.make_plan(workers=2, tier="eth-10g-emulated", run_id="123abc")
+    text = emulated.inventory_text(plan, tmp_path)
+    inv = yaml.safe_load(text)["all"]
+    assert text.startswith("---\n")
+    children = inv["children"]
+    assert list(children["namenode"]["hosts"]) == ["dle123abc-master"]
+    assert list(children["resourcemanager"]["hosts"]) == ["dle123abc-master"]
+    assert list(children["workers"]["hosts"]) == ["dle123abc-worker1", "dle123abc-worker2"]
+    assert children["gpu"]["hosts"] == {}
+    assert inv["vars"]["ansible_user"] == "root"
+    assert inv["vars"]["ansible_ssh_private_key_file"] == str(tmp_path / "id_ed25519")
+    assert f"UserKnownHostsFile={tmp_path / 'known_hosts'}" in inv["vars"]["ansible_ssh_common_args"]
+    for host in plan.hosts:
+        hv = inv["hosts"][host.name]
+        assert hv["ansible_host"] == hv["dlobd_cluster_address"] == host.address
+        assert hv["dlobd_emulated_tier"] == "eth-10g"
+        assert hv["dlobd_emulated_network"] == "eth-10g-emulated"
+        assert hv["dlobd_emulated_link"] == "emulated Ethernet eth-10g (veth + tbf 10000mbit)"
+        assert hv["dlobd_emulated_data_dir"] == str(tmp_path / "hosts" / host.name / "data")
+
+
+def test_inventory_parses_with_ansible(tmp_path):
+    plan = emulated.make_plan(workers=3, run_id="456def")
+    path = tmp_path / "hosts.yml"
+    path.write_text(emulated.inventory_text(plan, tmp_path))
+    out = subprocess.run([str(emulated.ROOT / ".venv" / "bin" / "ansible-inventory"), "-i", str(path), "--list"],
+                         capture_output=True, text=True, check=True).stdout
+    listed = json.loads(out)
+    assert sorted(listed["workers"]["hosts"]) == [f"dle456def-worker{i}" for i in (1, 2, 3)]
+    assert listed["_meta"]["hostvars"]["dle456def-master"]["ansible_host"] == "10.77.0.1"
+
+
+def test_hosts_file_and_sshd_config(tmp_path):
+    plan = emulated.make_plan(workers=1, run_id="aaaaaa")
+    hosts = emulated.hosts_file(plan)
+    assert "10.77.0.1\tdleaaaaaa-master\n" in hosts and "10.77.0.2\tdleaaaaaa-worker1\n" in hosts
+    assert "127.0.0.1\tlocalhost" in hosts
+    config = emulated.sshd_config(plan.hosts[1], tmp_path, tmp_path / "authorized_keys")
+    assert "ListenAddress 10.77.0.2:22\n" in config
+    assert "UsePAM no\n" in config
+    assert f"Subsystem sftp {emulated.SFTP_SERVER}\n" in config
+    assert f"AuthorizedKeysFile {tmp_path / 'authorized_keys'}\n" in config
+
+
+def test_command_line_errors_name_the_argument(tmp_path):
+    script = emulated.ROOT / "tests" / "cluster" / "emulated.py"
+    done = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path), "up", "--tier", "rdma"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "unknown link tier 'rdma'" in done.stderr
+    done = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path), "up", "--workers", "x"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "--workers" in done.stderr
+    # nothing to tear down is not an error (down is idempotent); nothing was made
+    if emulated.os.geteuid() == 0:
+        done = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path), "down"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and "nothing to remove" in done.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_state_file_records_before_making(tmp_path):
+    state = emulated.State(tmp_path / "state.json", {"plan": {}, "made": []})
+    state.add("netns", name="dle000000-master")
+    reloaded = emulated.State.load(tmp_path)
+    assert reloaded.data["made"] == [{"kind": "netns", "name": "dle000000-master"}]
+    (tmp_path / "state.json").write_text("{broken")
+    with pytest.raises(HarnessError, match="not valid JSON"):
+        emulated.State.load(tmp_path)
