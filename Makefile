@@ -146,3 +146,23 @@ test: setup lint test-unit test-integration ## lint, unit tests, and the integra
 .PHONY: test-unit
 test-unit: setup ## unit tests (no cluster needed)
 	$(BIN)/pytest -m "not integration" tests
+
+## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
+
+# Hosts made of network namespaces on this machine (tests/cluster/emulated.py): 1 master and
+# EMULATED_WORKERS workers on a bridge, each with its own address from EMULATED_SUBNET and its own
+# sshd; links shaped into an emulated Ethernet tier (eth-1g, eth-10g, a network axis value such as
+# eth-1g-emulated, or unshaped). Keys, per-host data/log dirs and state.json go to EMULATED_STATE;
+# the inventory to playbooks/inventories/emulated/hosts.yml. Needs root and openssh-server.
+EMULATED_STATE ?= $(HOME)/dlobd-emulated
+EMULATED_WORKERS ?= 3
+EMULATED_TIER ?= unshaped
+EMULATED_SUBNET ?= 10.77.0.0/24
+EMULATED := $(BIN)/python tests/cluster/emulated.py --state-dir $(EMULATED_STATE)
+
+.PHONY: emulated-up emulated-down
+emulated-up: setup ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER; write their inventory
+	$(EMULATED) up --workers $(EMULATED_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET)
+
+emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
+	$(EMULATED) down

@@ -27,14 +27,13 @@ import time
 
 import psutil
 
-RESCAN_EVERY = 10  # periods between scans of the whole process table
+RESCAN_EVERY = 2  # periods between scans of the whole process table
 
 
 class Sampler:
     def __init__(self, roots: list[int], pattern: str | None):
         self.roots = roots
         self.pattern = re.compile(pattern) if pattern else None
-        self.matched: dict[int, psutil.Process] = {}
         self.known: dict[int, psutil.Process] = {}
         self.periods = 0
         self.interfaces = sorted(psutil.net_io_counters(pernic=True))
@@ -45,24 +44,25 @@ class Sampler:
         return ["time_s", "unix_time", "host", "cpu_util_pct", "rss_mb", "processes", *nets]
 
     def _job_processes(self) -> dict[int, psutil.Process]:
-        # Finding a tree's children reads every process's parent from /proc: done every few
-        # periods, as the scan for --match; in between the known processes are sampled.
+        # One pass over the process table (parents and command lines) finds the job's trees
+        # and the --match processes; done every few periods, the known ones sampled between.
         if self.periods % RESCAN_EVERY:
             return self.known
-        if self.pattern:
-            for proc in psutil.process_iter(["cmdline"]):
-                if proc.pid != os.getpid() and self.pattern.search(" ".join(proc.info["cmdline"] or [])):
-                    self.matched.setdefault(proc.pid, proc)
-        found = {}
+        children: dict[int, list[psutil.Process]] = {}
+        tops = {}
+        for proc in psutil.process_iter(["ppid", "cmdline"]):
+            children.setdefault(proc.info["ppid"], []).append(proc)
+            if proc.pid in self.roots or (
+                    self.pattern and proc.pid != os.getpid()
+                    and self.pattern.search(" ".join(proc.info["cmdline"] or []))):
+                tops[proc.pid] = proc
         # a matched container's children count too (Spark's Python workers, TF tasks)
-        tops = [*self.matched.items(), *((pid, None) for pid in self.roots)]
-        for pid, proc in tops:
-            try:
-                proc = proc or psutil.Process(pid)
-                found[pid] = proc
-                found.update((c.pid, c) for c in proc.children(recursive=True))
-            except psutil.NoSuchProcess:
-                pass
+        found, todo = {}, list(tops.values())
+        while todo:
+            proc = todo.pop()
+            if proc.pid not in found:
+                found[proc.pid] = proc
+                todo.extend(children.get(proc.pid, []))
         self.known = found
         return found
 
@@ -73,7 +73,6 @@ class Sampler:
             try:
                 rss += proc.memory_info().rss
             except (psutil.NoSuchProcess, psutil.AccessDenied):
-                self.matched.pop(pid, None)
                 processes.pop(pid)
         counters = psutil.net_io_counters(pernic=True)
         nets = []

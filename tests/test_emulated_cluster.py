@@ -152,7 +152,7 @@ def test_command_line_errors_name_the_argument(tmp_path):
     if emulated.os.geteuid() == 0:
         done = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path), "down"],
                               capture_output=True, text=True)
-        assert done.returncode == 0 and "nothing to remove" in done.stdout
+        assert done.returncode == 0 and "nothing to remove" in done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -164,3 +164,19 @@ def test_state_file_records_before_making(tmp_path):
     (tmp_path / "state.json").write_text("{broken")
     with pytest.raises(HarnessError, match="not valid JSON"):
         emulated.State.load(tmp_path)
+
+
+def test_preflight_names_what_is_missing(monkeypatch, tmp_path):
+    path = emulated.os.environ["PATH"]
+    monkeypatch.setattr(emulated.os, "geteuid", lambda: 1000)
+    with pytest.raises(HarnessError, match="not root"):
+        emulated.preflight("/usr/sbin/sshd", shaped=False)
+    monkeypatch.setattr(emulated.os, "geteuid", lambda: 0)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(HarnessError, match="`ip` is missing: install Debian's iproute2"):
+        emulated.preflight("/usr/sbin/sshd", shaped=False)
+    monkeypatch.setenv("PATH", path)
+    with pytest.raises(HarnessError, match="sshd '/nowhere/sshd' is missing .*apt-get install openssh-server"):
+        emulated.preflight("/nowhere/sshd", shaped=True)
+    with pytest.raises(HarnessError, match="not an executable absolute path"):
+        emulated.preflight("sshd", shaped=True)

@@ -434,3 +434,18 @@ def test_cli_warns_about_a_run_that_did_not_finish(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "run did not finish: log ends before the run's end" in captured.err
     assert len(captured.out.splitlines()) == 1 + 3 * 50  # header, 3 rows for each of 50 iterations
+
+
+def test_a_parser_that_breaks_makes_only_its_point_unparseable(tmp_path, monkeypatch):
+    class Broken:
+        LOG_FILES = ("stdout.log",)
+
+        @staticmethod
+        def parse(text):
+            raise ValueError("phase 'x' is not one of the vocabulary")
+
+    (tmp_path / "stdout.log").write_text("anything\n")
+    monkeypatch.setattr(stacks, "get", lambda name: Broken)
+    r = stacks.parse_run("broken", tmp_path)
+    assert r.status == "unparseable"
+    assert r.reason == "stdout.log: parser error: ValueError: phase 'x' is not one of the vocabulary"
