@@ -54,7 +54,7 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
-test-integration: setup ## provision a fresh prefix, start, smoke-test, rerun (changed=0), stop
+test-integration: setup emulated-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts
 	$(BIN)/pytest -m integration tests/integration
 
 ## ---------------------------------------------------------------- the whole artifact
@@ -160,8 +160,12 @@ EMULATED_TIER ?= unshaped
 EMULATED_SUBNET ?= 10.77.0.0/24
 EMULATED := $(BIN)/python tests/cluster/emulated.py --state-dir $(EMULATED_STATE)
 
-.PHONY: emulated-up emulated-down
-emulated-up: setup ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER; write their inventory
+.PHONY: emulated-up emulated-down emulated-deps
+# Debian's sshd for the hosts (the provisioning roles install what the hosts themselves need)
+emulated-deps: ## install openssh-server when sshd is missing (needs root and apt)
+	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
+
+emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER; write their inventory
 	$(EMULATED) up --workers $(EMULATED_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET)
 
 emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
