@@ -89,6 +89,8 @@ def parse(text: str) -> ParseResult:
         lines, cut = text_lines(text)
         result = ParseResult()
         tasks = read_dlobd_lines(lines, result)
+        # a TF node's start-up inside TFoS is the driver's tfos_startup span, not native TF's
+        result.rows = [r for r in result.rows if r.get("phase") != "tf_startup"]
         _tfos_events(lines, result)
         driver = _driver_phases(result)
     except LogError as e:
