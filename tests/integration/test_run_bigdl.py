@@ -68,8 +68,8 @@ def test_short_vgg_point_on_yarn(stack_cluster, tmp_path):
 
 
 def test_too_short_time_limit_is_hung_and_kills_the_yarn_app(stack_cluster, tmp_path):
-    # long enough to reach YARN (submission takes ~10 s), far too short for 30 VGG epochs
-    attempt = runs.launch(tiny_spec(45, epochs=30), "local", POINT, tmp_path / "runs")
+    # long enough to reach YARN (submission takes ~10 s), far too short for 1000 VGG epochs
+    attempt = runs.launch(tiny_spec(45, epochs=1000), "local", POINT, tmp_path / "runs")
     record = json.loads((attempt / "run.json").read_text())
     assert record["status"] == "hung", record
     assert "killed after the time limit of 45 s" in record["reason"]

@@ -146,7 +146,10 @@ def test_the_time_limit_ends_every_task(stack_cluster, tmp_path):
     watch = TaskWatch(attempt_of(runs_dir))
     watch.start()
     start = time.monotonic()
-    attempt = runs.launch(fig6(time_limit_s=12), "local", POINT, runs_dir)
+    # far more steps than 12 s allow even on an idle machine: the limit must end it
+    spec_data = fig6(time_limit_s=12)
+    spec_data["scales"]["local"]["fixed"]["steps"] = 100000
+    attempt = runs.launch(spec_data, "local", POINT, runs_dir)
     watch.stop.set()
     assert time.monotonic() - start < 60
     record = json.loads((attempt / "run.json").read_text())
