@@ -27,7 +27,11 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 # Where the stacks are installed (outside git); the inventory that says which hosts do what.
 DLOBD_PREFIX ?= $(HOME)/dlobd-stack
 INVENTORY ?= playbooks/inventories/local/hosts.yml
-PLAYBOOK := ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) -e dlobd_prefix=$(DLOBD_PREFIX)
+# A DLOBD_PREFIX given on the command line or in the environment overrides the inventory's; the
+# default one is the inventory's own (group_vars: ~/dlobd-stack), so a multi-host inventory can
+# give each host a prefix of its own.
+PREFIX_VAR = $(if $(filter-out file,$(origin DLOBD_PREFIX)),-e dlobd_prefix=$(DLOBD_PREFIX))
+PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) $(PREFIX_VAR)
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 .PHONY: provision cluster-up cluster-down cluster-status smoke-test bench-provision lint-ansible test-integration
@@ -159,8 +163,11 @@ EMULATED_WORKERS ?= 3
 EMULATED_TIER ?= unshaped
 EMULATED_SUBNET ?= 10.77.0.0/24
 EMULATED := $(BIN)/python tests/cluster/emulated.py --state-dir $(EMULATED_STATE)
+EMULATED_INVENTORY := playbooks/inventories/emulated/hosts.yml
+# every host has its own prefix in the inventory: no -e dlobd_prefix here
+EMULATED_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(EMULATED_INVENTORY)
 
-.PHONY: emulated-up emulated-down emulated-deps
+.PHONY: emulated-up emulated-down emulated-deps emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated
 # Debian's sshd for the hosts (the provisioning roles install what the hosts themselves need)
 emulated-deps: ## install openssh-server when sshd is missing (needs root and apt)
 	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
@@ -170,3 +177,36 @@ emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace h
 
 emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
 	$(EMULATED) down
+
+# The machine's own Debian packages are what the hosts use: `make provision` installs them first.
+emulated-provision: setup ## site.yml over SSH on the emulated hosts (wheels and jars from the controller's depot)
+	$(EMULATED_PLAYBOOK) playbooks/site.yml
+
+emulated-cluster-up: setup ## start HDFS and YARN on the emulated hosts
+	$(EMULATED_PLAYBOOK) playbooks/cluster-up.yml
+
+emulated-cluster-down: setup ## stop the emulated hosts' daemons
+	$(EMULATED_PLAYBOOK) playbooks/cluster-down.yml
+
+emulated-smoke-test: setup ## the smoke tests on the emulated cluster, every worker checked
+	$(EMULATED_PLAYBOOK) playbooks/smoke-test.yml
+
+# Experiments with points on emulated Ethernet, launched by the pipeline on the emulated cluster's
+# master (whose tier must be the points': EMULATED_TIER=eth-1g for rdmatf-fig1's eth-1g-emulated
+# points, EMULATED_WORKERS=3 for its workers axis), kept apart from the local runs: raw logs,
+# results, figures and report all under EMULATED_OUT.
+EMULATED_EXPERIMENTS ?= rdmatf-fig1
+EMULATED_OUT ?= data/emulated
+comma := ,
+space := $(subst x,,x x)
+EMULATED_CONFIG = --config runs_dir=$(EMULATED_OUT)/runs state_dir=$(EMULATED_OUT)/state \
+  results_dir=$(EMULATED_OUT)/results figures_dir=$(EMULATED_OUT)/figures report_dir=$(EMULATED_OUT)/report \
+  cluster=emulated 'experiments=[$(subst $(space),$(comma),$(strip $(EMULATED_EXPERIMENTS)))]'
+
+emulated-experiments: setup ## run EMULATED_EXPERIMENTS from the emulated cluster's master (results under EMULATED_OUT)
+	$(EMULATED) exec -- env DLOBD_PREFIX=$(EMULATED_STATE)/stack $(SNAKEMAKE) --keep-going $(EMULATED_CONFIG) launch=True
+	@echo "report: $(abspath $(EMULATED_OUT)/report/index.html)"
+
+# Clusters of its own (subnet 10.79.0.0/24), made and removed per worker count; about 30 min.
+bench-emulated: setup emulated-deps ## create, provision cold/warm, start; HDFS write and Spark job time for 1/2/3 workers per tier
+	$(BIN)/python benchmarks/emulated/bench.py

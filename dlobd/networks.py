@@ -59,6 +59,11 @@ def resolve(stack: str, network: str) -> Transport:
                      emulated=bool(link.get("emulated", False)), settings=settings, needs=needs)
 
 
+def emulated_values() -> list[str]:
+    """The network values that stand for an emulated Ethernet tier."""
+    return [name for name, link in _config()["links"].items() if link.get("emulated")]
+
+
 def missing(stack: str, network: str) -> list[str]:
     """Why this cluster cannot give `stack` the `network` path; empty if it can."""
     from dlobd import plan

@@ -110,6 +110,14 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     workers = provenance.workers()
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(workers)}" if len(workers) > 1
                           else "one host (DLOBD_WORKERS names fewer than two workers)")
+    # An emulated cluster's hosts are linked by one tier: its own network value, no other.
+    from dlobd import networks
+
+    linked = provenance.stack_setting("DLOBD_EMULATED_NETWORK")
+    label = provenance.stack_setting("DLOBD_EMULATED_LINK")
+    for value in networks.emulated_values():
+        caps[value] = (value == linked, f"the hosts are linked by {label}" if label
+                       else "no emulated link (hosts of `make emulated-up` with that tier)")
     return caps
 
 

@@ -63,6 +63,12 @@ def cluster_hosts() -> list[dict]:
              "address": addr, "roles": r} for addr, r in roles.items()]
 
 
+def with_link(hosts: list[dict]) -> list[dict]:
+    """Hosts of an emulated cluster say so, with the emulated link between them."""
+    link = stack_setting("DLOBD_EMULATED_LINK")
+    return [{**h, "link": link} for h in hosts] if link else hosts
+
+
 def build_dir(name: str) -> Path:
     """Where this checkout builds one of the project's benchmarks: under the prefix, one
     directory per checkout, because a CMake build directory belongs to one source tree."""

@@ -413,6 +413,7 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     prov = provenance.collect(stack=stack_name)
     if result.hosts is not None:
         prov["hosts"] = result.hosts
+    prov["hosts"] = provenance.with_link(prov["hosts"])
     prov["versions"].update(result.versions)
     record = {
         "run_id": run_id(attempt_dir, runs_dir),

@@ -1,7 +1,9 @@
 """The emulated multi-host harness without root: naming, address plan, tiers, inventory, errors."""
 
+import dataclasses
 import ipaddress
 import json
+import os
 import subprocess
 import sys
 
@@ -96,7 +98,7 @@ def test_tier_to_tbf_parameters():
 
 def test_inventory_has_the_groups_the_playbooks_expect(tmp_path):
     plan = emulated.make_plan(workers=2, tier="eth-10g-emulated", run_id="123abc")
-    text = emulated.inventory_text(plan, tmp_path)
+    text = emulated.inventory_text(plan, tmp_path, tmp_path / "depot")
     inv = yaml.safe_load(text)["all"]
     assert text.startswith("---\n")
     children = inv["children"]
@@ -113,7 +115,44 @@ def test_inventory_has_the_groups_the_playbooks_expect(tmp_path):
         assert hv["dlobd_emulated_tier"] == "eth-10g"
         assert hv["dlobd_emulated_network"] == "eth-10g-emulated"
         assert hv["dlobd_emulated_link"] == "emulated Ethernet eth-10g (veth + tbf 10000mbit)"
-        assert hv["dlobd_emulated_data_dir"] == str(tmp_path / "hosts" / host.name / "data")
+        assert hv["dlobd_prefix"] == str(tmp_path / "stack")
+    # one machine: its packages are installed once, the depot replaces the registries, and the
+    # two NodeManagers share the memory one gets on a single-host cluster
+    # (as host vars: the playbooks' group_vars/all would outrank the inventory's group vars)
+    for hv in inv["hosts"].values():
+        assert hv["dlobd_system_packages"] is False
+        assert hv["dlobd_package_depot"] == str(tmp_path / "depot")
+        assert hv["dlobd_yarn_memory_fraction"] == 0.25
+    three = yaml.safe_load(emulated.inventory_text(emulated.make_plan(workers=3, run_id="123abd"), tmp_path))
+    assert three["all"]["hosts"]["dle123abd-worker3"]["dlobd_yarn_memory_fraction"] == 0.2
+
+
+def test_hosts_ssh_to_each_other_with_the_runs_key_only(tmp_path):
+    plan = emulated.make_plan(workers=1, run_id="bbbbbb")
+    config = emulated.ssh_client_config(tmp_path)
+    assert f"IdentityFile {tmp_path / 'id_ed25519'}" in config
+    assert f"UserKnownHostsFile {tmp_path / 'known_hosts'}" in config
+    assert "StrictHostKeyChecking yes" in config
+    for host in plan.hosts:
+        d = tmp_path / "hosts" / host.name
+        d.mkdir(parents=True)
+        (d / "ssh_host_ed25519_key.pub").write_text(f"ssh-ed25519 AAAAkey{host.name} {host.name}\n")
+    lines = emulated.known_hosts_text(plan, tmp_path / "hosts").splitlines()
+    # by address and by name, since the launchers ssh to either
+    assert lines == ["10.77.0.1,dlebbbbbb-master ssh-ed25519 AAAAkeydlebbbbbb-master",
+                     "10.77.0.2,dlebbbbbb-worker1 ssh-ed25519 AAAAkeydlebbbbbb-worker1"]
+
+
+def test_exec_names_a_missing_cluster_or_host(tmp_path):
+    with pytest.raises(emulated.HarnessError, match="no emulated cluster"):
+        emulated.host_command(tmp_path, "master", ["true"])
+    plan = emulated.make_plan(workers=1, run_id="cccccc")
+    state = emulated.State(tmp_path / emulated.STATE_NAME, {"plan": dataclasses.asdict(plan), "made": []})
+    state.add("process", pid=1, create_time=0.0, netns="dlecccccc-master", what="sshd")
+    with pytest.raises(emulated.HarnessError, match="'worker7' is not in emulated cluster dlecccccc"):
+        emulated.host_command(tmp_path, "worker7", ["true"])
+    with pytest.raises(emulated.HarnessError, match="its sshd .* is gone"):
+        emulated.host_command(tmp_path, "master", ["true"])
 
 
 def test_inventory_parses_with_ansible(tmp_path):
@@ -180,3 +219,15 @@ def test_preflight_names_what_is_missing(monkeypatch, tmp_path):
         emulated.preflight("/nowhere/sshd", shaped=True)
     with pytest.raises(HarnessError, match="not an executable absolute path"):
         emulated.preflight("sshd", shaped=True)
+
+
+def test_make_gives_a_prefix_to_the_playbooks_only_when_one_is_asked_for():
+    """Each emulated host has its prefix in the inventory; `-e dlobd_prefix` would override it."""
+    def dry_run(*args, env=None):
+        return subprocess.run(["make", "-n", *args], capture_output=True, text=True, check=True, cwd=emulated.ROOT,
+                              env={k: v for k, v in os.environ.items() if k != "DLOBD_PREFIX"} | (env or {})).stdout
+
+    assert "dlobd_prefix" not in dry_run("provision")
+    assert "dlobd_prefix" not in dry_run("emulated-provision")
+    assert "-e dlobd_prefix=/opt/stack " in dry_run("provision", "DLOBD_PREFIX=/opt/stack")
+    assert "-e dlobd_prefix=/opt/stack " in dry_run("cluster-up", env={"DLOBD_PREFIX": "/opt/stack"})

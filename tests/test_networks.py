@@ -61,3 +61,25 @@ def test_missing_gives_reasons_on_a_machine_without_infiniband():
     assert any(r.startswith("needs infiniband") for r in reasons)
     assert networks.missing("bigdl", "loopback") == []
 
+
+
+@pytest.fixture
+def fresh_capabilities():
+    plan.capabilities.cache_clear()
+    yield
+    plan.capabilities.cache_clear()
+
+
+def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh_capabilities):
+    assert set(networks.emulated_values()) == {"eth-1g-emulated", "eth-10g-emulated"}
+    env = {"DLOBD_WORKERS": "10.77.0.2 10.77.0.3", "DLOBD_EMULATED_NETWORK": "eth-10g-emulated",
+           "DLOBD_EMULATED_LINK": "emulated Ethernet eth-10g (veth + tbf 10000mbit)"}
+    monkeypatch.setattr(plan.provenance, "prefix_env", lambda: env)
+    assert networks.missing("tensorflow", "eth-10g-emulated") == []
+    assert networks.missing("tensorflow", "eth-1g-emulated") == [
+        "needs eth-1g-emulated: the hosts are linked by emulated Ethernet eth-10g (veth + tbf 10000mbit)"]
+    monkeypatch.setattr(plan.provenance, "prefix_env", lambda: {"DLOBD_WORKERS": "127.0.0.1"})
+    plan.capabilities.cache_clear()
+    reasons = networks.missing("bigdl", "eth-10g-emulated")
+    assert any("multi-host" in r for r in reasons)
+    assert any(r.startswith("needs eth-10g-emulated: no emulated link") for r in reasons)

@@ -13,7 +13,14 @@ written where the playbooks find it.
 Every object is recorded in the run's state file *before* it is made, so `down` removes exactly
 what was made, also after a bring-up that failed or was killed half way, and can be repeated.
 
+Inside the hosts, `ssh` (from the master to the workers: the launchers, the samplers, scp of
+container logs) uses the run's key and known hosts through /etc/netns/<ns>/ssh/ssh_config.
+Each host has a stack folder of its own (they share one file system), mounted in its mount
+namespace on one prefix path common to all hosts, as a cluster's nodes have; the stacks install
+from a package depot that the controller fills, since the hosts reach no package registry.
+
     tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...]
+    tests/cluster/emulated.py --state-dir DIR exec [--host master] -- COMMAND ...
     tests/cluster/emulated.py --state-dir DIR down
 """
 
@@ -40,6 +47,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NETWORKS_YAML = ROOT / "config" / "networks.yaml"
 DEFAULT_INVENTORY = ROOT / "playbooks" / "inventories" / "emulated" / "hosts.yml"
 DEFAULT_SUBNET = "10.77.0.0/24"
+# Kept between runs like ~/.m2: the wheels and Maven artifacts the hosts install from.
+DEFAULT_DEPOT = Path.home() / ".cache" / "dlobd" / "depot"
+# YARN's share of the machine's memory per NodeManager: the hosts share one machine's RAM.
+YARN_MEMORY_SHARE = 0.6
 UNSHAPED = "unshaped"
 # Line rate of each Ethernet tier the harness can emulate. Which network axis value means which
 # tier comes from config/networks.yaml (tier_of_network); this is only how fast each tier is.
@@ -48,6 +59,9 @@ TBF_RATE_MBIT = {"eth-1g": 1000, "eth-10g": 10000}
 TBF_LATENCY_MS = 20
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 STATE_NAME = "state.json"
+# Each host's own software, data, logs and pids (<state>/hosts/<name>/stack) are bind-mounted in
+# its mount namespace on <state>/stack: one prefix path for all hosts, as on a real cluster.
+STACK_MOUNT = "stack"
 # Interface names are at most 15 characters: "dle" + 6 hex + "-v" + index fits up to 999 hosts.
 RUN_ID_RE = re.compile(r"^[0-9a-f]{6}$")
 
@@ -221,22 +235,31 @@ def sshd_config(host: Host, host_dir: Path, authorized_keys: Path) -> str:
     ]) + "\n"
 
 
-def render_inventory(plan: Plan, state_dir: Path) -> dict:
+def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -> dict:
     """The Ansible inventory of the run, in the groups the playbooks expect."""
+    master = [h.name for h in plan.hosts if h.role == "master"]
+    workers = [h.name for h in plan.hosts if h.role == "worker"]
+    # Host vars, not group vars: the playbooks' group_vars/all outranks an inventory's groups.
+    machine = {
+        # The hosts share this machine's package database (installed by `make provision`) and
+        # reach no registry: Python wheels and Maven artifacts come from the depot.
+        "dlobd_system_packages": False,
+        "dlobd_package_depot": str(depot),
+        "dlobd_yarn_memory_fraction": round(min(0.25, YARN_MEMORY_SHARE / len(workers)), 3),
+    }
     hostvars = {}
     for h in plan.hosts:
         hostvars[h.name] = {
             "ansible_host": h.address,
             "dlobd_cluster_address": h.address,
+            # the same path on every host, as on a cluster; each host mounts its own folder there
+            "dlobd_prefix": str(state_dir / STACK_MOUNT),
+            **machine,
             "dlobd_emulated_namespace": h.name,
             "dlobd_emulated_tier": plan.tier,
             "dlobd_emulated_network": plan.network,
             "dlobd_emulated_link": tier_label(plan.tier),
-            "dlobd_emulated_data_dir": str(state_dir / "hosts" / h.name / "data"),
-            "dlobd_emulated_log_dir": str(state_dir / "hosts" / h.name / "log"),
         }
-    master = [h.name for h in plan.hosts if h.role == "master"]
-    workers = [h.name for h in plan.hosts if h.role == "worker"]
     return {"all": {
         "vars": {
             "ansible_user": "root",
@@ -258,11 +281,32 @@ def render_inventory(plan: Plan, state_dir: Path) -> dict:
     }}
 
 
-def inventory_text(plan: Plan, state_dir: Path) -> str:
+def ssh_client_config(state_dir: Path) -> str:
+    """/etc/ssh/ssh_config inside the hosts: ssh between them trusts exactly the run's keys."""
+    return "\n".join([
+        "# ssh between the hosts of an emulated cluster: the run's key and known hosts only",
+        "Host *",
+        f"    IdentityFile {state_dir / 'id_ed25519'}",
+        "    IdentitiesOnly yes",
+        f"    UserKnownHostsFile {state_dir / 'known_hosts'}",
+        "    StrictHostKeyChecking yes",
+        "    BatchMode yes",
+        "    User root",
+    ]) + "\n"
+
+
+def known_hosts_text(plan: Plan, hosts_dir: Path) -> str:
+    """"<address>,<name> <key type> <key>" per host: the public key file minus its comment."""
+    return "".join(
+        f"{h.address},{h.name} {' '.join((hosts_dir / h.name / 'ssh_host_ed25519_key.pub').read_text().split()[:2])}\n"
+        for h in plan.hosts)
+
+
+def inventory_text(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -> str:
     head = (f"---\n# Generated by tests/cluster/emulated.py (make emulated-up) for emulated cluster {plan.prefix};\n"
             f"# removed by make emulated-down. Hosts are network namespaces on this machine, linked by\n"
             f"# {tier_label(plan.tier)}. State: {state_dir / STATE_NAME}\n")
-    return head + yaml.safe_dump(render_inventory(plan, state_dir), sort_keys=False, width=200)
+    return head + yaml.safe_dump(render_inventory(plan, state_dir, depot), sort_keys=False, width=200)
 
 
 # ------------------------------------------------------------------ state file
@@ -438,7 +482,8 @@ def wait_for_sshd(plan: Plan, started: dict, state_dir: Path, timeout: float) ->
             time.sleep(0.05)
 
 
-def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: float) -> None:
+def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: float,
+       depot: Path = DEFAULT_DEPOT) -> None:
     preflight(sshd, shaped=tbf_params(plan.tier) is not None)
     existing = State.load(state_dir)
     if existing is not None:
@@ -489,6 +534,8 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
         state.add("dir", path=str(netns_etc))
         netns_etc.mkdir()
         (netns_etc / "hosts").write_text(etc_hosts)
+        (netns_etc / "ssh").mkdir()
+        (netns_etc / "ssh" / "ssh_config").write_text(ssh_client_config(state_dir))
         state.add("link", dev=host.veth)
         sh("ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.name)
         sh("ip", "link", "set", host.veth, "master", plan.bridge, "up")
@@ -503,10 +550,13 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
 
     hosts_dir = state_dir / "hosts"
     state.add("dir", path=str(hosts_dir))
+    stack_mount = state_dir / STACK_MOUNT
+    state.add("dir", path=str(stack_mount))
+    stack_mount.mkdir()
     started = {}
     for host in plan.hosts:
         host_dir = hosts_dir / host.name
-        for sub in ("data", "log"):
+        for sub in ("log", "stack"):
             (host_dir / sub).mkdir(parents=True, exist_ok=True)
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", host.name, "-f", str(host_dir / "ssh_host_ed25519_key"))
         config = host_dir / "sshd_config"
@@ -514,11 +564,15 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
         sh(sshd, "-t", "-f", str(config))
         log_file = host_dir / "log" / "sshd.log"
         # ip netns exec and unshare exec in place: the pid is sshd's. The UTS namespace gives the
-        # host its own hostname; sessions inherit it and the namespace's /etc/hosts.
-        popen = subprocess.Popen(
-            ["ip", "netns", "exec", host.name, "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
-             host.name, sshd, "-D", "-f", str(config), "-E", str(log_file)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        # host its own hostname; sessions inherit it, the namespace's /etc/hosts and ssh config,
+        # and the host's stack folder on the common prefix path (ip netns exec's mount namespace
+        # is a slave of the root's: the bind mount stays inside).
+        with log_file.open("ab") as err:  # a failed mount or hostname ends up there too
+            popen = subprocess.Popen(
+                ["ip", "netns", "exec", host.name, "unshare", "--uts", "sh", "-c",
+                 'hostname "$0" && mount --bind "$1" "$2" && shift 2 && exec "$@"',
+                 host.name, str(host_dir / "stack"), str(stack_mount), sshd, "-D", "-f", str(config), "-E", str(log_file)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             create_time = psutil.Process(popen.pid).create_time()
         except psutil.NoSuchProcess:
@@ -529,13 +583,10 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
 
     known = state_dir / "known_hosts"
     state.add("file", path=str(known))
-    # "<address> <key type> <key>": the public key file minus its comment
-    known.write_text("".join(
-        f"{h.address} {' '.join((hosts_dir / h.name / 'ssh_host_ed25519_key.pub').read_text().split()[:2])}\n"
-        for h in plan.hosts))
+    known.write_text(known_hosts_text(plan, hosts_dir))
     state.add("file", path=str(inventory))
     inventory.parent.mkdir(parents=True, exist_ok=True)
-    inventory.write_text(inventory_text(plan, state_dir))
+    inventory.write_text(inventory_text(plan, state_dir, depot))
     state.data["up_s"] = round(time.monotonic() - start, 3)
     state.save()
     for h in plan.hosts:
@@ -617,6 +668,29 @@ def down(state_dir: Path) -> None:
         f"in {time.monotonic() - start:.1f} s")
 
 
+# ------------------------------------------------------------------ exec
+
+def host_command(state_dir: Path, host: str, command: list[str]) -> list[str]:
+    """`command` run inside `host` (master, worker<N> or its full name): in the network, UTS and
+    mount namespaces of its sshd, so it has the host's address, hostname, /etc/hosts and ssh
+    config, as a session on that host would; the working directory stays the same."""
+    state = State.load(state_dir)
+    if state is None:
+        raise HarnessError(f"no emulated cluster: no {STATE_NAME} in {state_dir} (run `make emulated-up`)")
+    prefix = state.data["plan"]["prefix"]
+    name = host if host.startswith(prefix) else f"{prefix}-{host}"
+    sshds = [i for i in state.data["made"] if i["kind"] == "process" and i["netns"] == name]
+    if not sshds:
+        known = sorted(h["name"] for h in state.data["plan"]["hosts"])
+        raise HarnessError(f"host {host!r} is not in emulated cluster {prefix} (hosts: {', '.join(known)})")
+    if process_alive(sshds[0]["pid"], sshds[0]["create_time"]) is None:
+        raise HarnessError(f"host {name}: its sshd (pid {sshds[0]['pid']}) is gone, so are its namespaces; "
+                           "`make emulated-down` and `make emulated-up` make the cluster again")
+    if not command:
+        raise HarnessError("exec: no command given (… exec --host master -- COMMAND ...)")
+    return ["nsenter", "-t", str(sshds[0]["pid"]), "-n", "-u", "-m", f"--wd={os.getcwd()}", "--", *command]
+
+
 # ------------------------------------------------------------------ command line
 
 def main(argv: list[str] | None = None) -> int:
@@ -632,6 +706,11 @@ def main(argv: list[str] | None = None) -> int:
     p_up.add_argument("--sshd", default="/usr/sbin/sshd", help="absolute path of sshd")
     p_up.add_argument("--sshd-timeout", type=float, default=15.0, help="seconds every sshd gets to listen")
     p_up.add_argument("--run-id", help="6 hex digits (default: random)")
+    p_up.add_argument("--depot", type=Path, default=DEFAULT_DEPOT,
+                      help="where the controller keeps the wheels and Maven artifacts the hosts install from")
+    p_exec = sub.add_parser("exec", help="run a command inside one host (default: the master)")
+    p_exec.add_argument("--host", default="master", help="master, worker<N>, or the host's full name")
+    p_exec.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its arguments")
     sub.add_parser("down", help="remove everything the state file lists")
     args = parser.parse_args(argv)
     state_dir = args.state_dir.resolve()
@@ -639,13 +718,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             plan = make_plan(args.workers, args.subnet, args.tier, args.run_id)
             try:
-                up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout)
+                up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout,
+                   args.depot.resolve())
             except (HarnessError, OSError):
                 if (state_dir / STATE_NAME).exists():
                     log(f"bring-up failed; what was made is listed in {state_dir / STATE_NAME}: "
                         "`make emulated-down` removes it")
                 raise
-        else:
+        elif args.command == "exec":
+            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+            argv = host_command(state_dir, args.host, command)
+            return subprocess.run(argv).returncode
+        elif args.command == "down":
             down(state_dir)
     except (HarnessError, OSError) as exc:
         print(f"emulated cluster: {exc}", file=sys.stderr)

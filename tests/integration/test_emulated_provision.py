@@ -1,0 +1,237 @@
+"""site.yml over SSH on an emulated cluster of 1 master + 2 workers (network namespaces linked
+by emulated Ethernet eth-10g), then its smoke tests and one native TensorFlow point spread over
+both workers, launched from the master as on a real cluster.
+
+The hosts install from the controller's package depot (they reach no registry) and use this
+machine's Debian packages, which the `provisioned` fixture's local provisioning installs.
+Traffic goes only to loopback and the harness's own namespace addresses.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dlobd import ROOT
+
+HARNESS = ROOT / "tests" / "cluster" / "emulated.py"
+ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
+# clear of the default plan (a developer's cluster) and of test_emulated_hosts.py's
+SUBNET = "10.78.4.0/24"
+TIER = "eth-10g"
+NETWORK = "eth-10g-emulated"
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root"),
+]
+
+# One point of rdmatf-fig6 on the cluster's link: a PS and a chief on one worker, a worker on the other.
+LAUNCH_POINT = """
+import copy, sys
+from dlobd import runs, spec
+data = copy.deepcopy(spec.load_all()["rdmatf-fig6"].data)
+print(runs.launch(data, "local", {"network": sys.argv[2], "nodes": 2}, sys.argv[1], cluster="emulated"))
+"""
+# dlobd-fig9's TFoS point: 2 TF nodes (one executor on each worker) fed MNIST from HDFS by Spark
+# for about 10 s. (More epochs do not make a longer window: the two collective nodes get
+# unequal shares of the partitions, and the one that runs out first leaves the other waiting.)
+TFOS_POINT = {"framework": "tensorflowonspark", "network": NETWORK}
+LAUNCH_TFOS = """
+import copy, json, sys
+from dlobd import runs, spec
+data = copy.deepcopy(spec.load_all()["dlobd-fig9"].data)
+print(runs.launch(data, "local", json.loads(sys.argv[2]), sys.argv[1], cluster="emulated"))
+"""
+# the driver's line when TFoS has reserved its nodes: training starts
+TRAINING_STARTED = re.compile(r"finished: foreachPartition at \S*TFCluster.py:321")
+
+
+def harness(state_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(HARNESS), "--state-dir", str(state_dir), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@dataclass
+class Emulated:
+    state_dir: Path
+    inventory: Path
+    log_dir: Path
+    runs: dict = field(default_factory=dict)
+
+    @property
+    def state(self) -> dict:
+        return json.loads((self.state_dir / "state.json").read_text())
+
+    @property
+    def hosts(self) -> dict[str, dict]:
+        return {h["name"]: h for h in self.state["plan"]["hosts"]}
+
+    def host(self, role_name: str) -> dict:
+        return self.hosts[f"{self.state['plan']['prefix']}-{role_name}"]
+
+    def playbook(self, name: str, record: str | None = None):
+        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+        start = time.monotonic()
+        done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), str(ROOT / "playbooks" / name)],
+                              capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
+        out = done.stdout + done.stderr
+        n = len(list(self.log_dir.glob("*.log")))
+        (self.log_dir / f"{n:02d}-{name.removesuffix('.yml')}.log").write_text(out)
+        result = (done.returncode, out, time.monotonic() - start)
+        if record:
+            self.runs[record] = result
+        return result
+
+
+def recap(out: str) -> dict[str, dict[str, int]]:
+    """PLAY RECAP per host: {host: {ok: .., changed: .., unreachable: .., failed: ..}}."""
+    tail = out[out.rindex("PLAY RECAP"):]
+    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+            for host, counts in re.findall(r"^(\S+)\s+:\s+(.*)$", tail, re.MULTILINE)}
+
+
+@pytest.fixture(scope="module")
+def emulated(provisioned, tmp_path_factory):
+    """The cluster made, provisioned twice and, at the end, stopped and removed."""
+    base = tmp_path_factory.mktemp("emulated-site")
+    e = Emulated(state_dir=base / "state", inventory=base / "hosts.yml", log_dir=base / "logs")
+    e.log_dir.mkdir()
+    up = harness(e.state_dir, "up", "--workers", "2", "--tier", TIER, "--subnet", SUBNET,
+                 "--inventory", str(e.inventory))
+    assert up.returncode == 0, up.stderr
+    try:
+        e.playbook("site.yml", record="first")
+        e.playbook("site.yml", record="rerun")
+        yield e
+    finally:
+        e.playbook("cluster-down.yml")
+        down = harness(e.state_dir, "down")
+        assert down.returncode == 0, down.stderr
+
+
+def test_site_yml_provisions_every_host_over_ssh(emulated):
+    rc, out, _ = emulated.runs["first"]
+    assert rc == 0, out[-5000:]
+    counts = recap(out)
+    assert sorted(counts) == sorted(emulated.hosts)
+    assert all(c["failed"] == 0 and c["unreachable"] == 0 and c["changed"] > 0 for c in counts.values()), counts
+    # each host installed into its own folder, seen by that host alone on the common prefix path
+    for name, host in emulated.hosts.items():
+        env_file = emulated.state_dir / "hosts" / name / "stack" / "etc" / "dlobd-env.sh"
+        text = env_file.read_text()
+        assert f"export DLOBD_CLUSTER_ADDRESS={host['address']}\n" in text
+        assert f"export DLOBD_PREFIX={emulated.state_dir / 'stack'}\n" in text
+        assert f"export DLOBD_EMULATED_NETWORK={NETWORK}\n" in text
+        assert (emulated.state_dir / "hosts" / name / "stack" / "python" / "bin" / "python").exists()
+
+
+def test_second_run_changes_nothing_on_any_host(emulated):
+    rc, out, _ = emulated.runs["rerun"]
+    assert rc == 0, out[-5000:]
+    counts = recap(out)
+    assert sorted(counts) == sorted(emulated.hosts)
+    assert {name: c["changed"] for name, c in counts.items()} == {name: 0 for name in emulated.hosts}, out[-5000:]
+
+
+def test_smoke_tests_check_every_worker(emulated):
+    rc, out, _ = emulated.playbook("smoke-test.yml")
+    assert rc == 0, out[-5000:]
+    workers = [emulated.host(f"worker{i}") for i in (1, 2)]
+    addresses = ", ".join(w["address"] for w in workers)
+    assert f"2 live DataNode(s): {addresses}" in out
+    assert f"2 RUNNING NodeManager(s): {', '.join(w['name'] for w in workers)}" in out
+
+
+def test_a_point_runs_across_both_workers_from_the_master(emulated, tmp_path):
+    rc, out, _ = emulated.playbook("cluster-up.yml")
+    assert rc == 0, out[-5000:]
+    runs_dir = tmp_path / "runs"
+    done = harness(emulated.state_dir, "exec", "--host", "master", "--",
+                   "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_POINT,
+                   str(runs_dir), NETWORK, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    attempt = Path(done.stdout.strip().splitlines()[-1])
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["status"] == "ok", record["reason"]
+    assert record["cluster"] == "emulated" and record["labels"]["emulated"] == "true"
+    workers = {emulated.host(f"worker{i}")["address"] for i in (1, 2)}
+    assert {h["address"] for h in record["hosts"]} == workers
+    assert all(h["link"] == "emulated Ethernet eth-10g (veth + tbf 10000mbit)" for h in record["hosts"])
+    roles = sorted(r.split(":")[0] for h in record["hosts"] for r in h["roles"])
+    assert roles == ["chief", "ps", "worker", "worker"]
+    # every worker was sampled over ssh from the master, and every task's log came back
+    for address in workers:
+        rows = (attempt / "monitor" / f"{address}.csv").read_text().splitlines()
+        assert len(rows) > 2, address
+    logs = sorted(p.name for p in (attempt / "tasks").glob("*.log"))
+    assert logs == ["chief-0.log", "ps-0.log", "worker-0.log", "worker-1.log"]
+    assert "DLOBD event=summary task=chief:0" in (attempt / "tasks" / "chief-0.log").read_text()
+
+
+def daemon_in(host: str, daemon: str) -> psutil.Process | None:
+    """The running `daemon` (datanode, nodemanager, ...) of one emulated host."""
+    pids = {int(p) for p in subprocess.run(["ip", "netns", "pids", host], capture_output=True,
+                                            text=True).stdout.split()}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        if proc.info["pid"] in pids and f"-Ddlobd.daemon={daemon}" in (proc.info["cmdline"] or []):
+            return proc
+    return None
+
+
+@pytest.mark.parametrize("daemon", ["datanode", "nodemanager"])
+def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(emulated, tmp_path, daemon):
+    from dlobd import runs
+
+    rc, out, _ = emulated.playbook("cluster-up.yml")
+    assert rc == 0, out[-5000:]
+    runs_dir = tmp_path / "runs"
+    attempt = runs.point_dir(runs_dir, "emulated", "local", "dlobd-fig9", TFOS_POINT) / "attempt-001"
+    run = subprocess.Popen(
+        [sys.executable, str(HARNESS), "--state-dir", str(emulated.state_dir), "exec", "--host", "master", "--",
+         "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_TFOS,
+         str(runs_dir), json.dumps(TFOS_POINT)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (attempt / "stderr.log").is_file() or not TRAINING_STARTED.search((attempt / "stderr.log").read_text()):
+        assert run.poll() is None, f"the run ended before it trained: {run.communicate()[1][-3000:]}"
+        assert time.monotonic() < deadline, "TFoS did not start training within 240 s"
+        time.sleep(0.2)
+    worker = emulated.host("worker2")
+    victim = daemon_in(worker["name"], daemon)
+    assert victim is not None, f"no {daemon} running on {worker['name']}"
+    victim.kill()
+    stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-3000:]
+    record = json.loads((attempt / "run.json").read_text())
+    # completed despite the loss, or failed with its cause; every log kept either way
+    assert record["status"] in {"ok", "failed"}, record
+    assert record["status"] == "ok" or record["reason"], record
+    assert (attempt / "stderr.log").stat().st_size > 0 and list((attempt / "yarn").glob("application_*.json"))
+    (emulated.log_dir / f"fault-{daemon}.json").write_text(json.dumps(
+        {"status": record["status"], "reason": record["reason"], "attempt": str(attempt)}, indent=1))
+    # make cluster-up brings the killed daemon back and waits for every worker
+    rc, out, _ = emulated.playbook("cluster-up.yml")
+    assert rc == 0, out[-5000:]
+    assert daemon_in(worker["name"], daemon) is not None
+
+
+def test_provisioning_names_a_worker_whose_sshd_is_down(emulated):
+    worker = emulated.host("worker2")
+    sshd = next(i for i in emulated.state["made"] if i["kind"] == "process" and i["netns"] == worker["name"])
+    psutil.Process(sshd["pid"]).kill()
+    rc, out, _ = emulated.playbook("site.yml")
+    assert rc != 0
+    assert re.search(rf"fatal: \[{worker['name']}\]: UNREACHABLE!", out), out[-3000:]
+    assert recap(out)[worker["name"]]["unreachable"] == 1
+    flat = " ".join(out.split())  # the callback wraps long messages
+    assert f"host(s) {worker['name']} could not be reached ({worker['name']}: {worker['address']}:22)" in flat
+    # the preflight stops the play before anything is installed on the others
+    assert "TASK [node_basics" not in out, out[-3000:]
