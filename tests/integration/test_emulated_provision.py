@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,14 +41,14 @@ from dlobd import runs, spec
 data = copy.deepcopy(spec.load_all()["rdmatf-fig6"].data)
 print(runs.launch(data, "local", {"network": sys.argv[2], "nodes": 2}, sys.argv[1], cluster="emulated"))
 """
-# dlobd-fig9's TFoS point: 2 TF nodes (one executor on each worker) fed MNIST from HDFS by Spark
-# for about 10 s. (More epochs do not make a longer window: the two collective nodes get
-# unequal shares of the partitions, and the one that runs out first leaves the other waiting.)
-TFOS_POINT = {"framework": "tensorflowonspark", "network": NETWORK}
+# dlobd-fig5b's cifar10 point: 2 TF nodes (one executor on each worker) fed by Spark tasks that
+# read cifar10-synthetic from HDFS (2 replicas) while the nodes train.
+TFOS_EXPERIMENT = "dlobd-fig5b"
+TFOS_POINT = {"workload": "cifar10", "network": NETWORK, "gpus": 2}
 LAUNCH_TFOS = """
 import copy, json, sys
 from dlobd import runs, spec
-data = copy.deepcopy(spec.load_all()["dlobd-fig9"].data)
+data = copy.deepcopy(spec.load_all()[sys.argv[3]].data)
 print(runs.launch(data, "local", json.loads(sys.argv[2]), sys.argv[1], cluster="emulated"))
 """
 # the driver's line when TFoS has reserved its nodes: training starts
@@ -193,11 +194,11 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     rc, out, _ = emulated.playbook("cluster-up.yml")
     assert rc == 0, out[-5000:]
     runs_dir = tmp_path / "runs"
-    attempt = runs.point_dir(runs_dir, "emulated", "local", "dlobd-fig9", TFOS_POINT) / "attempt-001"
+    attempt = runs.point_dir(runs_dir, "emulated", "local", TFOS_EXPERIMENT, TFOS_POINT) / "attempt-001"
     run = subprocess.Popen(
         [sys.executable, str(HARNESS), "--state-dir", str(emulated.state_dir), "exec", "--host", "master", "--",
          "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_TFOS,
-         str(runs_dir), json.dumps(TFOS_POINT)],
+         str(runs_dir), json.dumps(TFOS_POINT), TFOS_EXPERIMENT],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (attempt / "stderr.log").is_file() or not TRAINING_STARTED.search((attempt / "stderr.log").read_text()):
@@ -208,15 +209,18 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     victim = daemon_in(worker["name"], daemon)
     assert victim is not None, f"no {daemon} running on {worker['name']}"
     victim.kill()
+    killed_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     stdout, stderr = run.communicate(timeout=600)
     assert run.returncode == 0, stderr[-3000:]
     record = json.loads((attempt / "run.json").read_text())
     # completed despite the loss, or failed with its cause; every log kept either way
     assert record["status"] in {"ok", "failed"}, record
     assert record["status"] == "ok" or record["reason"], record
+    assert record["job_end"] > killed_at, "the run had ended before the kill"
     assert (attempt / "stderr.log").stat().st_size > 0 and list((attempt / "yarn").glob("application_*.json"))
     (emulated.log_dir / f"fault-{daemon}.json").write_text(json.dumps(
-        {"status": record["status"], "reason": record["reason"], "attempt": str(attempt)}, indent=1))
+        {"status": record["status"], "reason": record["reason"], "attempt": str(attempt), "killed_at": killed_at},
+        indent=1))
     # make cluster-up brings the killed daemon back and waits for every worker
     rc, out, _ = emulated.playbook("cluster-up.yml")
     assert rc == 0, out[-5000:]
@@ -225,8 +229,12 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
 
 def test_provisioning_names_a_worker_whose_sshd_is_down(emulated):
     worker = emulated.host("worker2")
-    sshd = next(i for i in emulated.state["made"] if i["kind"] == "process" and i["netns"] == worker["name"])
-    psutil.Process(sshd["pid"]).kill()
+    # the listener and every session (Ansible's persistent connections end with them)
+    pids = {int(p) for p in subprocess.run(["ip", "netns", "pids", worker["name"]], capture_output=True,
+                                            text=True).stdout.split()}
+    for proc in psutil.process_iter(["pid", "name"]):
+        if proc.info["pid"] in pids and proc.info["name"] == "sshd":
+            proc.kill()
     rc, out, _ = emulated.playbook("site.yml")
     assert rc != 0
     assert re.search(rf"fatal: \[{worker['name']}\]: UNREACHABLE!", out), out[-3000:]
