@@ -88,8 +88,16 @@ def synthetic_text(path: Path, mib: int) -> tuple[int, int]:
     return lines, path.stat().st_size
 
 
+class Results(dict):
+    """Printed as `name: value` the moment each is measured, so a stopped run keeps what it had."""
+
+    def __setitem__(self, name, value):
+        super().__setitem__(name, value)
+        print(f"{name}: {value:.3f}" if isinstance(value, float) else f"{name}: {value}", flush=True)
+
+
 def one_cluster(workers: int, tiers: list[str], subnet: str, tmp: Path, data: Path, counts: tuple[int, int],
-                results: dict) -> None:
+                results: Results) -> None:
     state_dir, inventory, log_dir = tmp / f"state-{workers}w", tmp / f"hosts-{workers}w.yml", tmp / f"logs-{workers}w"
     log_dir.mkdir()
     plan = emulated.make_plan(workers, subnet, "unshaped")
@@ -133,17 +141,15 @@ def main() -> int:
     parser.add_argument("--file-mib", type=int, default=256, help="size of the file written to HDFS")
     parser.add_argument("--subnet", default="10.79.0.0/24", help="kept apart from the default plan of make emulated-up")
     args = parser.parse_args()
-    results: dict = {}
+    print(f"emulated_links: {', '.join(emulated.tier_label(t) for t in args.tiers)}")
+    print(f"emulated_hdfs_file_mib: {args.file_mib} (synthetic text)")
+    print(f"emulated_depot: {emulated.DEFAULT_DEPOT} (provision_cold = fresh hosts, depot already filled)", flush=True)
+    results = Results()
     with tempfile.TemporaryDirectory(prefix="bench-emulated-") as tmp:
         data = Path(tmp) / "synthetic.txt"
         counts = synthetic_text(data, args.file_mib)
         for workers in args.workers:
             one_cluster(workers, args.tiers, args.subnet, Path(tmp), data, counts, results)
-    print(f"emulated_links: {', '.join(emulated.tier_label(t) for t in args.tiers)}")
-    print(f"emulated_hdfs_file_mib: {args.file_mib} (synthetic text)")
-    print(f"emulated_depot: {emulated.DEFAULT_DEPOT} (provision_cold = fresh hosts, depot already filled)")
-    for name, value in results.items():
-        print(f"{name}: {value:.3f}" if isinstance(value, float) else f"{name}: {value}")
     return 0
 
 
