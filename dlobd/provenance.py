@@ -64,9 +64,12 @@ def cluster_hosts() -> list[dict]:
 
 
 def with_link(hosts: list[dict]) -> list[dict]:
-    """Hosts of an emulated cluster say so, with the emulated link between them."""
+    """Hosts of an emulated cluster say so, with the emulated link between them (not a run's
+    loopback address: its traffic never crosses that link)."""
     link = stack_setting("DLOBD_EMULATED_LINK")
-    return [{**h, "link": link} for h in hosts] if link else hosts
+    if not link:
+        return hosts
+    return [h if h["address"].startswith("127.") else {**h, "link": link} for h in hosts]
 
 
 def build_dir(name: str) -> Path:

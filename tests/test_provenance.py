@@ -11,9 +11,10 @@ def test_workers_are_read_from_the_space_separated_env_file_list(monkeypatch):
 
 
 def test_hosts_of_an_emulated_cluster_carry_its_link(monkeypatch):
-    hosts = [{"name": "10.77.0.2", "address": "10.77.0.2", "roles": ["worker"]}]
+    hosts = [{"name": "10.77.0.2", "address": "10.77.0.2", "roles": ["worker"]},
+             {"name": "vm", "address": "127.0.0.1", "roles": ["worker:0", "ps:0"]}]
     monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_EMULATED_LINK": "emulated Ethernet eth-1g"})
-    assert provenance.with_link(hosts) == [{**hosts[0], "link": "emulated Ethernet eth-1g"}]
+    assert provenance.with_link(hosts) == [{**hosts[0], "link": "emulated Ethernet eth-1g"}, hosts[1]]
     monkeypatch.setattr(provenance, "prefix_env", lambda: {})
     monkeypatch.delenv("DLOBD_EMULATED_LINK", raising=False)
     assert provenance.with_link(hosts) == hosts
