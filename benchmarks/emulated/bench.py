@@ -113,6 +113,7 @@ def one_cluster(workers: int, tiers: list[str], subnet: str, tmp: Path, data: Pa
         results[f"emulated_cluster_start_{workers}w_s"], _ = playbook(inventory, "cluster-up.yml", log_dir)
         bin_dir = state_dir / emulated.STACK_MOUNT / "bin"
         replication = min(workers, 3)
+        in_master(state_dir, [str(bin_dir / "hdfs"), "dfs", "-mkdir", "-p", "/bench-emulated"])
         for tier in tiers:
             reshape(plan, tier)
             log(f"{workers} worker(s), {emulated.tier_label(tier)}: HDFS write, Spark job")
@@ -138,7 +139,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--tiers", nargs="+", default=TIERS, choices=TIERS)
-    parser.add_argument("--file-mib", type=int, default=256, help="size of the file written to HDFS")
+    parser.add_argument("--file-mib", type=int, default=128, help="size of the file written to HDFS")
     parser.add_argument("--subnet", default="10.79.0.0/24", help="kept apart from the default plan of make emulated-up")
     args = parser.parse_args()
     print(f"emulated_links: {', '.join(emulated.tier_label(t) for t in args.tiers)}")
