@@ -65,15 +65,9 @@ def in_master(state_dir: Path, argv: list[str]) -> tuple[float, str]:
 
 def reshape(plan: emulated.Plan, tier: str) -> None:
     """Every link of the cluster to `tier`, both ends of every veth pair, as `up` shapes them."""
-    params = emulated.tbf_params(tier)
     for host in plan.hosts:
-        for ns, dev in ((None, host.veth), (host.name, "eth0")):
-            where = ["-n", ns] if ns else []
-            if params is None:
-                emulated.sh("tc", *where, "qdisc", "del", "dev", dev, "root", check=False)
-            else:
-                emulated.sh("tc", *where, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", params["rate"],
-                            "burst", str(params["burst"]), "latency", params["latency"])
+        emulated.set_tier(host.veth, None, tier)
+        emulated.set_tier("eth0", host.name, tier)
 
 
 def synthetic_text(path: Path, mib: int) -> tuple[int, int]:

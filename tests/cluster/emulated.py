@@ -448,13 +448,22 @@ def tail(path: Path, lines: int = 5) -> str:
 
 # ------------------------------------------------------------------ up
 
-def shape(state: State, dev: str, ns: str | None, tier: str) -> None:
+def set_tier(dev: str, ns: str | None, tier: str) -> None:
+    """One end of a link to `tier`: tbf at its rate, or no qdisc of ours when unshaped."""
     params = tbf_params(tier)
+    where = ["-n", ns] if ns else []
     if params is None:
+        sh("tc", *where, "qdisc", "del", "dev", dev, "root", check=False)
+    else:
+        sh("tc", *where, "qdisc", "replace", "dev", dev, "root", "tbf",
+           "rate", params["rate"], "burst", str(params["burst"]), "latency", params["latency"])
+
+
+def shape(state: State, dev: str, ns: str | None, tier: str) -> None:
+    if tbf_params(tier) is None:
         return
     state.add("qdisc", dev=dev, netns=ns)
-    sh("tc", *(["-n", ns] if ns else []), "qdisc", "replace", "dev", dev, "root", "tbf",
-       "rate", params["rate"], "burst", str(params["burst"]), "latency", params["latency"])
+    set_tier(dev, ns, tier)
 
 
 def wait_for_sshd(plan: Plan, started: dict, state_dir: Path, timeout: float) -> None:

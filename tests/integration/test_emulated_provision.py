@@ -22,6 +22,9 @@ import pytest
 
 from dlobd import ROOT
 
+sys.path.insert(0, str(ROOT / "tests"))
+from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
+
 HARNESS = ROOT / "tests" / "cluster" / "emulated.py"
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 # clear of the default plan (a developer's cluster) and of test_emulated_hosts.py's
@@ -184,11 +187,12 @@ def test_a_point_runs_across_both_workers_from_the_master(emulated, tmp_path):
 
 def daemon_in(host: str, daemon: str) -> psutil.Process | None:
     """The running `daemon` (datanode, nodemanager, ...) of one emulated host."""
-    pids = {int(p) for p in subprocess.run(["ip", "netns", "pids", host], capture_output=True,
-                                            text=True).stdout.split()}
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        if proc.info["pid"] in pids and f"-Ddlobd.daemon={daemon}" in (proc.info["cmdline"] or []):
-            return proc
+    for proc in emulated_harness.namespace_processes(host):
+        try:
+            if f"-Ddlobd.daemon={daemon}" in proc.cmdline():
+                return proc
+        except psutil.NoSuchProcess:
+            pass
     return None
 
 
@@ -235,11 +239,12 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
 def test_provisioning_names_a_worker_whose_sshd_is_down(emulated):
     worker = emulated.host("worker2")
     # the listener and every session (Ansible's persistent connections end with them)
-    pids = {int(p) for p in subprocess.run(["ip", "netns", "pids", worker["name"]], capture_output=True,
-                                            text=True).stdout.split()}
-    for proc in psutil.process_iter(["pid", "name"]):
-        if proc.info["pid"] in pids and proc.info["name"] == "sshd":
-            proc.kill()
+    for proc in emulated_harness.namespace_processes(worker["name"]):
+        try:
+            if proc.name() == "sshd":
+                proc.kill()
+        except psutil.NoSuchProcess:
+            pass
     rc, out, _ = emulated.playbook("site.yml")
     assert rc != 0
     assert re.search(rf"fatal: \[{worker['name']}\]: UNREACHABLE!", out), out[-3000:]
