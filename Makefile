@@ -167,7 +167,7 @@ EMULATED_INVENTORY := playbooks/inventories/emulated/hosts.yml
 # every host has its own prefix in the inventory: no -e dlobd_prefix here
 EMULATED_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(EMULATED_INVENTORY)
 
-.PHONY: emulated-up emulated-down emulated-deps emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated
+.PHONY: emulated-up emulated-down emulated-deps emulated-relink emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated
 # Debian's sshd for the hosts (the provisioning roles install what the hosts themselves need)
 emulated-deps: ## install openssh-server when sshd is missing (needs root and apt)
 	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
@@ -179,6 +179,9 @@ emulated-down: setup ## remove every namespace, link, address, process and file 
 	$(EMULATED) down
 
 # The machine's own Debian packages are what the hosts use: `make provision` installs them first.
+emulated-relink: setup ## shape every link of the running emulated cluster to EMULATED_TIER (then emulated-provision)
+	$(EMULATED) relink --tier $(EMULATED_TIER)
+
 emulated-provision: setup ## site.yml over SSH on the emulated hosts (wheels and jars from the controller's depot)
 	$(EMULATED_PLAYBOOK) playbooks/site.yml
 

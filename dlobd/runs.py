@@ -313,19 +313,23 @@ def stop_samplers(samplers: list[subprocess.Popen]) -> None:
 
 
 def run_command(ctx: RunContext, command: list, env: dict | None = None,
-                cwd: str | None = None, yarn_tag: str | None = None) -> LaunchResult:
+                cwd: str | None = None, yarn_tag: str | None = None,
+                keep_stdin: bool = False) -> LaunchResult:
     """Run one command with stdout.log/stderr.log in the attempt, monitor samples of every
     host, and the spec's time limit.
 
     A command past its limit has its whole process group killed (and, with `yarn_tag`, the
     YARN applications carrying the tag) and is `hung`. With `yarn_tag` the applications'
     ResourceManager records and container logs are kept in the attempt, whatever the end.
+    With `keep_stdin` the command reads a pipe held open until it ends (a command of
+    stacks.ssh_argv ends its remote side when that pipe closes).
     """
     out = open(ctx.attempt_dir / "stdout.log", "xb")
     err = open(ctx.attempt_dir / "stderr.log", "xb")
     with out, err:
         job_start = now_iso()
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd,
+                                stdin=subprocess.PIPE if keep_stdin else None,
                                 start_new_session=True)
         samplers = start_samplers(ctx, proc.pid)
         try:
@@ -346,6 +350,8 @@ def run_command(ctx: RunContext, command: list, env: dict | None = None,
                                   exit_status=proc.returncode, cwd=cwd)
         finally:
             job_end = now_iso()
+            if proc.stdin:
+                proc.stdin.close()
             stop_samplers(samplers)
     # the command's own span: what the harness adds around it is the rest of the run
     result.extra.update(job_start=job_start, job_end=job_end)

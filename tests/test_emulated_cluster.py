@@ -127,6 +127,23 @@ def test_inventory_has_the_groups_the_playbooks_expect(tmp_path):
     assert three["all"]["hosts"]["dle123abd-worker3"]["dlobd_yarn_memory_fraction"] == 0.2
 
 
+def test_relinking_changes_the_link_of_every_host_and_nothing_else(tmp_path):
+    plan = emulated.make_plan(workers=2, tier="eth-1g", run_id="123abc")
+    before = yaml.safe_load(emulated.inventory_text(plan, tmp_path, tmp_path / "depot"))
+    faster = emulated.replace(plan, tier="eth-10g", network="eth-10g-emulated")
+    after = emulated.relinked_inventory(yaml.safe_load(emulated.inventory_text(plan, tmp_path, tmp_path / "depot")),
+                                        faster)
+    assert after == yaml.safe_load(emulated.inventory_text(faster, tmp_path, tmp_path / "depot"))
+    link_vars = {"dlobd_emulated_tier", "dlobd_emulated_network", "dlobd_emulated_link"}
+    for name, hv in after["all"]["hosts"].items():
+        assert hv["dlobd_emulated_link"] == "emulated Ethernet eth-10g (veth + tbf 10000mbit)"
+        assert {k: v for k, v in hv.items() if k not in link_vars} == {
+            k: v for k, v in before["all"]["hosts"][name].items() if k not in link_vars}
+    other = emulated.make_plan(workers=2, tier="eth-1g", run_id="456def")
+    with pytest.raises(emulated.HarnessError, match="inventory is for emulated cluster 'dle123abc', not dle456def"):
+        emulated.relinked_inventory(after, other)
+
+
 def test_hosts_ssh_to_each_other_with_the_runs_key_only(tmp_path):
     plan = emulated.make_plan(workers=1, run_id="bbbbbb")
     config = emulated.ssh_client_config(tmp_path)

@@ -13,11 +13,12 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
 from dlobd import runs, stacks
-from dlobd.stacks import grpcbench
+from dlobd.stacks import grpcbench, ssh_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT = ["--port", "0", "--warmup", "0.2", "--duration", "0.5"]
@@ -321,8 +322,10 @@ def test_launcher_maps_points_to_options():
     argv = grpcbench.command("tgb", data["scales"]["local"]["fixed"],
                              {"network": "loopback", "payload_bytes": 32})
     assert argv[argv.index("--scheme") + 1] == "custom" and argv[argv.index("--sizes") + 1] == "32"
-    with pytest.raises(runs.NotRunnable, match="network eth-10g-emulated"):
-        grpcbench.command("tgb", {}, {"network": "eth-10g-emulated"})
+    assert argv[2:6] == ["--host", "127.0.0.1", "--port", "0"]
+    across = grpcbench.command("tgb", {"parameter_servers": 2}, {"network": "eth-10g-emulated"},
+                               ps=["10.0.0.2:5001", "10.0.0.3:5002"])
+    assert across[1:4] == ["run", "--ps", "10.0.0.2:5001,10.0.0.3:5002"] and "--host" not in across
     with pytest.raises(ValueError, match="parameter 'colour' is not a tf-grpc-bench option"):
         grpcbench.command("tgb", {"colour": "red"}, {"network": "loopback"})
 
@@ -336,10 +339,89 @@ def test_launch_one_point_end_to_end(binary, tmp_path):
     assert record["status"] == "ok", record.get("reason")
     assert record["versions"]["stack"].startswith("tf-grpc-bench 1 (grpc++ ")
     assert "--parameter-servers" in record["command"] and record["labels"]["data"] == "synthetic"
+    assert record["hosts"] == [{"name": "localhost", "address": "127.0.0.1",
+                                "roles": ["ps:0", "ps:1", "worker:0", "worker:1", "worker:2"]}]
     result = stacks.parse_run("grpcbench", attempt)
     assert result.finished and [r["metric"] for r in result.rows] == [
         "rpc_calls_per_s", "bandwidth_mb_per_s"]
     assert result.meta["scheme"] == "skew" and result.meta["workers"] == "3"
+
+
+def test_placement_keeps_parameter_servers_and_workers_on_different_hosts():
+    assert grpcbench.placement(1, ["a", "b"]) == (["a"], "b")
+    assert grpcbench.placement(2, ["a", "b", "c"]) == (["a", "b"], "c")
+    assert grpcbench.placement(3, ["a", "b", "c"]) == (["a", "b", "a"], "c")
+    with pytest.raises(runs.NotRunnable, match="needs two worker hosts; the cluster has a$"):
+        grpcbench.placement(1, ["a"])
+
+
+@pytest.fixture
+def two_host_cluster(monkeypatch, tmp_path):
+    """A cluster of two workers linked by eth-10g-emulated whose hosts are 127.0.0.2 and
+    127.0.0.3 of this machine: the launcher's ssh commands run here through bash."""
+    from dlobd import plan, provenance
+
+    env = {"DLOBD_WORKERS": "127.0.0.2 127.0.0.3", "DLOBD_EMULATED_NETWORK": "eth-10g-emulated",
+           "DLOBD_EMULATED_LINK": "emulated Ethernet eth-10g (veth + tbf 10000mbit)"}
+    monkeypatch.setattr(provenance, "prefix_env", lambda: env)
+    monkeypatch.setattr(provenance, "prefix", lambda: tmp_path / "prefix")
+    hosts = []
+
+    def ssh_here(host, cwd, env, argv):
+        hosts.append(host)
+        return ["bash", "-c", ssh_argv(host, cwd, env, argv)[-1]]
+
+    monkeypatch.setattr(grpcbench, "ssh_argv", ssh_here)
+    plan.capabilities.cache_clear()
+    yield hosts
+    plan.capabilities.cache_clear()
+
+
+def test_a_point_across_hosts_runs_servers_on_one_host_and_workers_on_another(
+        binary, tmp_path, two_host_cluster):
+    (tmp_path / "prefix" / "tf-grpc-bench" / "bin").mkdir(parents=True)
+    (tmp_path / "prefix" / "tf-grpc-bench" / "bin" / grpcbench.BINARY).symlink_to(binary)
+    data = spec("tfgrpc-fig14")
+    data["scales"]["local"]["fixed"].update(warmup_s=0.2, duration_s=0.5, repeats=1)
+    runs_dir = tmp_path / "runs"
+    attempt = runs.launch(data, "local", {"network": "eth-10g-emulated", "payload_scheme": "skew"},
+                          runs_dir, cluster="emulated")
+    record = runs.read_attempt(attempt, runs_dir).record
+    assert record["status"] == "ok", record.get("reason")
+    assert two_host_cluster == ["127.0.0.2", "127.0.0.2", "127.0.0.3"]
+    assert [(h["address"], h["roles"]) for h in record["hosts"]] == [
+        ("127.0.0.2", ["ps:0", "ps:1"]), ("127.0.0.3", ["worker:0", "worker:1", "worker:2"])]
+    assert record["labels"]["emulated"] == "true" and record["labels"]["network"] == "eth-10g-emulated"
+    result = stacks.parse_run("grpcbench", attempt)
+    assert result.finished and result.meta["workers"] == "3"
+    # the workers called the servers the launcher started, each on the port its host picked
+    listening = [(attempt / "servers" / f"ps-{i}.log").read_text().split()[1] for i in range(2)]
+    assert all(a.startswith("127.0.0.2:") for a in listening)
+    assert result.meta["ps"] == ",".join(listening)
+    # the servers ended with the run
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if "127.0.0.2:0" in (p.info["cmdline"] or [])]
+
+
+def test_a_server_that_cannot_start_fails_the_point_naming_its_host(tmp_path, two_host_cluster):
+    # no tf_grpc_bench under the prefix of the server's host
+    data = spec("tfgrpc-fig9")
+    runs_dir = tmp_path / "runs"
+    attempt = runs.launch(data, "local", {"network": "eth-10g-emulated", "payload_scheme": "skew"},
+                          runs_dir, cluster="emulated")
+    record = runs.read_attempt(attempt, runs_dir).record
+    assert record["status"] == "failed"
+    assert "parameter server 0 on 127.0.0.2 exited with status 127 before listening" in record["reason"]
+    assert (attempt / "servers" / "ps-0.log").is_file()
+
+
+def test_a_tier_the_cluster_lacks_is_not_runnable(tmp_path, two_host_cluster):
+    data = spec("rdmatf-fig1")
+    attempt = runs.launch(data, "local", {"network": "eth-1g-emulated", "workers": 2},
+                          tmp_path, cluster="emulated")
+    record = runs.read_attempt(attempt, tmp_path).record
+    assert record["status"] == "not runnable"
+    assert "needs eth-1g-emulated: the hosts are linked by emulated Ethernet eth-10g" in record["reason"]
 
 
 # ---------------------------------------------------------------- iovec capture (tfgrpc-fig4)

@@ -47,6 +47,22 @@ def test_emulated_links_are_marked_emulated():
     assert not networks.resolve("bigdl", "eth-1g").emulated
 
 
+def test_an_emulated_tier_is_a_capability_specs_may_name():
+    import json
+
+    schema = json.loads((ROOT / "dlobd" / "schemas" / "experiment.schema.json").read_text())
+    assert set(networks.emulated_values()) <= set(schema["$defs"]["capability"]["enum"])
+    for sid, s in sorted(SPECS.items()):
+        try:
+            scale = s.scale("local")
+        except KeyError:
+            continue
+        # a point on a tier names that tier among its needs, so `dlobd plan` tells it apart
+        for value in set((scale.get("matrix") or {}).get("network", [])) & set(networks.emulated_values()):
+            entries = [e for e in scale.get("point_needs") or [] if e["at"].get("network") == value]
+            assert entries and value in entries[0]["needs"], (sid, value)
+
+
 def test_unknown_network_names_the_value_and_the_file():
     with pytest.raises(networks.UnknownNetwork, match=r"'tcp-1GigE' is not defined in networks.yaml"):
         networks.resolve("bigdl", "tcp-1GigE")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dlobd import plan, runs, stacks
+from dlobd.stacks import ssh_argv
 from dlobd.stacks import tensorflow as tf
 
 PY = "/opt/stack/bin/python"
@@ -130,7 +131,7 @@ def _remote_as_local(argv):
 def test_remote_task_ends_when_its_connection_does(tmp_path):
     # the keep-alive wrapper of an ssh task, run locally: EOF on stdin (the supervisor
     # closing the pipe, or the ssh client dying) ends the task
-    argv = tf.remote_argv("h", str(tmp_path), {"X": "1"}, ["sleep", "60"])
+    argv = ssh_argv("h", str(tmp_path), {"X": "1"}, ["sleep", "60"])
     p = subprocess.Popen(_remote_as_local(argv), stdin=subprocess.PIPE)
     time.sleep(0.5)
     assert p.poll() is None
@@ -142,7 +143,7 @@ def test_remote_task_ends_when_its_connection_does(tmp_path):
 
 def test_remote_task_passes_env_cwd_and_exit_status(tmp_path):
     script = "import os, sys; print(os.getcwd(), os.environ['TF_CONFIG']); sys.exit(3)"
-    argv = tf.remote_argv("h", str(tmp_path), {"TF_CONFIG": '{"a": 1}'}, [sys.executable, "-c", script])
+    argv = ssh_argv("h", str(tmp_path), {"TF_CONFIG": '{"a": 1}'}, [sys.executable, "-c", script])
     # stdin stays open, as the supervisor keeps it while the task runs
     p = subprocess.Popen(_remote_as_local(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.wait(timeout=30) == 3

@@ -34,10 +34,15 @@ to sendmsg are recorded as the kernel saw them (strace/<task>.txt). The parser r
 traces: iovec_buffer_count per size_class (Table 1: small < 1 KiB <= medium < 1 MiB <=
 large), one row per class and trace file.
 
-Launcher: builds the suite with CMake into `<prefix>/build/tf-grpc-bench-<checkout>` (prefix =
-$DLOBD_PREFIX, default ~/dlobd-stack; the grpc_bench role installs its own copy per host) and
-runs `tf_grpc_bench run` with the point's and the scale's parameters on loopback, the
-parameter servers on free ports. Points on any other network are not runnable here.
+Launcher: runs `tf_grpc_bench run` with the point's and the scale's parameters. On loopback
+it first builds the suite from this checkout with CMake into
+`<prefix>/build/tf-grpc-bench-<checkout>` (prefix = $DLOBD_PREFIX, default ~/dlobd-stack), and
+`run` starts the parameter servers itself, on free ports.
+On a network between hosts (config/networks.yaml; e.g. eth-10g-emulated on a cluster of
+`make emulated-up`) the parameter servers run over ssh on the cluster's workers but the last
+(`tf_grpc_bench ps`, servers/ps-<i>.log, each on a port its host picks) and `run` with the
+benchmark's workers on the last worker, calling them; those hosts use the binary their
+grpc_bench role installed under the same prefix. A network the cluster lacks is not runnable.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from pathlib import Path
 
 from dlobd import provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, ssh_argv, text_lines
 
 LOG_FILES = ("stdout.log", "strace/*.txt")
 
@@ -67,6 +72,8 @@ BENCHMARKS = ("p2p-latency", "p2p-bandwidth", "ps-throughput", "tcp-pingpong", "
 
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "tf-grpc-bench"
 BINARY = "tf_grpc_bench"
+# a parameter server on another host gets this long to print where it listens
+SERVER_START_S = 30
 
 
 def parse(text: str) -> ParseResult:
@@ -248,14 +255,14 @@ OPTIONS = {
 }
 
 
-def command(binary, fixed: dict, point: dict) -> list[str]:
-    """The argv of one point: the scale's fixed parameters, then the point's axes."""
+def command(binary, fixed: dict, point: dict, ps: list[str] | None = None) -> list[str]:
+    """The argv of one point: the scale's fixed parameters, then the point's axes. With `ps`
+    (HOST:PORT of parameter servers already running) the workers call those; without, `run`
+    starts its own on loopback."""
     params = {**fixed, **point}
-    network = params.pop("network", "loopback")
-    if network != "loopback":
-        raise runs.NotRunnable(f"network {network}: the grpcbench launcher runs parameter "
-                               "servers and workers on loopback only")
-    argv = [str(binary), "run", "--host", "127.0.0.1", "--port", "0"]
+    params.pop("network", None)
+    argv = [str(binary), "run", *(["--ps", ",".join(ps)] if ps else
+                                  ["--host", "127.0.0.1", "--port", "0"])]
     if "payload_bytes" in params:  # one buffer of exactly that size
         if "payload_scheme" in params or "scheme" in params:
             raise ValueError("payload_bytes gives the payload itself; it takes no scheme")
@@ -269,17 +276,103 @@ def command(binary, fixed: dict, point: dict) -> list[str]:
     return argv
 
 
+def placement(parameter_servers: int, hosts: list[str]) -> tuple[list[str], str]:
+    """(host of each parameter server, host of the workers) for a point across the cluster:
+    the parameter servers round-robin over every worker host but the last, the benchmark's
+    workers (one `run`) on the last, so every call crosses the link between two hosts."""
+    if len(hosts) < 2:
+        raise runs.NotRunnable(f"a point across hosts needs two worker hosts; the cluster has "
+                               f"{', '.join(hosts) or 'none'}")
+    servers = hosts[:-1]
+    return [servers[i % len(servers)] for i in range(parameter_servers)], hosts[-1]
+
+
+def _listening(proc: subprocess.Popen, log_path: Path, what: str) -> str:
+    """HOST:PORT a parameter server printed once it listens (it picks a free port on its host)."""
+    deadline = time.monotonic() + SERVER_START_S
+    while True:
+        lines = log_path.read_text(errors="replace").splitlines()
+        found = [ln.split()[1] for ln in lines if ln.startswith("listening ") and len(ln.split()) == 2]
+        if found:
+            return found[0]
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {proc.returncode} before listening "
+                               f"({log_path.name}: {' | '.join(lines[-3:]) or 'empty'})")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} is not listening after {SERVER_START_S} s ({log_path.name})")
+        time.sleep(0.1)
+
+
+def start_servers(hosts: list[str], binary: str, mode: str, adir: Path,
+                  env: dict) -> tuple[list[subprocess.Popen], list[str]]:
+    """One `tf_grpc_bench ps` per host over ssh, its output in servers/ps-<i>.log; returns the
+    processes (an ssh client each: ending it ends the server) and the addresses they listen on."""
+    (adir / "servers").mkdir()
+    procs: list[subprocess.Popen] = []
+    addresses = []
+    try:
+        for i, host in enumerate(hosts):
+            log_path = adir / "servers" / f"ps-{i}.log"
+            argv = ssh_argv(host, str(adir), env, [binary, "ps", "--listen", f"{host}:0", "--mode", mode])
+            with open(log_path, "xb") as log:
+                procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.PIPE, start_new_session=True))
+            addresses.append(_listening(procs[-1], log_path, f"parameter server {i} on {host}"))
+    except BaseException:
+        _stop(procs)
+        raise
+    return procs, addresses
+
+
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    from dlobd import networks, plan
+
     if "capture" in ctx.fixed:
         return launch_capture(ctx)
-    with open(ctx.attempt_dir / "build.log", "x") as log:
-        binary = build(out=log)
-    argv = command(binary, ctx.fixed, ctx.point)
-    result = runs.run_command(ctx, argv, cwd=str(ctx.attempt_dir))
+    network = str(ctx.point.get("network", "loopback"))
+    link = networks.resolve("grpcbench", network)
+    lacking = plan.missing(link.needs)
+    if lacking:
+        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+    if link.address == "loopback":
+        with open(ctx.attempt_dir / "build.log", "x") as log:
+            binary = build(out=log)
+        result = runs.run_command(ctx, command(binary, ctx.fixed, ctx.point), cwd=str(ctx.attempt_dir))
+        params = {**ctx.fixed, **ctx.point}
+        result.hosts = [{"name": "localhost", "address": "127.0.0.1",
+                         "roles": [f"ps:{i}" for i in range(int(params.get("parameter_servers", 1)))]
+                         + [f"worker:{w}" for w in range(int(params.get("workers", 1)))]}]
+    else:
+        result = _launch_across_hosts(ctx)
     grpc = subprocess.run(["pkg-config", "--modversion", "grpc++"], capture_output=True, text=True)
     result.versions = {"stack": f"tf-grpc-bench {FORMAT_VERSION} (grpc++ "
                                 f"{grpc.stdout.strip() or 'unknown'})"}
-    result.labels = {"network": str(ctx.point.get("network", "loopback")), "data": "synthetic"}
+    result.labels = {"network": network, "data": "synthetic",
+                     **({"emulated": "true"} if link.emulated else {})}
+    return result
+
+
+def _launch_across_hosts(ctx: runs.RunContext) -> runs.LaunchResult:
+    """Parameter servers and workers on different hosts of the cluster, each host running the
+    tf_grpc_bench its grpc_bench role installed under the common prefix."""
+    params = {**ctx.fixed, **ctx.point}
+    server_hosts, client = placement(int(params.get("parameter_servers", 1)), provenance.workers())
+    binary = str(provenance.prefix() / "tf-grpc-bench" / "bin" / BINARY)
+    adir = Path(ctx.attempt_dir).resolve()
+    env = provenance.prefix_env()
+    servers, addresses = start_servers(server_hosts, binary, str(params.get("mode", "non-serialized")),
+                                       adir, env)
+    try:
+        argv = command(binary, ctx.fixed, ctx.point, ps=addresses)
+        result = runs.run_command(ctx, ssh_argv(client, str(adir), env, argv), cwd=str(adir),
+                                  keep_stdin=True)
+    finally:
+        _stop(servers)
+    result.hosts = [{"name": h, "address": h,
+                     "roles": [f"ps:{i}" for i, s in enumerate(server_hosts) if s == h]}
+                    for h in dict.fromkeys(server_hosts)]
+    result.hosts.append({"name": client, "address": client,
+                         "roles": [f"worker:{w}" for w in range(int(params.get("workers", 1)))]})
     return result
 
 
@@ -295,7 +388,11 @@ STRACE_ARGS = ["-f", "-qq", "-v", "-e", "trace=sendmsg", "-s", "0"]
 
 
 def _stop(procs) -> None:
+    """End processes and their groups: SIGTERM, SIGKILL after 10 s. An ssh client's pipe is
+    closed first, which ends its remote side (stacks.ssh_argv)."""
     for p in procs:
+        if p.stdin:
+            p.stdin.close()
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGTERM)
     deadline = time.monotonic() + 10

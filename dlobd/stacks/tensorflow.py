@@ -41,7 +41,6 @@ import json
 import math
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from pathlib import Path
 
 from dlobd import ROOT, runs
 from dlobd.metrics import METRICS, row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, ssh_argv, text_lines
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
@@ -345,25 +344,6 @@ def tf_config(tasks: list[Task], task: Task, protocol: str) -> dict:
     return {"cluster": cluster, "task": {"type": task.job, "index": task.index}, "rpc_layer": protocol}
 
 
-def remote_argv(host: str, cwd: str, env: dict, argv: list[str]) -> list[str]:
-    """`ssh <host>` running argv in cwd with env; the task ends when the connection does.
-
-    ssh passes no environment, so the variables go on the remote command line. The remote
-    shell starts the task in the background and waits for it; a watcher reading stdin kills
-    it at EOF, which comes when the supervisor closes the pipe or the ssh client dies (time
-    limit), so no task outlives its run on another host.
-    """
-    # (a background job's stdin is /dev/null, so the watcher reads the connection as fd 3)
-    keep_alive = ('exec 3<&0; "$@" </dev/null 3<&- & task=$!; '
-                  '{ read -r _ <&3; kill -TERM "$task" 2>/dev/null; } & watch=$!; '
-                  'wait "$task"; code=$?; kill "$watch" 2>/dev/null; exit "$code"')
-    remote = (f"cd {shlex.quote(cwd)} && exec env "
-              + " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
-              + f" bash -c {shlex.quote(keep_alive)} dlobd-task "
-              + " ".join(shlex.quote(a) for a in argv))
-    return ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", host, remote]
-
-
 def task_hosts(link, workers: list[str]) -> list[str]:
     """Where the tasks run: loopback keeps them all on this host, whatever the cluster has;
     other networks spread them over the cluster's workers."""
@@ -386,7 +366,7 @@ def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: li
         if t.host in LOCAL_HOSTS:
             t.argv, t.env = argv, env
         else:
-            t.argv, t.env = remote_argv(t.host, cwd, {**stack_vars, **env}, argv), {}
+            t.argv, t.env = ssh_argv(t.host, cwd, {**stack_vars, **env}, argv), {}
     return tasks
 
 

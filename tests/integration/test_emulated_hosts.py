@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 
 from dlobd import ROOT
 
@@ -203,6 +204,19 @@ def test_unshaped_links_are_not_capped_at_1_gbit(tmp_path):
         assert gbit > 1.3, gbit
         qdisc = subprocess.run(["tc", "qdisc", "show", "dev", worker["veth"]], capture_output=True, text=True).stdout
         assert "tbf" not in qdisc
+        # the same cluster relinked: both ends of every link shaped, the inventory says so
+        relink = harness(state_dir, "relink", "--tier", "eth-1g-emulated", "--inventory", str(inventory))
+        assert relink.returncode == 0, relink.stderr
+        state = json.loads((state_dir / "state.json").read_text())
+        assert state["label"] == "emulated Ethernet eth-1g (veth + tbf 1000mbit)"
+        for host in state["plan"]["hosts"]:
+            for where in ([], ["-n", host["name"]]):
+                dev = "eth0" if where else host["veth"]
+                shown = subprocess.run(["tc", *where, "qdisc", "show", "dev", dev], capture_output=True,
+                                       text=True).stdout
+                assert "tbf" in shown and "rate 1Gbit" in shown, (dev, where, shown)
+        hostvars = yaml.safe_load(inventory.read_text())["all"]["hosts"][worker["name"]]
+        assert hostvars["dlobd_emulated_network"] == "eth-1g-emulated"
     finally:
         down = harness(state_dir, "down")
     assert down.returncode == 0, down.stderr

@@ -44,11 +44,15 @@ from dlobd import runs, spec
 data = copy.deepcopy(spec.load_all()["rdmatf-fig6"].data)
 print(runs.launch(data, "local", {"network": sys.argv[2], "nodes": 2}, sys.argv[1], cluster="emulated"))
 """
+# One point of tfgrpc-fig9 (p2p latency, skew payloads): its parameter server on one worker, the
+# benchmark's worker on the other.
+GRPC_EXPERIMENT = "tfgrpc-fig9"
+GRPC_POINT = {"network": NETWORK, "payload_scheme": "skew"}
 # dlobd-fig5b's cifar10 point: 2 TF nodes (one executor on each worker) fed by Spark tasks that
 # read cifar10-synthetic from HDFS (2 replicas) while the nodes train.
 TFOS_EXPERIMENT = "dlobd-fig5b"
 TFOS_POINT = {"workload": "cifar10", "network": NETWORK, "gpus": 2}
-LAUNCH_TFOS = """
+LAUNCH_SPEC_POINT = """
 import copy, json, sys
 from dlobd import runs, spec
 data = copy.deepcopy(spec.load_all()[sys.argv[3]].data)
@@ -185,6 +189,30 @@ def test_a_point_runs_across_both_workers_from_the_master(emulated, tmp_path):
     assert "DLOBD event=summary task=chief:0" in (attempt / "tasks" / "chief-0.log").read_text()
 
 
+def test_a_grpc_point_runs_its_server_and_its_worker_on_different_workers(emulated, tmp_path):
+    runs_dir = tmp_path / "runs"
+    done = harness(emulated.state_dir, "exec", "--host", "master", "--",
+                   "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_SPEC_POINT,
+                   str(runs_dir), json.dumps(GRPC_POINT), GRPC_EXPERIMENT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    attempt = Path(done.stdout.strip().splitlines()[-1])
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["status"] == "ok", record["reason"]
+    first, second = (emulated.host(f"worker{i}")["address"] for i in (1, 2))
+    assert [(h["address"], h["roles"], h["link"]) for h in record["hosts"]] == [
+        (first, ["ps:0"], "emulated Ethernet eth-10g (veth + tbf 10000mbit)"),
+        (second, ["worker:0"], "emulated Ethernet eth-10g (veth + tbf 10000mbit)")]
+    # the worker, started over ssh on the second worker, called the server on the first
+    listening = (attempt / "servers" / "ps-0.log").read_text().split()
+    assert listening[0] == "listening" and listening[1].startswith(f"{first}:")
+    output = (attempt / "stdout.log").read_text()
+    assert f"ps: {listening[1]}" in output.splitlines() and output.rstrip().endswith("end: ok")
+    # the server ended with the run
+    server = emulated.host("worker1")["name"]
+    assert not [p for p in emulated_harness.namespace_processes(server)
+                if "tf_grpc_bench" in " ".join(p.cmdline())]
+
+
 def daemon_in(host: str, daemon: str) -> psutil.Process | None:
     """The running `daemon` (datanode, nodemanager, ...) of one emulated host."""
     for proc in emulated_harness.namespace_processes(host):
@@ -206,7 +234,7 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     attempt = runs.point_dir(runs_dir, "emulated", "local", TFOS_EXPERIMENT, TFOS_POINT) / "attempt-001"
     run = subprocess.Popen(
         [sys.executable, str(HARNESS), "--state-dir", str(emulated.state_dir), "exec", "--host", "master", "--",
-         "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_TFOS,
+         "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_SPEC_POINT,
          str(runs_dir), json.dumps(TFOS_POINT), TFOS_EXPERIMENT],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
