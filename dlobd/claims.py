@@ -779,6 +779,10 @@ class _Context:
         return self.tables[experiment]
 
 
+# how a point the scale's `exclude` removes is named where a check needs it
+EXCLUDED = " (excluded)"
+
+
 class _Evaluator:
     """Evaluates one check over the results; records what it read and compared."""
 
@@ -786,6 +790,7 @@ class _Evaluator:
         self.scale = context.scale
         self.table = context.table
         self.missing: list[str] = []
+        self.excluded_misses = 0     # how many of `missing` are points the scale excludes
         self.unreached: list[str] = []
         self.tests: list[tuple[str, bool]] = []
         self.paper: list[tuple[str, object]] = []
@@ -836,7 +841,7 @@ class _Evaluator:
                 return f"{axis}={fmt(value)}"
         for ex in scale.get("exclude") or []:
             if all(a in point and _same(point[a], v) for a, v in ex.items()):
-                return ", ".join(f"{a}={fmt(v)}" for a, v in ex.items()) + " (excluded)"
+                return ", ".join(f"{a}={fmt(v)}" for a, v in ex.items()) + EXCLUDED
         return None
 
     def _point_runs(self, spec: dict, table: _Table, point: dict, where: str):
@@ -848,6 +853,8 @@ class _Evaluator:
         runs = [r for r in table.runs if all(_same(r[c], v) for c, v in point.items())]
         if not runs:
             outside = self._outside_matrix(spec, point)
+            if outside and outside.endswith(EXCLUDED):
+                self.excluded_misses += 1
             self.missing.append(f"{where}: point not in the `{self.scale}` matrix ({outside})"
                                 if outside else f"{where}: no run")
             return None
@@ -1193,10 +1200,19 @@ class _Evaluator:
         results = []
         for binding in bindings:
             inner = {**env, **{k: _Bound(v, local) for k, (v, local) in binding.items()}}
+            seen, excluded = len(self.missing), self.excluded_misses
             body = self.truth(node.body, inner) if node.kind in ("all", "any", "count", "consecutive") \
                 else self.number(node.body, inner)
+            # an axis ranges over the points the scale has: a value whose point the scale's
+            # `exclude` removes (e.g. nodes=3 only on an emulated network) is not among them
+            new = len(self.missing) - seen
+            if isinstance(node.domain, AxisOf) and new and new == self.excluded_misses - excluded:
+                del self.missing[seen:]
+                continue
             results.append((binding[node.names[0]][0], body))
         if not results:
+            if bindings:
+                self.missing.append(f"{text}: every point is excluded from the `{self.scale}` matrix")
             return MISSING         # no values: recorded as missing by domain()
         bodies = [b for _, b in results]
         if node.kind in ("all", "consecutive"):

@@ -373,6 +373,29 @@ def test_quantifiers_over_sets_axes_and_ranges():
     assert verdict("min(n in 1..2: y[device=gpu, nodes=n]) == 90", FIG4).verdict == "holds"
 
 
+def test_an_axis_quantifier_skips_the_points_the_scale_excludes():
+    # 3 nodes only on the emulated network: `n in nodes` on loopback ranges over 1 and 2
+    spec = {**SPEC, "scales": {"local": {"runnable": True,
+                                         "matrix": {"device": ["loopback", "emulated"], "nodes": [1, 2, 3]},
+                                         "exclude": [{"device": "loopback", "nodes": 3}]}}}
+    results = table([({"device": "loopback", "nodes": 1}, 100.0), ({"device": "loopback", "nodes": 2}, 60.0),
+                     ({"device": "emulated", "nodes": 1}, 110.0), ({"device": "emulated", "nodes": 2}, 70.0),
+                     ({"device": "emulated", "nodes": 3}, 50.0)])
+    v = verdict("all(n in nodes: y[device=loopback, nodes=n] <= y[device=loopback, nodes=1])", results, spec=spec)
+    assert v.verdict == "holds", v.reason
+    assert verdict("all(n in nodes: y[device=emulated, nodes=n] <= 100)", results, spec=spec).verdict == "differs"
+    assert verdict("consecutive(a, b in nodes: y[device=loopback, nodes=a] > y[device=loopback, nodes=b])",
+                   results, spec=spec).verdict == "holds"
+    # a value the check names itself is not skipped: the excluded point is reported
+    named = verdict("all(n in {1, 3}: y[device=loopback, nodes=n] > 0)", results, spec=spec)
+    assert named.verdict != "holds"
+    assert "point not in the `local` matrix (device=loopback, nodes=3 (excluded))" in named.reason
+    only = {**spec, "scales": {"local": {**spec["scales"]["local"], "matrix": {"device": ["loopback"], "nodes": [3]},
+                                         "exclude": [{"device": "loopback", "nodes": 3}]}}}
+    none = verdict("all(n in nodes: y[device=loopback, nodes=n] > 0)", results, spec=only)
+    assert none.verdict != "holds" and "every point is excluded from the `local` matrix" in none.reason
+
+
 def test_quantifier_bodies_show_bound_values():
     v = verdict("all(d in {cpu-mkl, gpu}: y[device=d, nodes=2] < 200)", FIG4)
     assert v.verdict == "differs"
