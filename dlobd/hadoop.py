@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 import urllib.error
@@ -147,6 +148,51 @@ def save_applications(tag: str, attempt_dir, wait_s: float = 30) -> list[dict]:
             json.dump(record, fh, indent=2)
         _copy_container_logs(app["id"], attempt_dir / "containers")
     return apps
+
+
+def application_roles(attempt_dir) -> dict[str, list[str]]:
+    """Host name -> what the run's YARN application ran there: `application-master` (the RM's
+    records in yarn/) and `executor:<id>` (Spark's event logs in spark-events/)."""
+    attempt_dir = Path(attempt_dir)
+    roles: dict[str, list[str]] = {}
+    for path in sorted(attempt_dir.glob("yarn/*.json")):
+        try:
+            attempts = json.loads(path.read_text(encoding="utf-8")).get("appAttempts") or []
+        except (OSError, json.JSONDecodeError, AttributeError):
+            continue  # the parsers name a damaged record; provenance takes what it can read
+        for attempt in attempts:
+            node = str(attempt.get("nodeId") or "").rpartition(":")[0]
+            if node:
+                roles.setdefault(node, []).append("application-master")
+    for path in sorted(attempt_dir.glob("spark-events/*")):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    event = json.loads(line)
+                    if event.get("Event") == "SparkListenerExecutorAdded":
+                        host = event["Executor Info"]["Host"]
+                        roles.setdefault(host, []).append(f"executor:{event['Executor ID']}")
+                except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+                    continue
+    return roles
+
+
+def with_application_roles(hosts: list[dict], roles: dict[str, list[str]],
+                           resolve=socket.gethostbyname) -> list[dict]:
+    """The cluster's hosts with the roles the application had on each, matched by address
+    (YARN and Spark name hosts, run.json lists addresses); a host not in the list is added."""
+    out = [dict(h, roles=list(h["roles"])) for h in hosts]
+    for name, extra in roles.items():
+        try:
+            address = resolve(name)
+        except OSError:
+            address = name
+        match = next((h for h in out if address in (h["address"], h["name"]) or name == h["name"]), None)
+        if match is None:
+            match = {"name": name, "address": address, "roles": []}
+            out.append(match)
+        match["roles"].extend(extra)
+    return out
 
 
 def _hdfs(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -83,3 +83,36 @@ def test_unset_settings_are_named(monkeypatch, tmp_path):
     with pytest.raises(hadoop.HadoopError, match="DLOBD_RESOURCEMANAGER_HTTP is not set"):
         hadoop.applications("dlobd-x")
     provenance.prefix_env.cache_clear()
+
+
+def test_application_roles_come_from_the_rm_record_and_the_event_log(tmp_path):
+    import json
+
+    (tmp_path / "yarn").mkdir()
+    (tmp_path / "spark-events").mkdir()
+    (tmp_path / "yarn" / "application_1_0001.json").write_text(json.dumps(
+        {"id": "application_1_0001", "appAttempts": [{"nodeId": "w1:18041"}]}))
+    events = [{"Event": "SparkListenerApplicationStart", "App ID": "application_1_0001"},
+              {"Event": "SparkListenerExecutorAdded", "Executor ID": "1", "Executor Info": {"Host": "w1"}},
+              {"Event": "SparkListenerExecutorAdded", "Executor ID": "2", "Executor Info": {"Host": "w2"}}]
+    # a log cut mid-line (a killed application) still gives the executors it recorded
+    (tmp_path / "spark-events" / "application_1_0001").write_text(
+        "".join(json.dumps(e) + "\n" for e in events) + '{"Event": "SparkListenerJobSt')
+    roles = hadoop.application_roles(tmp_path)
+    assert roles == {"w1": ["application-master", "executor:1"], "w2": ["executor:2"]}
+    addresses = {"w1": "10.77.0.2", "w2": "10.77.0.3"}
+
+    def resolve(name):
+        if name not in addresses:
+            raise OSError(name)
+        return addresses[name]
+
+    cluster = [{"name": "10.77.0.1", "address": "10.77.0.1", "roles": ["namenode"]},
+               {"name": "10.77.0.2", "address": "10.77.0.2", "roles": ["worker"]},
+               {"name": "10.77.0.3", "address": "10.77.0.3", "roles": ["worker"]}]
+    hosts = hadoop.with_application_roles(cluster, {**roles, "elsewhere": ["executor:3"]}, resolve)
+    assert [(h["address"], h["roles"]) for h in hosts] == [
+        ("10.77.0.1", ["namenode"]), ("10.77.0.2", ["worker", "application-master", "executor:1"]),
+        ("10.77.0.3", ["worker", "executor:2"]), ("elsewhere", ["executor:3"])]
+    assert cluster[1]["roles"] == ["worker"]    # the cluster's own list is left as it was
+    assert hadoop.application_roles(tmp_path / "no-run") == {}

@@ -306,4 +306,6 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     result.versions = {"stack": f"bigdl {env.get('DLOBD_BIGDL_VERSION', 'unknown')}"}
     result.labels = {"data": runs.data_label(dataset), "spark": flavour,
                      "network": str(ctx.point.get("network", "loopback"))}
+    result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
+                                                hadoop.application_roles(ctx.attempt_dir))
     return result

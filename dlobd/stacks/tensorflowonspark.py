@@ -461,4 +461,6 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     result.labels.update({"data": runs.data_label(dataset),
                           "protocol": where.transport.settings["protocol"],
                           "tf_nodes": str(tf_nodes(ctx.point, ctx.fixed))})
+    result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
+                                                hadoop.application_roles(ctx.attempt_dir))
     return result

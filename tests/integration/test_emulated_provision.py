@@ -255,6 +255,9 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     assert record["status"] == "ok" or record["reason"], record
     assert record["job_end"] > killed_at, "the run had ended before the kill"
     assert (attempt / "stderr.log").stat().st_size > 0 and list((attempt / "yarn").glob("application_*.json"))
+    # the 2 TF nodes are 2 executors, one on each worker (Spark's event log, in run.json)
+    on = {h["address"]: [r for r in h["roles"] if r.startswith("executor:")] for h in record["hosts"]}
+    assert sorted(len(on.get(emulated.host(f"worker{i}")["address"], [])) for i in (1, 2)) == [1, 1], on
     (emulated.log_dir / f"fault-{daemon}.json").write_text(json.dumps(
         {"status": record["status"], "reason": record["reason"], "attempt": str(attempt), "killed_at": killed_at},
         indent=1))
