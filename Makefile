@@ -178,10 +178,10 @@ emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace h
 emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
 	$(EMULATED) down
 
-# The machine's own Debian packages are what the hosts use: `make provision` installs them first.
 emulated-relink: setup ## shape every link of the running emulated cluster to EMULATED_TIER (then emulated-provision)
 	$(EMULATED) relink --tier $(EMULATED_TIER)
 
+# The machine's own Debian packages are what the hosts use: `make provision` installs them first.
 emulated-provision: setup ## site.yml over SSH on the emulated hosts (wheels and jars from the controller's depot)
 	$(EMULATED_PLAYBOOK) playbooks/site.yml
 

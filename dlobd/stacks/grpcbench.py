@@ -325,25 +325,27 @@ def start_servers(hosts: list[str], binary: str, mode: str, adir: Path,
 
 
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:
-    from dlobd import networks, plan
+    from dlobd import networks
 
     if "capture" in ctx.fixed:
         return launch_capture(ctx)
     network = str(ctx.point.get("network", "loopback"))
-    link = networks.resolve("grpcbench", network)
-    lacking = plan.missing(link.needs)
+    lacking = networks.missing("grpcbench", network)
     if lacking:
         raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+    link = networks.resolve("grpcbench", network)
+    params = {**ctx.fixed, **ctx.point}
+    parameter_servers, workers = int(params.get("parameter_servers", 1)), int(params.get("workers", 1))
+    worker_roles = [f"worker:{w}" for w in range(workers)]
     if link.address == "loopback":
         with open(ctx.attempt_dir / "build.log", "x") as log:
             binary = build(out=log)
         result = runs.run_command(ctx, command(binary, ctx.fixed, ctx.point), cwd=str(ctx.attempt_dir))
-        params = {**ctx.fixed, **ctx.point}
         result.hosts = [{"name": "localhost", "address": "127.0.0.1",
-                         "roles": [f"ps:{i}" for i in range(int(params.get("parameter_servers", 1)))]
-                         + [f"worker:{w}" for w in range(int(params.get("workers", 1)))]}]
+                         "roles": [f"ps:{i}" for i in range(parameter_servers)] + worker_roles}]
     else:
-        result = _launch_across_hosts(ctx)
+        result = _launch_across_hosts(ctx, parameter_servers, worker_roles,
+                                      str(params.get("mode", "non-serialized")))
     grpc = subprocess.run(["pkg-config", "--modversion", "grpc++"], capture_output=True, text=True)
     result.versions = {"stack": f"tf-grpc-bench {FORMAT_VERSION} (grpc++ "
                                 f"{grpc.stdout.strip() or 'unknown'})"}
@@ -352,16 +354,15 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     return result
 
 
-def _launch_across_hosts(ctx: runs.RunContext) -> runs.LaunchResult:
+def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_roles: list[str],
+                        mode: str) -> runs.LaunchResult:
     """Parameter servers and workers on different hosts of the cluster, each host running the
     tf_grpc_bench its grpc_bench role installed under the common prefix."""
-    params = {**ctx.fixed, **ctx.point}
-    server_hosts, client = placement(int(params.get("parameter_servers", 1)), provenance.workers())
+    server_hosts, client = placement(parameter_servers, provenance.workers())
     binary = str(provenance.prefix() / "tf-grpc-bench" / "bin" / BINARY)
     adir = Path(ctx.attempt_dir).resolve()
     env = provenance.prefix_env()
-    servers, addresses = start_servers(server_hosts, binary, str(params.get("mode", "non-serialized")),
-                                       adir, env)
+    servers, addresses = start_servers(server_hosts, binary, mode, adir, env)
     try:
         argv = command(binary, ctx.fixed, ctx.point, ps=addresses)
         result = runs.run_command(ctx, ssh_argv(client, str(adir), env, argv), cwd=str(adir),
@@ -371,8 +372,7 @@ def _launch_across_hosts(ctx: runs.RunContext) -> runs.LaunchResult:
     result.hosts = [{"name": h, "address": h,
                      "roles": [f"ps:{i}" for i, s in enumerate(server_hosts) if s == h]}
                     for h in dict.fromkeys(server_hosts)]
-    result.hosts.append({"name": client, "address": client,
-                         "roles": [f"worker:{w}" for w in range(int(params.get("workers", 1)))]})
+    result.hosts.append({"name": client, "address": client, "roles": worker_roles})
     return result
 
 

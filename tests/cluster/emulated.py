@@ -236,6 +236,12 @@ def sshd_config(host: Host, host_dir: Path, authorized_keys: Path) -> str:
     ]) + "\n"
 
 
+def link_vars(plan: Plan) -> dict:
+    """The host variables that say which link the hosts have (stack_env writes them out)."""
+    return {"dlobd_emulated_tier": plan.tier, "dlobd_emulated_network": plan.network,
+            "dlobd_emulated_link": tier_label(plan.tier)}
+
+
 def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -> dict:
     """The Ansible inventory of the run, in the groups the playbooks expect."""
     master = [h.name for h in plan.hosts if h.role == "master"]
@@ -257,9 +263,7 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
             "dlobd_prefix": str(state_dir / STACK_MOUNT),
             **machine,
             "dlobd_emulated_namespace": h.name,
-            "dlobd_emulated_tier": plan.tier,
-            "dlobd_emulated_network": plan.network,
-            "dlobd_emulated_link": tier_label(plan.tier),
+            **link_vars(plan),
         }
     return {"all": {
         "vars": {
@@ -320,8 +324,7 @@ def relinked_inventory(inventory: dict, plan: Plan) -> dict:
     if run != plan.prefix:
         raise HarnessError(f"the inventory is for emulated cluster {run!r}, not {plan.prefix}: pass its --inventory")
     for hostvars in inventory["all"]["hosts"].values():
-        hostvars.update(dlobd_emulated_tier=plan.tier, dlobd_emulated_network=plan.network,
-                        dlobd_emulated_link=tier_label(plan.tier))
+        hostvars.update(link_vars(plan))
     return inventory
 
 
@@ -358,6 +361,13 @@ class State:
         self.data["made"].append(item)
         self.save()
         return item
+
+
+def running_state(state_dir: Path) -> State:
+    state = State.load(state_dir)
+    if state is None:
+        raise HarnessError(f"no emulated cluster: no {STATE_NAME} in {state_dir} (run `make emulated-up`)")
+    return state
 
 
 # ------------------------------------------------------------------ system commands
@@ -629,9 +639,7 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
 def relink(state_dir: Path, value: str, inventory: Path) -> Plan:
     """Every link of a running cluster to another tier, and the inventory with it: the next
     `make emulated-provision` writes the new link into each host's dlobd-env.sh."""
-    state = State.load(state_dir)
-    if state is None:
-        raise HarnessError(f"no emulated cluster: no {STATE_NAME} in {state_dir} (run `make emulated-up`)")
+    state = running_state(state_dir)
     if not inventory.is_file():
         raise HarnessError(f"inventory {inventory} is missing: pass the cluster's --inventory")
     tier, network = resolve_tier(value)
@@ -640,9 +648,10 @@ def relink(state_dir: Path, value: str, inventory: Path) -> Plan:
     shaped = {(i["dev"], i["netns"]) for i in state.data["made"] if i["kind"] == "qdisc"}
     for h in plan.hosts:
         for dev, ns in ((h.veth, None), ("eth0", h.name)):
-            if tbf_params(tier) is not None and (dev, ns) not in shaped:
-                state.add("qdisc", dev=dev, netns=ns)
-            set_tier(dev, ns, tier)
+            if (dev, ns) in shaped:
+                set_tier(dev, ns, tier)
+            else:
+                shape(state, dev, ns, tier)
     state.data.update(plan=asdict(plan), label=tier_label(tier))
     state.save()
     inventory.write_text(inventory_head(plan, state_dir) + yaml.safe_dump(relinked, sort_keys=False, width=200))
@@ -731,9 +740,7 @@ def host_command(state_dir: Path, host: str, command: list[str]) -> list[str]:
     """`command` run inside `host` (master, worker<N> or its full name): in the network, UTS and
     mount namespaces of its sshd, so it has the host's address, hostname, /etc/hosts and ssh
     config, as a session on that host would; the working directory stays the same."""
-    state = State.load(state_dir)
-    if state is None:
-        raise HarnessError(f"no emulated cluster: no {STATE_NAME} in {state_dir} (run `make emulated-up`)")
+    state = running_state(state_dir)
     prefix = state.data["plan"]["prefix"]
     name = host if host.startswith(prefix) else f"{prefix}-{host}"
     sshds = [i for i in state.data["made"] if i["kind"] == "process" and i["netns"] == name]

@@ -38,12 +38,8 @@ pytestmark = [
 ]
 
 # One point of rdmatf-fig6 on the cluster's link: a PS and a chief on one worker, a worker on the other.
-LAUNCH_POINT = """
-import copy, sys
-from dlobd import runs, spec
-data = copy.deepcopy(spec.load_all()["rdmatf-fig6"].data)
-print(runs.launch(data, "local", {"network": sys.argv[2], "nodes": 2}, sys.argv[1], cluster="emulated"))
-"""
+TF_EXPERIMENT = "rdmatf-fig6"
+TF_POINT = {"network": NETWORK, "nodes": 2}
 # One point of tfgrpc-fig9 (p2p latency, skew payloads): its parameter server on one worker, the
 # benchmark's worker on the other.
 GRPC_EXPERIMENT = "tfgrpc-fig9"
@@ -58,6 +54,13 @@ from dlobd import runs, spec
 data = copy.deepcopy(spec.load_all()[sys.argv[3]].data)
 print(runs.launch(data, "local", json.loads(sys.argv[2]), sys.argv[1], cluster="emulated"))
 """
+
+
+def launch_on_master(state_dir: Path, runs_dir: Path, experiment: str, point: dict) -> list[str]:
+    """The harness arguments that launch one point of `experiment` from the master, as
+    `make emulated-experiments` does (it prints the attempt directory)."""
+    return ["exec", "--host", "master", "--", "env", f"DLOBD_PREFIX={state_dir / 'stack'}", sys.executable,
+            "-c", LAUNCH_SPEC_POINT, str(runs_dir), json.dumps(point), experiment]
 # the driver's line when TFoS has reserved its nodes: training starts
 TRAINING_STARTED = re.compile(r"finished: foreachPartition at \S*TFCluster.py:321")
 
@@ -167,9 +170,8 @@ def test_a_point_runs_across_both_workers_from_the_master(emulated, tmp_path):
     rc, out, _ = emulated.playbook("cluster-up.yml")
     assert rc == 0, out[-5000:]
     runs_dir = tmp_path / "runs"
-    done = harness(emulated.state_dir, "exec", "--host", "master", "--",
-                   "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_POINT,
-                   str(runs_dir), NETWORK, timeout=600)
+    done = harness(emulated.state_dir, *launch_on_master(emulated.state_dir, runs_dir, TF_EXPERIMENT, TF_POINT),
+                   timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     attempt = Path(done.stdout.strip().splitlines()[-1])
     record = json.loads((attempt / "run.json").read_text())
@@ -191,9 +193,8 @@ def test_a_point_runs_across_both_workers_from_the_master(emulated, tmp_path):
 
 def test_a_grpc_point_runs_its_server_and_its_worker_on_different_workers(emulated, tmp_path):
     runs_dir = tmp_path / "runs"
-    done = harness(emulated.state_dir, "exec", "--host", "master", "--",
-                   "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_SPEC_POINT,
-                   str(runs_dir), json.dumps(GRPC_POINT), GRPC_EXPERIMENT, timeout=300)
+    done = harness(emulated.state_dir, *launch_on_master(emulated.state_dir, runs_dir, GRPC_EXPERIMENT, GRPC_POINT),
+                   timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     attempt = Path(done.stdout.strip().splitlines()[-1])
     record = json.loads((attempt / "run.json").read_text())
@@ -233,9 +234,8 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     runs_dir = tmp_path / "runs"
     attempt = runs.point_dir(runs_dir, "emulated", "local", TFOS_EXPERIMENT, TFOS_POINT) / "attempt-001"
     run = subprocess.Popen(
-        [sys.executable, str(HARNESS), "--state-dir", str(emulated.state_dir), "exec", "--host", "master", "--",
-         "env", f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", LAUNCH_SPEC_POINT,
-         str(runs_dir), json.dumps(TFOS_POINT), TFOS_EXPERIMENT],
+        [sys.executable, str(HARNESS), "--state-dir", str(emulated.state_dir),
+         *launch_on_master(emulated.state_dir, runs_dir, TFOS_EXPERIMENT, TFOS_POINT)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (attempt / "stderr.log").is_file() or not TRAINING_STARTED.search((attempt / "stderr.log").read_text()):
