@@ -470,6 +470,18 @@ def namespace_processes(ns: str) -> list[psutil.Process]:
     return procs
 
 
+def stray_processes(state_dir: Path) -> list[psutil.Process]:
+    """Live processes whose command line names the run's directory, but for this one and its
+    parents (the `down` that asks)."""
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if (proc.pid not in mine and proc.info["status"] != psutil.STATUS_ZOMBIE
+                and str(state_dir) in " ".join(proc.info["cmdline"] or [])):
+            found.append(proc)
+    return found
+
+
 def tail(path: Path, lines: int = 5) -> str:
     try:
         return " | ".join(path.read_text(errors="replace").splitlines()[-lines:]) or "(empty)"
@@ -713,6 +725,9 @@ def down(state_dir: Path) -> None:
     start = time.monotonic()
     prefix = state.data["plan"]["prefix"]
     made = state.data["made"]
+    # a process `up` started but was killed before recording (its pid is known only once it
+    # runs): its command line names the run's directory
+    stop_processes(stray_processes(state_dir))
     # the recorded processes first, then everything else in reverse order of making
     order = [i for i in made if i["kind"] == "process"] + [i for i in reversed(made) if i["kind"] != "process"]
     failed = []
@@ -728,6 +743,8 @@ def down(state_dir: Path) -> None:
                          for i, why in failed)
         raise HarnessError(f"could not remove: {what} (left in {state.path})")
     state.path.unlink()
+    # a save that a kill cut short leaves its temporary file behind
+    state.path.with_suffix(".tmp").unlink(missing_ok=True)
     if state.data.get("state_dir_made") and state_dir.exists() and not any(state_dir.iterdir()):
         state_dir.rmdir()
     log(f"removed emulated cluster {prefix} ({len(made)} objects, {state.data['label']}) "

@@ -301,3 +301,5 @@ def test_down_after_a_bring_up_killed_half_way(tmp_path):
         down = harness(state_dir, "down")
     assert down.returncode == 0, down.stdout + down.stderr
     assert_all_gone(state, state_dir, inventory)
+    # also when the kill cut a save short
+    assert not (state_dir / "state.tmp").exists()
