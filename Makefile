@@ -125,14 +125,15 @@ bench-reduce: setup build-hr-reduce ## CC vs Bin vs MPI_Reduce at 8-64 MiB on HR
 
 ## ---------------------------------------------------------------- benchmarks: tf-grpc-bench
 
-# TF-gRPC-Bench (benchmarks/tf-grpc-bench, C++ on Debian's libgrpc++-dev) builds into
+# TF-gRPC-Bench (benchmarks/tf-grpc-bench, C++ on Debian's libgrpc++-dev, or on the gRPC
+# under GRPC_ROOT, with its floor program grpc_floor) builds into
 # $(DLOBD_PREFIX)/build/tf-grpc-bench-<checkout>, the directory the grpcbench launcher and the tests use
 # (the grpc_bench role installs a copy per host in $(DLOBD_PREFIX)/tf-grpc-bench).
 .PHONY: build-grpc-bench bench-grpc
 build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/build/tf-grpc-bench-<checkout>
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import grpcbench; print(grpcbench.build())'
 
-bench-grpc: build-grpc-bench ## gRPC p2p latency/bandwidth vs raw TCP on loopback (medians, ratios)
+bench-grpc: setup ## gRPC p2p latency/bandwidth vs its gRPC build's floor and raw TCP on loopback (GRPC_ROOT= a site's gRPC)
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python benchmarks/tf-grpc-bench/bench.py
 
 ## ---------------------------------------------------------------- tests

@@ -24,6 +24,8 @@ Parser: the `total` row of each repeat (step = repeat) gives, by benchmark,
   line are unary)
   tcp-pingpong   latency_us, latency_p50_us, latency_p99_us with operation=tcp
   tcp-stream     bandwidth_mb_per_s with operation=tcp
+  grpc-floor     latency_us, latency_p50_us, latency_p99_us with operation=floor (grpc_floor:
+                 the smallest unary echo of the same gRPC build, echoes not verified)
 `worker` rows (one per worker process) stay in the log. The header is `meta`. The log is
 finished with its `end: ok` line.
 
@@ -48,6 +50,7 @@ grpc_bench role installed under the same prefix. A network the cluster lacks is 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -68,10 +71,12 @@ FORMAT_LINE = "tf-grpc-bench-output:"
 FORMAT_VERSION = "1"
 COLUMNS = ("kind repeat worker calls bytes seconds mean_us p50_us p99_us ser_us mb_per_s "
            "calls_per_s verified").split()
-BENCHMARKS = ("p2p-latency", "p2p-bandwidth", "ps-throughput", "tcp-pingpong", "tcp-stream")
+BENCHMARKS = ("p2p-latency", "p2p-bandwidth", "ps-throughput", "tcp-pingpong", "tcp-stream",
+              "grpc-floor")
 
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "tf-grpc-bench"
 BINARY = "tf_grpc_bench"
+FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (README "The floor")
 # a parameter server on another host gets this long to print where it listens
 SERVER_START_S = 30
 
@@ -130,8 +135,8 @@ def _number(no: int, name: str, text: str) -> float:
 
 def _rows(benchmark: str, mode: str, rpc: str, values: dict, step: int) -> list[dict]:
     grpc_op = "streaming" if rpc == "streaming" else None  # unary: TF's RPC, no label
-    if benchmark in ("p2p-latency", "tcp-pingpong"):
-        op = "tcp" if benchmark == "tcp-pingpong" else grpc_op
+    if benchmark in ("p2p-latency", "tcp-pingpong", "grpc-floor"):
+        op = {"tcp-pingpong": "tcp", "grpc-floor": "floor"}.get(benchmark, grpc_op)
         out = []
         if mode == "serialized":
             ser = values["ser_us"]
@@ -182,7 +187,8 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: repeat {repeat} after repeat {last_repeat} "
                                "(two logs interleaved or concatenated?)")
             values = {k: _number(no, k, rec[k]) for k in COLUMNS[3:]}
-            if values["verified"] != values["calls"]:
+            # the floor checks no echo by design (README "The floor"): its verified is 0
+            if values["verified"] != values["calls"] and result.meta["benchmark"] != "grpc-floor":
                 raise LogError(f"line {no}: {values['verified']:.0f} of {values['calls']:.0f} "
                                "calls verified")
             if rec["kind"] == "total":
@@ -215,15 +221,33 @@ def _parse(lines, cut) -> ParseResult:
 # ---------------------------------------------------------------- build and launch
 
 
+def grpc_root() -> str | None:
+    """The prefix of a site's gRPC C++ to build against ($GRPC_ROOT, e.g. a Spack-installed
+    grpc), or None for the system's (Debian's libgrpc++-dev)."""
+    return os.environ.get("GRPC_ROOT") or None
+
+
 def build_dir() -> Path:
-    return provenance.build_dir("tf-grpc-bench")
+    """One build directory per gRPC: a CMake cache holds the gRPC it was configured with."""
+    root = grpc_root()
+    if root is None:
+        return provenance.build_dir("tf-grpc-bench")
+    return provenance.build_dir("tf-grpc-bench-grpc-" + hashlib.sha1(root.encode()).hexdigest()[:8])
+
+
+CMAKE_ERROR = re.compile(r"^CMake Error[^\n]*\n((?:  .*\n?)+)", re.M)
 
 
 def build(out=None) -> Path:
-    """Configure and build the suite (incremental); returns the binary's path.
+    """Configure and build the suite and the floor (incremental) against the system's gRPC or
+    $GRPC_ROOT's; returns the suite's binary (the floor, FLOOR, is beside it).
 
     A lock serialises concurrent launches that share the build directory.
     """
+    root = grpc_root()
+    if root is not None and not Path(root).is_dir():  # before a build directory is made for it
+        raise RuntimeError(f"GRPC_ROOT={root}: no such directory (the prefix of a gRPC C++ "
+                           "installation, holding lib/pkgconfig/grpc++.pc)")
     bdir = build_dir()
     bdir.mkdir(parents=True, exist_ok=True)
     with open(bdir / ".build.lock", "w") as lock:
@@ -231,15 +255,24 @@ def build(out=None) -> Path:
         steps = []
         if not (bdir / "CMakeCache.txt").is_file():
             steps.append(["cmake", "-S", str(SOURCE_DIR), "-B", str(bdir),
-                          "-DCMAKE_BUILD_TYPE=Release"])
+                          "-DCMAKE_BUILD_TYPE=Release", f"-DGRPC_ROOT={root or ''}"])
         steps.append(["cmake", "--build", str(bdir), "--parallel", str(os.cpu_count() or 1)])
         for argv in steps:
             proc = subprocess.run(argv, stdout=out or subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True)
             if proc.returncode != 0:
-                tail = (proc.stdout or "")[-2000:]
-                raise RuntimeError(f"building tf-grpc-bench failed: {shlex.join(argv)}\n{tail}")
+                if "-S" in argv:  # a failed configure: configure again next time
+                    (bdir / "CMakeCache.txt").unlink(missing_ok=True)
+                text = proc.stdout or ""  # empty when it went to `out`
+                error = CMAKE_ERROR.search(text)  # CMake wraps its message: one line again
+                detail = " ".join(error[1].split()) if error else text[-2000:]
+                raise RuntimeError(f"building tf-grpc-bench failed: {shlex.join(argv)}\n{detail}")
     return bdir / BINARY
+
+
+def grpc_version(text: str) -> str:
+    """The gRPC version an output's header names (the library the run used), else unknown."""
+    return parse(text).meta.get("grpc_version") or "unknown"
 
 
 # spec parameter (fixed or point) -> option of `tf_grpc_bench run`
@@ -346,9 +379,9 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     else:
         result = _launch_across_hosts(ctx, parameter_servers, worker_roles,
                                       str(params.get("mode", "non-serialized")))
-    grpc = subprocess.run(["pkg-config", "--modversion", "grpc++"], capture_output=True, text=True)
-    result.versions = {"stack": f"tf-grpc-bench {FORMAT_VERSION} (grpc++ "
-                                f"{grpc.stdout.strip() or 'unknown'})"}
+    log = Path(ctx.attempt_dir) / "stdout.log"
+    grpc = grpc_version(log.read_text(errors="replace") if log.is_file() else "")
+    result.versions = {"stack": f"tf-grpc-bench {FORMAT_VERSION} (grpc++ {grpc})", "grpc": grpc}
     result.labels = {"network": network, "data": "synthetic",
                      **({"emulated": "true"} if link.emulated else {})}
     return result

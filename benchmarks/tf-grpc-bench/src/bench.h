@@ -66,7 +66,7 @@ class Checksum {
 
  private:
   static constexpr std::size_t kBlock = 32;  // four 8-byte words, one per lane
-  void block(const unsigned char* p);
+  static void block(const unsigned char* p, uint64_t* a, uint64_t* b);
   uint64_t a_[4] = {0x9e3779b97f4a7c15ULL, 1, 2, 3}, b_[4] = {0, 0, 0, 0};
   uint64_t length_ = 0;
   unsigned char carry_[kBlock];

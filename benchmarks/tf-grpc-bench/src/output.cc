@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <grpcpp/grpcpp.h>
+
 #include "bench.h"
 
 namespace tgb {
@@ -30,6 +32,8 @@ void print_header(const Options& o, const std::vector<Buffer>& layout,
                                      ? o.benchmark.c_str() : o.command.c_str());
   std::printf("mode: %s\n", o.command.rfind("tcp-", 0) == 0 ? "raw-tcp" : o.mode.c_str());
   std::printf("rpc: %s\n", o.command.rfind("tcp-", 0) == 0 ? "-" : o.rpc.c_str());
+  // the gRPC library this process runs with (the system's or GRPC_ROOT's); - for raw TCP
+  std::printf("grpc_version: %s\n", o.command.rfind("tcp-", 0) == 0 ? "-" : grpc::Version().c_str());
   std::printf("parameter_servers: %ld\n", o.parameter_servers);
   std::printf("ps: %s\n", ps.empty() ? "-" : joined(ps, [](const std::string& a) { return a; }).c_str());
   std::printf("workers: %ld\n", o.workers);
