@@ -106,6 +106,10 @@ class Spec:
     def axes(self) -> dict:
         return self.source_spec.data.get("axes", {})
 
+    def paper_values(self) -> list[dict]:
+        """The numbers the paper states for this figure (its data_from spec's for a slide chart)."""
+        return list(((self.source_spec.data.get("scales") or {}).get("paper") or {}).get("paper_values") or [])
+
     def dimensions(self) -> dict:
         return self.data.get("dimensions") or self.source_spec.data.get("dimensions", {})
 
@@ -276,10 +280,18 @@ def _check_scale(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
     for i, pn in enumerate(scale.get("point_needs", [])):
         check_point(pn["at"], f"{where}.point_needs[{i}].at")
     for i, pv in enumerate(scale.get("paper_values", [])):
-        check_point(pv["at"], f"{where}.paper_values[{i}].at", allow_dims=True)
-        open_axes = sorted(a for a, vals in (matrix or {}).items() if len(vals) > 1 and a not in pv["at"])
-        if open_axes:
-            errors.add(spec.path, f"{where}.paper_values[{i}].at", f"does not name a point: axes left open: {', '.join(open_axes)}")
+        up_to = pv.get("up_to")
+        if up_to is not None and up_to not in axes and up_to not in spec.dimensions():
+            errors.add(spec.path, f"{where}.paper_values[{i}].up_to", f"unknown axis {up_to!r}")
+        for key in ("at", "over"):
+            if key not in pv:
+                continue
+            check_point(pv[key], f"{where}.paper_values[{i}].{key}", allow_dims=True)
+            # 'up to' leaves its axis open; a relation's baseline may leave open what `at` names
+            named = set(pv[key]) | {up_to} | (set(pv["at"]) if key == "over" else set())
+            open_axes = sorted(a for a, vals in (matrix or {}).items() if len(vals) > 1 and a not in named)
+            if open_axes:
+                errors.add(spec.path, f"{where}.paper_values[{i}].{key}", f"does not name a point: axes left open: {', '.join(open_axes)}")
     if matrix is not None and not expand(scale):
         errors.add(spec.path, f"{where}.exclude", "every point of the matrix is excluded")
     for axis, mapping in (scale.get("axis_map") or {}).items():

@@ -353,6 +353,8 @@ def _paper_table(s: spec.Spec) -> "pd.DataFrame":
     primary = s.data["metric"]["name"]
     axes = s.axes()
     for pv in s.scale("paper").get("paper_values", []):
+        if pv.get("as") or pv.get("up_to") or pv.get("bound"):
+            continue    # relations, maxima and bounds are not values at a point
         point = {k: v for k, v in pv["at"].items() if k in axes}
         rows.append({**pv["at"], "experiment": s.id, "metric": pv.get("metric", primary), "value": pv["value"],
                      "step": None, "epoch": None, "run_id": f"paper/{spec.point_id(point)}", "status": "ok"})
