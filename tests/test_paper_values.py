@@ -2,16 +2,10 @@
 quantitative claim states is recorded in its experiment's spec, and a figure draws every
 recorded number beside this scale's value of the same quantity."""
 
-import os
-from pathlib import Path
-
 import pandas as pd
 import pytest
-import yaml
 
 from dlobd import ROOT, figures, spec
-
-CATALOG_ENV = "DLOBD_CATALOG"
 
 
 def _stated_numbers(claim: dict) -> list[tuple[float, ...]]:
@@ -32,19 +26,10 @@ def _recorded(s: spec.Spec) -> list[float]:
     return [float(v) for v in out if v is not None]
 
 
-@pytest.fixture(scope="module")
-def catalog_claims():
-    directory = os.environ.get(CATALOG_ENV)
-    if not directory:
-        pytest.skip(f"{CATALOG_ENV} is not set: it names the directory of the papers' claim catalog "
-                    "(claims.yaml), which .ci/run exports")
-    return yaml.safe_load(Path(directory, "claims.yaml").read_text())["claims"]
-
-
-def test_every_number_a_claim_states_is_a_paper_value(catalog_claims):
+def test_every_number_a_claim_states_is_a_paper_value(catalog):
     specs = spec.load_all(ROOT)
     missing = []
-    for claim in catalog_claims:
+    for claim in catalog[1].values():
         s = specs.get(claim.get("experiment_id"))
         own = next((c for c in s.claims if c["id"] == claim["id"]), None) if s else None
         if claim["kind"] != "quantitative" or own is None or "check" not in own:
