@@ -344,6 +344,20 @@ def _status_note(ax, x, cell: pd.DataFrame) -> None:
                 ha="center", va="bottom", fontsize=6.5, color="#7f7f7f", rotation=90)
 
 
+def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
+    """Say why a point of this scale has no run in the set drawn: the capabilities its
+    point_needs names (e.g. a tier only an emulated cluster has), or that it was not run."""
+    from dlobd.spec import expand, _matches
+
+    full = {k: v for k, v in point.items() if k in ctx.matrix}
+    if not any(_matches(p, full) for _, p in expand(ctx.scale)):
+        return      # excluded from this scale's matrix: no slot to explain
+    needs = [n for pn in ctx.scale.get("point_needs", []) if _matches(full, pn["at"]) for n in pn["needs"]]
+    text = ("no run: needs " + ", ".join(dict.fromkeys(needs))) if needs else "no run in this set"
+    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=6.5, color="#7f7f7f", rotation=90)
+
+
 def _non_ok_summary(ctx: Context) -> str | None:
     t = ctx.table
     if t.empty:
@@ -385,6 +399,9 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     pos.append(xpos)
                 elif not cell.empty:
                     _status_note(ax, xpos, cell)
+                elif ctx.scale_name != "paper" and not ctx.not_run_reason:
+                    point = dict(zip(list(ctx.plot.get("panels") or []), pkey))
+                    _empty_slot_note(ax, xpos, ctx, {**point, **dict(zip(series, skey)), x: xv})
             label = _legend_label(series, skey)
             if lines:
                 ax.plot(pos, ys, marker="o", label=label)

@@ -86,3 +86,16 @@ def test_stated_text_reads_as_the_paper_states_it():
     assert figures.stated_text({"at": at, "over": over, "as": "ratio", "value": 133, "up_to": "m"}) == "up to 133×"
     assert figures.stated_text({"at": at, "value": 10, "bound": "upper"}, "%") == "below 10 %"
     assert figures.implied_ratio({"as": "reduction", "value": 0.63}) == pytest.approx(0.37)
+
+
+def test_an_empty_slot_says_what_its_point_needs(tmp_path):
+    s = spec.load_all(ROOT)["rdmatf-fig1"]
+    # constructed rows (not measurements): loopback points only; the emulated tier's are absent
+    table = pd.DataFrame([
+        {"network": "loopback", "workers": w, "metric": "train_time_s", "value": 3.0 - w / 2, "status": "ok",
+         "run_id": f"local/local/rdmatf-fig1/network-loopback_workers-{w}/attempt-001", "reason": None,
+         "cluster": "local", "epoch": None, "step": None, "wall_clock_s": None}
+        for w in (1, 2, 3)])
+    fig = figures.draw(s.data, "local", s.data["scales"]["local"], table, tmp_path / "f.png")
+    notes = [t.get_text() for t in fig.axes[0].texts]
+    assert notes == ["no run: needs multi-host, eth-1g-emulated"] * 3
