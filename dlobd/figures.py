@@ -159,7 +159,8 @@ class Context:
         if not self.paper_panel:
             self.outer = fig.add_gridspec(1, 1, **_margins(self))
             return self.outer[0]
-        self.outer = fig.add_gridspec(2, 1, height_ratios=[2.2, 1], hspace=0.5, **_margins(self))
+        self.outer = fig.add_gridspec(2, 1, height_ratios=[2.2, 1],
+                                      hspace=0.6 + 2 * self.extra_bottom, **_margins(self))
         self.paper_area = self.outer[1]
         return self.outer[0]
 
@@ -274,8 +275,9 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
 def _margins(ctx: Context) -> dict:
     title, footer = _texts(ctx)
     height = ctx.height_in / FIGSIZE[1]  # text sizes are fixed; fractions shrink with height
-    bottom = (0.1 + 0.022 * len(footer) + (0.1 if ctx.paper_panel else 0)
-              + ctx.extra_bottom) / height
+    # long tick labels of the data need room under its axes: below the figure, or above the
+    # paper's panel when it has one (main_area)
+    bottom = (0.1 + 0.022 * len(footer) + (0.1 if ctx.paper_panel else ctx.extra_bottom)) / height
     top = 1 - (0.07 + 0.03 * len(title)) / height
     return {"left": 0.11, "right": ctx.right, "bottom": bottom, "top": top}
 
@@ -700,7 +702,9 @@ def stated_text(p: dict, unit: str = "") -> str:
     def rng(f):
         return f"{f(p['value'])}–{f(p['high'])}" if p.get("high") is not None else f(p["value"])
     kind = p.get("as")
-    if kind == "ratio":
+    if kind == "ratio" and str(p.get("quantity", "")).startswith("share"):
+        text = rng(lambda v: f"{v * 100:.5g}") + "%"
+    elif kind == "ratio":
         text = rng(lambda v: f"{v:g}") + "×"
     elif kind in ("reduction", "gain"):
         text = ("−" if kind == "reduction" else "+") + rng(lambda v: f"{v * 100:.5g}") + "%"
@@ -775,11 +779,21 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     return max(found), ""
 
 
+def stand_in(ctx: Context, p: dict) -> str:
+    """What a paper value's points are here when the scale's axis_map substitutes any of
+    them ('mpich / hr'), else ''."""
+    mapped = {key: local_point(ctx, p[key]) for key in ("at", "over") if key in p}
+    if any(m is None for m in mapped.values()) or all(mapped[k] == p[k] for k in mapped):
+        return ""
+    return "here: " + _point_label({**p, **mapped}).replace("\n", " ")
+
+
 def _point_label(p: dict) -> str:
     """'ipoib / rdma, 384' for a relation; 'ipoib, 384' for a value (the axes' values)."""
     at, over = p["at"], p.get("over") or {}
     differ = [k for k in at if k in over and not same(at[k], over[k])]
-    common = [label_of(v) for k, v in at.items() if k not in differ]
+    # a row column (a time on a curve) keeps its name: '2132' alone would not say what it is
+    common = [f"{k}={label_of(v)}" if k in ROW_X else label_of(v) for k, v in at.items() if k not in differ]
     head = " / ".join("/".join(label_of(d[k]) for k in differ) for d in (at, over)) if differ else ""
     parts = ([head] if head else []) + common
     if p.get("up_to"):
@@ -814,8 +828,10 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             if here is not None:
                 shown = implied_ratio(p, here) if relation else here
                 ax.bar(i + 0.2, shown, width=0.38, color="#1f77b4")
-                ax.annotate(stated_text({**p, "value": float(f"{here:.3g}"), "approx": False, "high": None,
-                                         "up_to": None, "bound": None}, unit),
+                text = stated_text({**p, "value": float(f"{here:.3g}"), "approx": False, "high": None,
+                                    "up_to": None, "bound": None}, unit)
+                substituted = stand_in(ctx, p)
+                ax.annotate(text + ("\n" + "\n".join(textwrap.wrap(substituted, 18)) if substituted else ""),
                             (i + 0.2, max(shown, 0)), xytext=(0, 2), textcoords="offset points",
                             ha="center", va="bottom", fontsize=6, color="#1f77b4",
                             rotation=90 if len(group) > 4 else 0)

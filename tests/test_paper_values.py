@@ -69,8 +69,10 @@ def test_figure_draws_every_paper_value_with_the_local_counterpart(tmp_path):
     assert "not run here" in texts
     hatched = [b for ax in fig.axes for b in ax.patches if b.get_hatch()]
     assert sorted(round(b.get_height(), 3) for b in hatched) == [2.7, 870, 2372]
-    # the absolute values' local counterpart: ipoib at 384 cores is loopback at 2 cores here
-    assert "24 s" in texts
+    # the absolute value's local counterpart, naming what stands in for ipoib at 384 cores
+    assert "24 s\nhere: loopback, 2" in texts
+    # the slots of the rdma points, which have no rows here, say what they need
+    assert texts.count("no run: needs infiniband, rdma, rdma-spark") == 2
 
 
 def test_x_label_names_the_paper_values_the_run_stands_for():
