@@ -426,6 +426,7 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     ax.get_legend_handles_labels()[1] else None)
         if not lines:
             ax.set_xticks(range(len(xs)), [label_of(v) for v in xs])
+            ax.set_xlim(-0.6, len(xs) - 0.4)  # slots without a bar keep their room and label
         elif all(_num(v) is not None for v in xs) and xs:
             ticks = [float(v) for v in xs]
             ax.set_xticks(ticks, [label_of(v) for v in xs])
