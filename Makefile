@@ -94,6 +94,14 @@ figures: setup ## rebuild figures, claim verdicts and the report from the raw lo
 	$(SNAKEMAKE) $(SNAKE_CONFIG)
 	@echo "report: $(abspath report/index.html)"
 
+.PHONY: appendix experiment
+appendix: setup ## docs/artifact-evaluation.md from the specs, data/reference and the verdicts rebuilt from it
+	$(SUBMAKE) figures RUNS=data/reference
+	$(BIN)/dlobd appendix --runs data/reference --results data/results
+
+experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id>
+	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True 'experiments=[$(ID)]'
+
 .PHONY: report
 report: setup ## the HTML report (and what it needs), plus Snakemake's own report at report/snakemake.html
 	$(SNAKEMAKE) report/index.html $(SNAKE_CONFIG)

@@ -1,4 +1,4 @@
-# The DLoBD pipeline: run -> parse -> results -> figure -> claims -> report (DESIGN.md §2).
+# The DLoBD pipeline: run -> parse -> results -> figure -> claims -> report (docs/design.md, Flow).
 # `make figures` runs it over whatever raw logs exist; `snakemake --profile profiles/local`
 # does the same by hand. Rules live in workflow/rules/, one file per step.
 

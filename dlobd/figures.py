@@ -31,6 +31,7 @@ STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unpar
 FIGSIZE = (8.0, 5.0)
 DPI = 100
 PAPER_COLOR = "#c0392b"
+PAPER_PANEL_IN = 2.8  # height the panel of the paper's values adds under the data
 
 
 # ---------------------------------------------------------------- values
@@ -158,7 +159,8 @@ class Context:
         if not self.paper_panel:
             self.outer = fig.add_gridspec(1, 1, **_margins(self))
             return self.outer[0]
-        self.outer = fig.add_gridspec(1, 2, width_ratios=[3.4, 1], wspace=0.28, **_margins(self))
+        self.outer = fig.add_gridspec(2, 1, height_ratios=[2.2, 1],
+                                      hspace=0.6 + 2 * self.extra_bottom, **_margins(self))
         self.paper_area = self.outer[1]
         return self.outer[0]
 
@@ -174,6 +176,20 @@ class Context:
         return label if not unit or named else f"{label} ({unit})"
 
     def x_label(self) -> str:
+        """The x axis's label; away from the paper's scale, with the paper's values the run's
+        values stand for, e.g. 'CPU cores (paper: 96/192/384)'."""
+        label = self._x_base()
+        x = self.plot["x"]
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("matrix") or {}
+        if self.scale_name == "paper" or x not in paper:
+            return label
+        ran = [str(v) for v in self.matrix.get(x, [])]
+        stated = [str(v) for v in paper[x]]
+        if ran == stated:
+            return label
+        return f"{label} (paper: {'/'.join(label_of(v) for v in paper[x])})"
+
+    def _x_base(self) -> str:
         if self.plot.get("x_label"):
             return self.plot["x_label"]
         x = self.plot["x"]
@@ -243,9 +259,13 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         texts = []
         for p in pv:
             at = ", ".join(f"{k}={label_of(v)}" for k, v in p["at"].items())
-            approx = "≈" if p.get("approx") else ""
-            texts.append(f"[{at}] {approx}{p['value']:g} ({p['where']})")
-        notes.append("paper's stated values (paper scale, right panel): " + "; ".join(texts))
+            if p.get("over"):
+                at += " over " + ", ".join(f"{k}={label_of(v)}" for k, v in p["over"].items())
+            if p.get("up_to"):
+                at += f", max over {p['up_to']}"
+            what = f"{p['quantity']} " if p.get("quantity") else ""
+            texts.append(f"[{at}] {what}{stated_text(p, get_unit(ctx, p))} ({p['where']})")
+        notes.append("paper's stated values (paper's cluster, lower panel): " + "; ".join(texts))
     footer = []
     for note in notes:
         footer.extend(textwrap.wrap(note, 150))
@@ -255,8 +275,9 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
 def _margins(ctx: Context) -> dict:
     title, footer = _texts(ctx)
     height = ctx.height_in / FIGSIZE[1]  # text sizes are fixed; fractions shrink with height
-    bottom = (0.1 + 0.022 * len(footer) + (0.035 if ctx.paper_panel else 0)
-              + ctx.extra_bottom) / height
+    # long tick labels of the data need room under its axes: below the figure, or above the
+    # paper's panel when it has one (main_area)
+    bottom = (0.1 + 0.022 * len(footer) + (0.1 if ctx.paper_panel else ctx.extra_bottom)) / height
     top = 1 - (0.07 + 0.03 * len(title)) / height
     return {"left": 0.11, "right": ctx.right, "bottom": bottom, "top": top}
 
@@ -312,10 +333,31 @@ def _paper_points(ctx: Context, extra_where: dict | None = None) -> list[dict]:
     return out
 
 
-def _status_note(ax, x, status: str) -> None:
-    """Name the status of a point without a value, at the foot of the axes."""
-    ax.annotate(STATUS_MARK.get(status, status), (x, 0.02), xycoords=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+def _status_note(ax, x, cell: pd.DataFrame) -> None:
+    """Say at the foot of the axes why a point has no value: its status and, for a point
+    not runnable here, the capabilities it needs (e.g. 'n/r: needs multi-host')."""
+    status = str(cell["status"].iloc[0])
+    text = STATUS_MARK.get(status, status)
+    reason = str(cell["reason"].iloc[0]) if "reason" in cell and cell["reason"].notna().any() else ""
+    needs = list(dict.fromkeys(re.findall(r"needs ([\w+-]+):", reason)))
+    if status == "not runnable" and needs:
+        text += ": needs " + ", ".join(needs)
+    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=6.5, color="#7f7f7f", rotation=90)
+
+
+def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
+    """Say why a point of this scale has no run in the set drawn: the capabilities its
+    point_needs names (e.g. a tier only an emulated cluster has), or that it was not run."""
+    from dlobd.spec import expand, _matches
+
+    full = {k: v for k, v in point.items() if k in ctx.matrix}
+    if not any(_matches(p, full) for _, p in expand(ctx.scale)):
+        return      # excluded from this scale's matrix: no slot to explain
+    needs = [n for pn in ctx.scale.get("point_needs", []) if _matches(full, pn["at"]) for n in pn["needs"]]
+    text = ("no run: needs " + ", ".join(dict.fromkeys(needs))) if needs else "no run in this set"
+    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=6.5, color="#7f7f7f", rotation=90)
 
 
 def _non_ok_summary(ctx: Context) -> str | None:
@@ -358,7 +400,10 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     ys.append(float(okc["value"].astype(float).mean()))
                     pos.append(xpos)
                 elif not cell.empty:
-                    _status_note(ax, xpos, str(cell["status"].iloc[0]))
+                    _status_note(ax, xpos, cell)
+                elif ctx.scale_name != "paper" and not ctx.not_run_reason:
+                    point = dict(zip(list(ctx.plot.get("panels") or []), pkey))
+                    _empty_slot_note(ax, xpos, ctx, {**point, **dict(zip(series, skey)), x: xv})
             label = _legend_label(series, skey)
             if lines:
                 ax.plot(pos, ys, marker="o", label=label)
@@ -381,6 +426,7 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     ax.get_legend_handles_labels()[1] else None)
         if not lines:
             ax.set_xticks(range(len(xs)), [label_of(v) for v in xs])
+            ax.set_xlim(-0.6, len(xs) - 0.4)  # slots without a bar keep their room and label
         elif all(_num(v) is not None for v in xs) and xs:
             ticks = [float(v) for v in xs]
             ax.set_xticks(ticks, [label_of(v) for v in xs])
@@ -548,7 +594,7 @@ def breakdown_bars(fig: Figure, ctx: Context) -> None:
     for k_i, key in enumerate(keys):
         cell = _select(t, groups, key)
         if not cell.empty and (cell["status"] != "ok").all():
-            _status_note(ax, k_i, str(cell["status"].iloc[0]))
+            _status_note(ax, k_i, cell)
     colors = matplotlib.colormaps["tab10"]
     bottoms = np.zeros(len(keys))
     for c_i, part in enumerate(parts):
@@ -643,8 +689,8 @@ def _reuse_axes(fig: Figure, ctx: Context, n: int) -> list:
     cols = min(n, 3)
     rows = math.ceil(n / cols)
     if n > 1:
-        fig.set_size_inches(4.2 * cols + (2 if ctx.paper_panel else 0),
-                            FIGSIZE[1] + 2.6 * (rows - 1))
+        fig.set_size_inches(max(4.2 * cols, FIGSIZE[0]),
+                            FIGSIZE[1] + 2.6 * (rows - 1) + (PAPER_PANEL_IN if ctx.paper_panel else 0))
     area = ctx.main_area(fig)
     grid = area.subgridspec(rows, cols, hspace=0.45, wspace=0.3)
     axs = [fig.add_subplot(grid[i // cols, i % cols]) for i in range(n)]
@@ -652,26 +698,167 @@ def _reuse_axes(fig: Figure, ctx: Context, n: int) -> list:
     return axs
 
 
+def stated_text(p: dict, unit: str = "") -> str:
+    """A paper value as the text states it: '2.7×', '−63%', '+8%', 'up to 133×', '≈870 s'."""
+    def rng(f):
+        return f"{f(p['value'])}–{f(p['high'])}" if p.get("high") is not None else f(p["value"])
+    kind = p.get("as")
+    if kind == "ratio" and str(p.get("quantity", "")).startswith("share"):
+        text = rng(lambda v: f"{v * 100:.5g}") + "%"
+    elif kind == "ratio":
+        text = rng(lambda v: f"{v:g}") + "×"
+    elif kind in ("reduction", "gain"):
+        text = ("−" if kind == "reduction" else "+") + rng(lambda v: f"{v * 100:.5g}") + "%"
+    else:
+        text = rng(lambda v: f"{v:g}") + (f" {unit}" if unit else "")
+    if p.get("bound"):
+        text = ("below " if p["bound"] == "upper" else "above ") + text
+    return ("up to " if p.get("up_to") else "") + ("≈" if p.get("approx") else "") + text
+
+
+def implied_ratio(p: dict, value: float | None = None) -> float:
+    """y[at] / y[over] that a relation (ratio, reduction or gain) of `value` means."""
+    v = p["value"] if value is None else value
+    return {"ratio": v, "reduction": 1 - v, "gain": 1 + v}[p["as"]]
+
+
+def _relation_of(kind: str, a: float, b: float) -> float:
+    return {"ratio": a / b, "reduction": 1 - a / b, "gain": a / b - 1}[kind]
+
+
+def local_point(ctx: Context, point: dict) -> dict | None:
+    """The point of this scale that stands for a paper point (through the scale's
+    axis_map), or None when an axis value has no counterpart here."""
+    amap = ctx.scale.get("axis_map") or {}
+    out = {}
+    for axis, value in point.items():
+        hit = next((lv for pv, lv in (amap.get(axis) or {}).items() if same(pv, value)), None)
+        if hit is None and axis in ctx.matrix and not any(same(value, o) for o in ctx.matrix[axis]):
+            return None
+        out[axis] = value if hit is None else hit
+    return out
+
+
+def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
+    """This scale's value of the quantity a paper value states, in the same form, and
+    what was compared ('' when there is none, with the reason in its place)."""
+    if ctx.scale_name == "paper":
+        return None, ""
+    if p.get("quantity") or p.get("metric") not in (None, ctx.metric["name"]):
+        return None, "not computed here"
+    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
+                          ctx.metric.get("over"))
+    values = values[values["status"] == "ok"]
+
+    def at(point):
+        mapped = local_point(ctx, point)
+        if mapped is None:
+            return None, "no counterpart here"
+        cell = values
+        for axis, v in mapped.items():
+            cell = where(cell, axis, v) if axis in cell else cell.iloc[0:0]
+        if cell.empty:
+            return None, "not run here"
+        return float(cell["value"].astype(float).mean()), ""
+
+    up_to = p.get("up_to")
+    choices = ctx.matrix.get(up_to, [None]) if up_to in ctx.matrix else [None]
+    found, why = [], ""
+    for choice in choices:
+        extra = {up_to: choice} if choice is not None else {}
+        a, why_a = at({**p["at"], **extra})
+        if "over" not in p:
+            found += [a] if a is not None else []
+            why = why or why_a
+            continue
+        b, why_b = at({**p["over"], **extra})
+        if a is not None and b:
+            found.append(_relation_of(p["as"], a, b))
+        why = why or why_a or why_b
+    if not found:
+        return None, why or "not run here"
+    return max(found), ""
+
+
+def stand_in(ctx: Context, p: dict) -> str:
+    """What a paper value's points are here when the scale's axis_map substitutes any of
+    them ('mpich / hr'), else ''."""
+    mapped = {key: local_point(ctx, p[key]) for key in ("at", "over") if key in p}
+    if any(m is None for m in mapped.values()) or all(mapped[k] == p[k] for k in mapped):
+        return ""
+    return "here: " + _point_label({**p, **mapped}).replace("\n", " ")
+
+
+def _point_label(p: dict) -> str:
+    """'ipoib / rdma, 384' for a relation; 'ipoib, 384' for a value (the axes' values)."""
+    at, over = p["at"], p.get("over") or {}
+    differ = [k for k in at if k in over and not same(at[k], over[k])]
+    # a row column (a time on a curve) keeps its name: '2132' alone would not say what it is
+    common = [f"{k}={label_of(v)}" if k in ROW_X else label_of(v) for k, v in at.items() if k not in differ]
+    head = " / ".join("/".join(label_of(d[k]) for k in differ) for d in (at, over)) if differ else ""
+    parts = ([head] if head else []) + common
+    if p.get("up_to"):
+        parts.append(f"max over {p['up_to']}")
+    return "\n".join(textwrap.wrap(", ".join(parts), 22))
+
+
 def paper_panel(fig: Figure, ctx: Context) -> None:
-    """The paper's stated values (paper scale) as marked points in a panel of their own:
-    on the paper's cluster they are not comparable on the reproduced axis."""
-    ax = fig.add_subplot(ctx.paper_area)
+    """The paper's stated values beside this scale's values of the same quantity, under the
+    reproduced data: hatched hollow bars the paper's, solid bars ours (at the point the
+    scale's axis_map maps the paper's point to). Relations (ratios, reductions, gains) are
+    drawn as y[at] / y[over], so each pair is its series over its baseline and shapes
+    compare across scales; absolute values get a log axis of their own."""
     pvs = ctx.paper_values()
-    labels = ["\n".join(label_of(v) for v in p["at"].values()) for p in pvs]
-    values = [p["value"] for p in pvs]
-    ax.plot(range(len(pvs)), values, marker="D", ls="none", mfc="none", mec=PAPER_COLOR, ms=7)
-    for i, p in enumerate(pvs):
-        ax.annotate(f"{'≈' if p.get('approx') else ''}{p['value']:g}", (i, p["value"]),
-                    xytext=(0, 5), textcoords="offset points", ha="center", fontsize=6.5,
-                    color=PAPER_COLOR)
-    ax.set_xticks(range(len(pvs)), labels, fontsize=6)
-    ax.set_xlim(-0.6, len(pvs) - 0.4)
-    ax.set_ylim(0, max(values) * 1.2 if values and max(values) > 0 else None)
-    units = {get_unit(ctx, p) for p in pvs}
-    ax.set_title("paper's stated values", fontsize=8, color=PAPER_COLOR)
-    ax.set_ylabel(", ".join(sorted(u for u in units if u)), fontsize=7)
-    ax.tick_params(axis="y", labelsize=6.5)
-    ax.set_xlabel(" / ".join(pvs[0]["at"]) if pvs else "", fontsize=6.5)
+    groups = [g for g in ([p for p in pvs if p.get("as")], [p for p in pvs if not p.get("as")]) if g]
+    area = ctx.paper_area.subgridspec(1, len(groups), wspace=0.25,
+                                      width_ratios=[max(len(g), 2) for g in groups])
+    for k, group in enumerate(groups):
+        ax = fig.add_subplot(area[k])
+        relation = bool(group[0].get("as"))
+        for i, p in enumerate(group):
+            unit = get_unit(ctx, p)
+            paper = implied_ratio(p) if relation else p["value"]
+            ax.bar(i - 0.2, paper, width=0.38, fc="none", ec=PAPER_COLOR, hatch="///", lw=1)
+            if p.get("high") is not None:
+                hi = implied_ratio(p, p["high"]) if relation else p["high"]
+                ax.plot([i - 0.2, i - 0.2], sorted([paper, hi]), color=PAPER_COLOR, lw=2)
+            ax.annotate(stated_text(p, unit), (i - 0.2, max(paper, 0)), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=6,
+                        color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
+            here, why = local_counterpart(ctx, p)
+            if here is not None:
+                shown = implied_ratio(p, here) if relation else here
+                ax.bar(i + 0.2, shown, width=0.38, color="#1f77b4")
+                text = stated_text({**p, "value": float(f"{here:.3g}"), "approx": False, "high": None,
+                                    "up_to": None, "bound": None}, unit)
+                substituted = stand_in(ctx, p)
+                ax.annotate(text + ("\n" + "\n".join(textwrap.wrap(substituted, 18)) if substituted else ""),
+                            (i + 0.2, max(shown, 0)), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6, color="#1f77b4",
+                            rotation=90 if len(group) > 4 else 0)
+            elif why and not ctx.not_run_reason:
+                ax.annotate(why, (i + 0.2, 0.02), xycoords=ax.get_xaxis_transform(), ha="center",
+                            va="bottom", fontsize=5.5, color="#7f7f7f", rotation=90)
+        crowded = len(group) > 3
+        ax.set_xticks(range(len(group)), [_point_label(p) for p in group], fontsize=5.5,
+                      rotation=30 if crowded else 0, ha="right" if crowded else "center")
+        ax.set_xlim(-0.6, len(group) - 0.4)
+        ax.tick_params(axis="y", labelsize=6.5)
+        if relation:
+            shown = [implied_ratio(p) for p in group]
+            if max(shown) / max(min(shown), 1e-9) > 20:   # shapes of very different size
+                ax.set_yscale("log")
+            ax.axhline(1, color="#7f7f7f", lw=0.6, ls=":")
+            ax.set_ylabel("y[at] / y[baseline]", fontsize=7)
+            ax.set_title("each over its baseline: paper hatched, here solid", fontsize=7.5,
+                         color=PAPER_COLOR)
+        else:
+            ax.set_yscale("log")
+            units = {get_unit(ctx, p) for p in group}
+            ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
+            ax.set_title("paper's stated values hatched, here solid", fontsize=7.5,
+                         color=PAPER_COLOR)
+        ax.margins(y=0.25)
 
 
 def get_unit(ctx: Context, paper_value: dict) -> str:
@@ -707,7 +894,8 @@ def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
     ctx = Context(spec, scale_name, scale, table, not_run)
     # a figure that only says why it is empty needs less room, unless it shows the paper's values
     short = not_run and not ctx.paper_panel
-    fig = Figure(figsize=(FIGSIZE[0], 3.4) if short else FIGSIZE, dpi=DPI)
+    height = 3.4 if short else FIGSIZE[1] + (PAPER_PANEL_IN if ctx.paper_panel else 0)
+    fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
     if not_run:
         ax = fig.add_subplot(ctx.main_area(fig))
         ax.axis("off")

@@ -218,5 +218,8 @@ def run(args) -> int:
             lines.append(f"  {'runnable':13} {eid}: {p['points']} point(s)")
     owners = sum(1 for s in specs.values() if not s.data.get("data_from"))
     print(f"scale {args.scale}: {n_ok} of {owners} experiments with runs of their own can run here")
+    stated = sum(1 for s in specs.values() if s.paper_values())
+    print(f"paper values: {stated} of {len(specs)} specs carry numbers their paper states "
+          "(slide charts through the paper figure they repeat)")
     print("\n".join(lines))
     return 0

@@ -444,7 +444,7 @@ def _labels(spec_data: dict, scale: str, point: dict) -> dict:
 
 
 def data_label(dataset) -> str:
-    """`synthetic` for generated data, else the data set name (DESIGN.md §10)."""
+    """`synthetic` for generated data, else the data set name (docs/design.md, Vocabulary)."""
     if not dataset:
         return "unknown"
     return "synthetic" if "synthetic" in str(dataset) else str(dataset)

@@ -15,7 +15,7 @@ import yaml
 from dlobd import claims
 from dlobd.claims import ClaimSyntaxError, Var, evaluate_claim, parse_check
 
-# Catalog checks (../shared/catalog/claims.yaml) translated into the claim language.
+# Checks of the papers' claim catalog (claims.yaml), translated into the claim language.
 CATALOG_CHECKS = {
     "dlobd-c01": "approx(y[network=ipoib, cores=384] / y[network=rdma, cores=384], 2.7, rtol=0.03)",
     "dlobd-c02": "approx(y[network=rdma, cores=384], 870, rtol=0.03) and "

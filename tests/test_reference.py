@@ -90,3 +90,22 @@ def test_report_names_scale_cluster_and_data_and_the_raw_logs_stay_untouched(reb
     assert digest(REFERENCE) == rebuilt["before"]
     record = json.loads(next(REFERENCE.rglob("run.json")).read_text())
     assert record["cluster"] and record["scale"] == "local"
+
+
+def test_artifact_appendix_is_current_with_a_row_per_experiment(rebuilt):
+    """docs/artifact-evaluation.md is what `make appendix` writes from the reference runs and
+    the verdicts rebuilt from them, with one table row per experiment."""
+    from dlobd import appendix
+
+    text = appendix.render(ROOT, REFERENCE, rebuilt["tmp"] / "results")
+    committed = (ROOT / appendix.OUT).read_text()
+    assert committed == text, "docs/artifact-evaluation.md is out of date: run make appendix"
+    table = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| experiment ")]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in table] == [
+        r["id"] for r in appendix.rows(ROOT, REFERENCE, rebuilt["tmp"] / "results")]
+    assert len(table) == len(SPECS) == 55
+    # every row's verdict cell names each of its claims with the verdict the pipeline gave
+    verdicts = pd.read_csv(rebuilt["tmp"] / "results" / "local" / "verdicts" / "dlobd-fig7b.csv")
+    row = next(line for line in table if line.startswith("| dlobd-fig7b "))
+    for verdict, claim_id in zip(verdicts["verdict"], verdicts["claim_id"]):
+        assert verdict in row and claim_id in row

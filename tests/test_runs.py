@@ -130,7 +130,7 @@ def test_record_not_runnable_reuses_same_reason_only(tmp_path):
 
 
 def test_launch_records_points_the_cluster_cannot_provide(tmp_path):
-    # rdma points need InfiniBand, which this machine does not have (FACTS.md)
+    # rdma points need InfiniBand, which the machines these tests run on lack (`dlobd plan` says so)
     a = runs.launch(SPEC, "local", {"network": "rdma", "cores": 1}, tmp_path)
     rec = runs.read_attempt(a, tmp_path).record
     assert rec["status"] == "not runnable"
