@@ -201,9 +201,8 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         by_paper=by_paper,
         hardware=hardware([{**r, "hosts": r.get("hosts")} for r in all_runs]),
         clusters=sorted({r.get("cluster") or "?" for r in all_runs}),
-        paths={stack: sum(len([r for r in e["runs"] if r.get("used")]) for e in entries
-                          if e["stack"] == stack)
-               for stack in sorted({e["stack"] for e in entries if e["counts"]})},
+        paths={stack: sum(e["counts"].get("ok", 0) for e in entries if e["stack"] == stack)
+               for stack in sorted({e["stack"] for e in entries if e["counts"].get("ok")})},
         stale=[e["id"] for e in entries if e["other_commits"]],
         verdicts=verdicts,
         known_ids=set(specs),

@@ -78,9 +78,11 @@ def test_verdicts_of_the_local_experiments_are_computed(rebuilt):
         assert set(verdicts["verdict"]) <= {"holds", "differs", "not comparable here", "not run",
                                             "not checkable"}
     # most of these claims compare RDMA with TCP, which cannot run here; the rest are computed
-    computed = sum((pd.read_csv(tmp / "results" / "local" / "verdicts" / f"{e}.csv")["verdict"]
-                    .isin(["holds", "differs"])).sum() for e in MUST_HAVE_RUN)
-    assert computed >= 5
+    # (two of them, dlobd-c38 and rdmatf-c08, read at a scale that voids their premise)
+    verdicts = pd.concat(pd.read_csv(tmp / "results" / "local" / "verdicts" / f"{e}.csv")
+                         for e in MUST_HAVE_RUN)["verdict"]
+    assert verdicts.isin(["holds", "differs"]).sum() == 3
+    assert verdicts.isin(["holds", "differs", "not comparable here"]).sum() == 5
 
 
 def test_report_names_scale_cluster_and_data_and_the_raw_logs_stay_untouched(rebuilt):
