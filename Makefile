@@ -156,8 +156,15 @@ lint-specs: setup ## validate every experiment spec and claims file (schema, cro
 .PHONY: test
 test: setup lint test-unit test-integration ## lint, unit tests, and the integration test on this machine
 
+# Debian's Chromium and its driver for the report's browser test (tests/test_reference.py);
+# Selenium drives them from .venv. A browser download never works offline, apt does.
+.PHONY: browser-deps
+browser-deps: ## install chromium and chromium-driver when missing (needs root and apt)
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { apt-get -o DPkg::Lock::Timeout=900 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq chromium chromium-driver; }
+
 .PHONY: test-unit
-test-unit: setup ## unit tests (no cluster needed)
+test-unit: setup browser-deps ## unit tests (no cluster needed), the report in a headless browser
 	$(BIN)/pytest -m "not integration" tests
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)

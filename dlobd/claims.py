@@ -29,9 +29,9 @@ import lark
 import pandas as pd
 import yaml
 
-from dlobd import ROOT, metrics
+from dlobd import ROOT, metrics, substitutions
 
-VERDICTS = ("holds", "differs", "not run", "not checkable")
+VERDICTS = ("holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable")
 
 GRAMMAR = r"""
 ?start: expr
@@ -765,8 +765,9 @@ class _Context:
     """What the checks of one spec read: its results and, on demand, other experiments'
     (spec, results), each indexed once for all claims."""
 
-    def __init__(self, spec: dict, results, scale: str, other_results, other_spec):
-        self.scale = scale
+    def __init__(self, spec: dict, results, scale: str, other_results, other_spec,
+                 cpus: int | None = None):
+        self.scale, self.cpus = scale, cpus
         self.other_results, self.other_spec = other_results, other_spec
         self.tables = {None: (spec, _Table(results, scale))}
 
@@ -796,6 +797,7 @@ class _Evaluator:
         self.paper: list[tuple[str, object]] = []
         self.reproduced: list[tuple[str, object]] = []
         self.inputs: list[tuple[str, object]] = []
+        self.substituted: list[str] = []     # paper selectors read at a local stand-in
 
     # -- tables and runs
 
@@ -817,7 +819,9 @@ class _Evaluator:
                 value, local = (node.value if isinstance(node, Num) else node.text), False
             if not local and column in axis_map:
                 mapped = next((v for k, v in axis_map[column].items() if _same(k, value)), value)
-                changed = changed or not _same(mapped, value)
+                if not _same(mapped, value):
+                    changed = True
+                    self.substituted.append(substitutions.axis_substitution(column, value, mapped))
                 value = mapped
             out[column] = value
         return out, changed
@@ -1234,7 +1238,7 @@ class _Evaluator:
 @dataclass
 class Verdict:
     claim_id: str
-    verdict: str                # holds | differs | not run | not checkable
+    verdict: str                # holds | differs | not comparable here | not run | not checkable
     reason: str
     check: str | None = None
     paper_values: list = field(default_factory=list)    # [(text, value)] the paper's numbers
@@ -1247,6 +1251,7 @@ class Verdict:
     scale: str | None = None
     check_alt: str | None = None
     alt: "Verdict | None" = None
+    substituted: list = field(default_factory=list)     # ['network=rdma (here: loopback)']
 
     @property
     def alt_verdict(self) -> str | None:
@@ -1286,7 +1291,7 @@ def _evaluate_check(text: str, context: _Context) -> dict:
         return {"verdict": "not checkable", "reason": f"check error: {e}",
                 "inputs": _unique(ev.inputs)}
     values = {"paper_values": _unique(ev.paper), "reproduced": _unique(ev.reproduced),
-              "inputs": _unique(ev.inputs)}
+              "inputs": _unique(ev.inputs), "substituted": list(dict.fromkeys(ev.substituted))}
     if ev.missing:
         return {"verdict": "not run", "reason": _summary(ev.missing), **values}
     if ev.unreached:
@@ -1298,11 +1303,26 @@ def _evaluate_check(text: str, context: _Context) -> dict:
             **values}
 
 
-def _context(spec: dict, results, scale: str, other_results, other_spec) -> _Context:
+def _context(spec: dict, results, scale: str, other_results, other_spec,
+             cpus: int | None = None) -> _Context:
     spec = _effective_spec(spec, other_spec)
     if spec.get("data_from") and (results is None or results.empty) and other_results:
         results = other_results(spec["data_from"])
-    return _Context(spec, results, scale, other_results, other_spec)
+    return _Context(spec, results, scale, other_results, other_spec, cpus)
+
+
+def _judged(claim: dict, spec: dict, context: _Context, check: str, base: dict) -> Verdict:
+    """One check's verdict; `not comparable here` when the scale voids the claim's premise
+    (dlobd/substitutions.py), keeping the numbers read for the reader."""
+    verdict = Verdict(check=check, **base, **_evaluate_check(check, context))
+    if verdict.verdict == "not checkable":
+        return verdict
+    void = substitutions.void_reason(claim, spec, context.scale, verdict.substituted,
+                                     context.cpus)
+    if void:
+        verdict.reason = f"{void}. Read here: {verdict.verdict}: {verdict.reason}"
+        verdict.verdict = substitutions.NOT_COMPARABLE
+    return verdict
 
 
 def _verdict(claim: dict, context: _Context) -> Verdict:
@@ -1312,29 +1332,29 @@ def _verdict(claim: dict, context: _Context) -> Verdict:
     if not claim.get("check"):
         return Verdict(verdict="not checkable",
                        reason=claim.get("not_checkable") or "the claim has no check", **base)
-    verdict = Verdict(check=claim["check"], **base, **_evaluate_check(claim["check"], context))
+    verdict = _judged(claim, spec, context, claim["check"], base)
     if claim.get("check_alt"):
         verdict.check_alt = claim["check_alt"]
-        verdict.alt = Verdict(check=claim["check_alt"], **base,
-                              **_evaluate_check(claim["check_alt"], context))
+        verdict.alt = _judged(claim, spec, context, claim["check_alt"], base)
     return verdict
 
 
 def evaluate_claim(claim: dict, spec: dict, results: pd.DataFrame | None, scale: str,
-                   other_results=None, other_spec=None) -> Verdict:
+                   other_results=None, other_spec=None, cpus: int | None = None) -> Verdict:
     """The verdict of one claim of `spec` over its results at `scale`.
 
     other_results(experiment_id) -> DataFrame serves `y@<experiment>` references (and the
     results of a `data_from` spec); other_spec(experiment_id) -> dict gives those
-    experiments' specs (default: experiments/<id>.yaml).
+    experiments' specs (default: experiments/<id>.yaml); `cpus` is the cores the runs' hosts
+    recorded (substitutions.run_cores), which the premise rules weigh.
     """
-    return _verdict(claim, _context(spec, results, scale, other_results, other_spec))
+    return _verdict(claim, _context(spec, results, scale, other_results, other_spec, cpus))
 
 
 def evaluate_spec(spec: dict, results: pd.DataFrame | None, scale: str, other_results=None,
-                  other_spec=None) -> list[Verdict]:
+                  other_spec=None, cpus: int | None = None) -> list[Verdict]:
     """The verdicts of every claim of `spec` (results indexed once for all of them)."""
-    context = _context(spec, results, scale, other_results, other_spec)
+    context = _context(spec, results, scale, other_results, other_spec, cpus)
     return [_verdict(c, context) for c in spec.get("claims") or []]
 
 
@@ -1351,11 +1371,12 @@ def verdicts_frame(verdicts: list[Verdict]) -> pd.DataFrame:
         "reproduced": _pairs_text(v.reproduced), "check": v.check,
         "alt_verdict": v.alt_verdict, "alt_reason": v.alt.reason if v.alt else None,
         "alt_reproduced": _pairs_text(v.alt.reproduced) if v.alt else None,
-        "check_alt": v.check_alt, "text": v.text,
+        "check_alt": v.check_alt, "text": v.text, "substituted": "; ".join(v.substituted),
     } for v in verdicts]
     return pd.DataFrame(rows, columns=[
         "paper", "experiment", "claim_id", "kind", "scale", "verdict", "reason", "paper_values",
-        "reproduced", "check", "alt_verdict", "alt_reason", "alt_reproduced", "check_alt", "text"])
+        "reproduced", "check", "alt_verdict", "alt_reason", "alt_reproduced", "check_alt", "text",
+        "substituted"])
 
 
 # ---------------------------------------------------------------- command
@@ -1376,6 +1397,15 @@ def register(parser) -> None:
 def _read_results(directory: Path, experiment: str) -> pd.DataFrame:
     path = directory / f"{experiment}.csv"
     return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+
+def _recorded_cores(directory: Path, spec: dict) -> int | None:
+    """The cores the runs of `spec` (or of its data_from spec) recorded, from runs/<id>.json."""
+    path = directory / "runs" / f"{spec.get('data_from') or spec.get('id')}.json"
+    try:
+        return substitutions.run_cores(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def run(args) -> int:
@@ -1407,7 +1437,7 @@ def run(args) -> int:
     verdicts = []
     for exp in wanted:
         verdicts += evaluate_spec(specs[exp], other_results(exp), args.scale, other_results,
-                                  other_spec)
+                                  other_spec, _recorded_cores(args.results, specs[exp]))
     frame = verdicts_frame(verdicts)
     if args.json:
         args.json.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")

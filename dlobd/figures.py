@@ -21,10 +21,11 @@ import matplotlib
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import matplotlib.lines  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from dlobd import metrics  # noqa: E402
+from dlobd import metrics, substitutions  # noqa: E402
 
 ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
@@ -230,6 +231,9 @@ class Context:
             parts.append("SYNTHETIC DATA")
         if self.emulated():
             parts.append("EMULATED NETWORK (shaped veth links, not IPoIB/RDMA)")
+        substituted = substitutions.footer(self.spec, self.scale_name)
+        if substituted:
+            parts.append(substituted)
         return "  ·  ".join(parts)
 
     def paper_values(self) -> list[dict]:
@@ -938,30 +942,53 @@ UTILISATION_PANELS = (
 QUIET_INTERFACE_MB_S = 0.01
 
 
+def _point_label(run_id: str) -> str:
+    """`gpus=1, workload=cifar10` from a run id's point directory (axis-value pairs joined by _)."""
+    point = Path(str(run_id)).parts[3]
+    return ", ".join(pair.replace("-", "=", 1) for pair in point.split("_"))
+
+
 def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) -> Figure:
-    """CPU, memory of the job's processes and network over time, one line per run and host
-    (network: per busy interface and direction), from the `monitor/<host>.csv` rows of an
-    experiment's results."""
+    """CPU, memory of the job's processes and network over time, one colour per run (the
+    same in every panel, named once in a legend under the panels), host and interface named
+    where they vary, received traffic solid and sent dashed; from the `monitor/<host>.csv`
+    rows of an experiment's results."""
     mon = table[is_monitor(table) & (table["status"] == "ok")] if not table.empty else table
-    fig = Figure(figsize=(FIGSIZE[0], 7.5), dpi=DPI, layout="constrained")
+    run_ids = sorted(mon["run_id"].unique()) if not mon.empty else []
+    colours = {r: matplotlib.colormaps["tab10" if len(run_ids) <= 10 else "tab20"](i % 20)
+               for i, r in enumerate(run_ids)}
+    fig = Figure(figsize=(FIGSIZE[0], 7.5 + 0.22 * math.ceil(len(run_ids) / 2)), dpi=DPI,
+                 layout="constrained")
     axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
     for ax, (metric, label) in zip(axes, UTILISATION_PANELS):
         rows = mon[mon["metric"] == metric] if not mon.empty else mon
         keys = [c for c in ("run_id", "host", "interface", "direction") if c in rows.columns]
-        for key, line in (rows.groupby(keys, sort=True, dropna=False) if not rows.empty else []):
-            parts = dict(zip(keys, key))
-            if metric == "net_mb_per_s" and line["value"].astype(float).max() < QUIET_INTERFACE_MB_S:
-                continue
-            name = " ".join(str(parts[c]) for c in keys[1:] if isinstance(parts[c], str))
-            point = Path(str(parts["run_id"])).parts[3]
+        drawn = [(dict(zip(keys, key)), line) for key, line in
+                 (rows.groupby(keys, sort=True, dropna=False) if not rows.empty else [])
+                 if metric != "net_mb_per_s"
+                 or line["value"].astype(float).max() >= QUIET_INTERFACE_MB_S]
+        varying = [c for c in keys[1:3] if len({str(p[c]) for p, _ in drawn}) > 1]
+        for parts, line in drawn:
             line = line.sort_values("wall_clock_s")
             ax.plot(line["wall_clock_s"].astype(float), line["value"].astype(float),
-                    label=f"{point} {name}".strip(), linewidth=1)
+                    color=colours[parts["run_id"]], linewidth=1,
+                    linestyle="--" if parts.get("direction") == "tx" else "-",
+                    label=" ".join([_point_label(parts["run_id"])]
+                                   + [parts[c] for c in keys[1:] if isinstance(parts[c], str)]))
+            if varying:     # which host or interface, at the line's peak
+                peak = line["value"].astype(float).idxmax()
+                ax.annotate(" ".join(str(parts[c]) for c in varying),
+                            (float(line.loc[peak, "wall_clock_s"]), float(line.loc[peak, "value"])),
+                            fontsize=7, color=colours[parts["run_id"]])
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=6, loc="upper right")
+    if "direction" in mon.columns and mon["direction"].notna().any():
+        axes[-1].set_title("received solid, sent dashed", fontsize=8, loc="right")
     axes[-1].set_xlabel("Time since the run started (s)")
+    if run_ids:
+        handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
+        fig.legend(handles, [_point_label(r) for r in run_ids], loc="outside lower center",
+                   ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
     title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
     if mon.empty:
         title += ": no monitor samples"

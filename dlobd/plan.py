@@ -55,10 +55,11 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     prov = "provisioned prefix " + (str(pre) if env_file.is_file() else
                                     f"{pre} has no etc/dlobd-env.sh (run `make provision`)")
     hadoop_home = _home("HADOOP_HOME") or pre
-    caps["hadoop"] = (_have(str(hadoop_home / "**" / "hadoop-common-[0-9]*.jar")),
+    # provisioning writes dlobd-env.sh: jars in a prefix without it are no install to use
+    caps["hadoop"] = (env_file.is_file() and _have(str(hadoop_home / "**" / "hadoop-common-[0-9]*.jar")),
                       f"Hadoop jars under {hadoop_home}" if env_file.is_file() else prov)
     spark_home = _home("SPARK_HOME") or pre
-    caps["spark"] = (_have(str(spark_home / "**" / "bin" / "spark-submit")),
+    caps["spark"] = (env_file.is_file() and _have(str(spark_home / "**" / "bin" / "spark-submit")),
                      f"spark-submit under {spark_home}" if env_file.is_file() else prov)
     versions = provenance.versions()
     caps["tensorflow"] = (versions["tensorflow"] is not None,

@@ -11,12 +11,13 @@ import base64
 import datetime as _dt
 import json
 import os
+import re
 from pathlib import Path
 
 import jinja2
 import pandas as pd
 
-from dlobd import figures, provenance
+from dlobd import figures, provenance, substitutions
 
 PAPERS = {
     "dlobd": "DLoBD (TMSCS)",
@@ -25,10 +26,17 @@ PAPERS = {
     "rdmatf": "RDMA TensorFlow (USTC)",
     "tfgrpc": "TF-gRPC-Bench",
 }
-VERDICT_ORDER = ["holds", "differs", "not run", "not checkable"]
+# holds and differs first: what was compared, then what could not be
+VERDICT_ORDER = ["holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable"]
 # the columns of claims.verdicts_frame the verdict table shows
 VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
-                  "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text")
+                  "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text",
+                  "substituted")
+
+
+def natural_key(text: str) -> list:
+    """fig4a before fig11: runs of digits compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text))]
 
 
 def _env() -> jinja2.Environment:
@@ -73,14 +81,40 @@ def verdict_rows(results_dir, scales, verdict_ids, specs) -> list[dict]:
                 rec["scale"] = scale
                 rec["paper"] = _paper_of(vid, specs)
                 rows.append(rec)
-    return rows
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    return sorted(rows, key=lambda r: (rank.get(r["verdict"], len(rank)),
+                                       natural_key(r["experiment"]), natural_key(r["claim_id"])))
+
+
+def hardware(run_list: list[dict]) -> list[str]:
+    """The hardware the used runs recorded, one line per distinct kind: CPU model, cores,
+    memory, hosts, links, and the fabric fingerprint where run.json has one (the NICs, which
+    other tests' bridges come and go on, stay in each run's provenance)."""
+    seen = []
+    for r in run_list:
+        if not r.get("used"):
+            continue
+        system = r.get("system") or {}
+        hosts = r.get("hosts") or []
+        links = sorted({h["link"] for h in hosts if h.get("link")})
+        parts = [f"{system.get('cpu_model') or 'CPU not recorded'}, {system.get('cpus', '?')} cores, "
+                 f"{round(system['memory_mb'] / 1024)} GiB" if system.get("memory_mb") else
+                 f"{system.get('cpu_model') or 'CPU not recorded'}, {system.get('cpus', '?')} cores",
+                 f"{len(hosts) or 1} host(s)",
+                 "links: " + (", ".join(links) if links else "loopback only (one host)")]
+        if r.get("fabric"):
+            parts.append(f"fabric: {json.dumps(r['fabric'], sort_keys=True)}")
+        line = "; ".join(parts)
+        if line not in seen:
+            seen.append(line)
+    return seen
 
 
 def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
                        report_dir) -> list[dict]:
     out = []
     for eid in sorted(specs, key=lambda e: (list(PAPERS).index(specs[e]["paper"])
-                                            if specs[e]["paper"] in PAPERS else 99, e)):
+                                            if specs[e]["paper"] in PAPERS else 99, natural_key(e))):
         spec = specs[eid]
         for scale in scales:
             did = data_ids.get(eid, eid)
@@ -122,6 +156,15 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                                     if sampled and did == eid else None),
                 "pdf": os.path.relpath(pdf, report_dir),
                 "runs": run_list,
+                "notes": (scale_data or {}).get("notes") or [],
+                "axis_map": substitutions.axis_map(spec, scale),
+                "substitutions": substitutions.substitutions(spec, scale,
+                                                             substitutions.run_cores(run_list)),
+                "paper_setting": substitutions.paper_setting(spec),
+                "hardware": hardware(run_list),
+                "origin": sorted({r["run_id"].split("/")[0] for r in run_list if r.get("used")}),
+                "commits": sorted({(r.get("git") or {}).get("commit") or "none"
+                                   for r in run_list if r.get("used")}),
             })
     return out
 
@@ -140,7 +183,13 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
     entries = experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
                                  out_html.parent)
     counts = {v: sum(1 for r in verdicts if r.get("verdict") == v) for v in VERDICT_ORDER}
+    by_paper = {p: {v: sum(1 for r in verdicts if r["paper"] == p and r["verdict"] == v)
+                    for v in VERDICT_ORDER} for p in PAPERS}
     git = provenance.git_state()
+    for e in entries:
+        e["other_commits"] = [c for c in e["commits"] if c != git.get("commit")]
+        e["claims"] = [r for r in verdicts if r["experiment"] == e["id"] and r["scale"] == e["scale"]]
+    all_runs = [r for e in entries for r in e["runs"] if r.get("used")]
     html = _env().get_template("report.html.j2").render(
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         git=git,
@@ -149,6 +198,12 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         papers=PAPERS,
         verdict_names=VERDICT_ORDER,
         verdict_counts=counts,
+        by_paper=by_paper,
+        hardware=hardware([{**r, "hosts": r.get("hosts")} for r in all_runs]),
+        clusters=sorted({r.get("cluster") or "?" for r in all_runs}),
+        paths={stack: sum(e["counts"].get("ok", 0) for e in entries if e["stack"] == stack)
+               for stack in sorted({e["stack"] for e in entries if e["counts"].get("ok")})},
+        stale=[e["id"] for e in entries if e["other_commits"]],
         verdicts=verdicts,
         known_ids=set(specs),
         experiments=entries,

@@ -196,6 +196,7 @@ def run_summaries(runs_dir, scale: str, experiment: str) -> list[dict]:
                      f"{' Mb/s' if n.get('speed_mbps') else ''})"
                      for n in (rec.get("system") or {}).get("nics", [])],
             "git": rec.get("git"),
+            "fabric": rec.get("fabric"),
         })
     return out
 

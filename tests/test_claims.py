@@ -613,6 +613,15 @@ def test_verdicts_frame_and_json():
     assert data[0]["alt"]["verdict"] == "differs"
 
 
+def test_a_verdict_on_a_mapped_point_names_the_substitution():
+    spec = {**SPEC, "claims": [{"id": "dlobd-c97", "kind": "trend", "text": "t",
+                                "check": "y[device=gpu, nodes=1] < y[device=cpu-mkl, nodes=1]"}]}
+    spec["scales"] = {"local": {**SPEC["scales"]["local"], "axis_map": {"device": {"gpu": "cpu-openblas"}}}}
+    [v] = claims.evaluate_spec(spec, FIG4, "local")
+    assert v.verdict == "differs" and v.substituted == ["device=gpu (here: cpu-openblas)"]
+    assert claims.verdicts_frame([v]).loc[0, "substituted"] == "device=gpu (here: cpu-openblas)"
+
+
 def test_cli_prints_and_writes_verdicts(tmp_path, capsys):
     (tmp_path / "experiments").mkdir()
     spec = {**SPEC, "claims": [
@@ -627,7 +636,7 @@ def test_cli_prints_and_writes_verdicts(tmp_path, capsys):
                    "--json", str(tmp_path / "v.json"), "--csv", str(tmp_path / "v.csv")])
     out = capsys.readouterr().out
     assert status == 0
-    assert "dlobd-c98" in out and "holds" in out and "1 holds, 0 differs, 0 not run, 1 not checkable" in out
+    assert "dlobd-c98" in out and "holds" in out and "1 holds, 0 differs, 0 not comparable here, 0 not run, 1 not checkable" in out
     assert [v["verdict"] for v in json.loads((tmp_path / "v.json").read_text())] == ["holds", "not checkable"]
     assert list(pd.read_csv(tmp_path / "v.csv")["claim_id"]) == ["dlobd-c98", "dlobd-c99"]
     assert main(["claims", "--results", str(tmp_path / "nope"), "--scale", "local", "--root", str(tmp_path)]) == 2

@@ -261,7 +261,7 @@ def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
     assert [list(line.get_ydata()) for line in mem.get_lines()] == [[100.0, 300.0, 200.0]]
     # the idle interface is left out; lo's two directions are drawn
     assert sorted(line.get_label() for line in net.get_lines()) == [
-        "cores-1_network-loopback vm lo rx", "cores-1_network-loopback vm lo tx"]
+        "cores=1, network=loopback vm lo rx", "cores=1, network=loopback vm lo tx"]
     assert (tmp_path / "u.png").stat().st_size > 5000
     empty = figures.draw_utilisation(SPEC, "local", table.iloc[0:0], tmp_path / "e.png")
     assert empty.get_suptitle().endswith("no monitor samples")

@@ -116,12 +116,27 @@ def test_per_run_provenance_lists_every_attempt(built):
 
 def test_summary_counts(built):
     page = built[0].read_text()
-    summary = page[page.index('<table class="summary">'):page.index("</table>")]
-    cells = re.findall(r"<td>(\d+)</td>", summary)
-    # 2 experiments, 1 with results, 1 not run; verdicts holds, differs, not run, not checkable
-    assert cells == ["2", "1", "1", "0", "1", "1", "0"]
+    start = page.index('id="summary-counts"')
+    summary = page[start:page.index("</table>", start)]
+    cells = re.findall(r"<td[^>]*>(\d+)</td>", summary)
+    # 2 experiments, 1 with results, 1 not run; verdicts holds, differs, not comparable here,
+    # not run, not checkable
+    assert cells == ["2", "1", "1", "0", "1", "0", "1", "0"]
 
 
 def test_runs_summary_json_marks_the_used_attempt(built, tmp_path):
     summary = json.loads((tmp_path / "results" / "local" / "runs" / "dlobd-fig7a.json").read_text())
     assert [(r["status"], r["used"]) for r in summary] == [("failed", False), ("ok", True)]
+
+
+def test_hardware_lines_name_cpu_cores_memory_links_and_the_fabric():
+    runs_list = [
+        {"used": True, "system": {"cpu_model": "AMD EPYC", "cpus": 2, "memory_mb": 24105},
+         "hosts": [{"name": "w1", "address": "10.77.0.2", "link": "emulated eth-1g"}],
+         "fabric": {"hca": "none"}},
+        {"used": False, "system": {"cpu_model": "other", "cpus": 64}},      # superseded: not shown
+    ]
+    [line] = report.hardware(runs_list)
+    assert line == ('AMD EPYC, 2 cores, 24 GiB; 1 host(s); links: emulated eth-1g; '
+                    'fabric: {"hca": "none"}')
+    assert sorted(["dlobd-fig11", "dlobd-fig4a"], key=report.natural_key) == ["dlobd-fig4a", "dlobd-fig11"]

@@ -1,12 +1,14 @@
 # Step 5, claims: every claim of an experiment (or of a claims-only file) evaluated over
-# the tidy results into holds / differs / not run / not checkable.
+# the tidy results into holds / differs / not comparable here / not run / not checkable
+# (the runs' summaries give the cores the premise rules weigh).
 
 rule claims:
     input:
         own=lambda wc: [results_csv(wc.scale, wc.experiment)] if wc.experiment in SPECS else [],
         others=lambda wc: [results_csv(wc.scale, e) for e in claim_sources(wc.experiment)],
+        runs=lambda wc: [runs_json(wc.scale, wc.experiment)] if wc.experiment in SPECS else [],
         spec=lambda wc: spec_file(wc.experiment),
-        code=code("claims.py"),
+        code=code("claims.py", "substitutions.py"),
     output:
         f"{RESULTS}/{{scale}}/verdicts/{{experiment}}.csv",
     log:

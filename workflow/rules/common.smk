@@ -245,6 +245,7 @@ def step_claims(wildcards, input, output, log):
     import pandas as pd
     from dlobd import claims as dclaims
     from dlobd import results as dresults
+    from dlobd import substitutions as dsubs
 
     exp = wildcards.experiment
     if exp in SPECS:
@@ -254,7 +255,8 @@ def step_claims(wildcards, input, output, log):
     verdicts = dclaims.evaluate_spec(
         data, own, wildcards.scale,
         lambda other: dresults.read_results(results_csv(wildcards.scale, other)),
-        merged_spec,
+        merged_spec, dsubs.run_cores(json.loads(Path(input.runs[0]).read_text()))
+        if input.runs else None,
     )
     frame = dclaims.verdicts_frame(verdicts)
     frame.to_csv(output[0], index=False)

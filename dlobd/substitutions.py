@@ -1,0 +1,160 @@
+"""What a scale substitutes for the paper's setting, and when that voids a claim's premise.
+
+The one place the honesty rules live: the verdicts (dlobd/claims.py), the figures' footers
+(dlobd/figures.py) and the report (dlobd/report.py) all ask this module.
+
+Substitutions come from the spec: the scale's `axis_map` (paper value -> local value), an
+MPI standing in for another, ranks oversubscribed on fewer cores, CPU processes for the
+paper's GPUs. Whether a substitution voids a claim is data: the claim's `premise`
+(docs/claim-language.md) names what the claim rests on, and `void_reason` judges it against
+the scale and the hardware its runs recorded.
+"""
+
+from __future__ import annotations
+
+import re
+
+NOT_COMPARABLE = "not comparable here"
+PREMISES = ("paper-scale", "linear-scaling", "baseline", "share")
+_NOT_COMPARABLE_NOTE = re.compile(r"not comparable", re.IGNORECASE)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _same(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def _scale(spec: dict, name: str) -> dict:
+    return (spec.get("scales") or {}).get(name) or {}
+
+
+def axis_substitution(column: str, paper_value, local_value) -> str:
+    """How a verdict names a substituted selector: `network=rdma (here: loopback)`."""
+    return f"{column}={_fmt(paper_value)} (here: {_fmt(local_value)})"
+
+
+def axis_map(spec: dict, scale: str) -> list[str]:
+    """Every paper -> local value of the scale's `axis_map` that changes the value."""
+    out = []
+    for column, pairs in (_scale(spec, scale).get("axis_map") or {}).items():
+        out.extend(axis_substitution(column, k, v) for k, v in pairs.items() if not _same(k, v))
+    return out
+
+
+def oversubscribed(spec: dict, scale: str, cpus: int | None) -> str | None:
+    """'8 ranks oversubscribed on 2 cores' when the scale runs more ranks than cores."""
+    fixed = _scale(spec, scale).get("fixed") or {}
+    procs = fixed.get("processes")
+    if not isinstance(procs, (int, float)):
+        return None
+    if cpus and procs > cpus:
+        return f"{_fmt(procs)} ranks oversubscribed on {cpus} cores"
+    if fixed.get("oversubscribe") and not cpus:
+        return f"{_fmt(procs)} ranks oversubscribed"
+    return None
+
+
+def _mpi_standin(spec: dict, scale: str) -> str | None:
+    here = (_scale(spec, scale).get("fixed") or {}).get("mpi") or \
+        (_scale(spec, scale).get("fixed") or {}).get("hr_runtime")
+    paper_fixed = _scale(spec, "paper").get("fixed") or {}
+    paper = paper_fixed.get("hr_runtime") or paper_fixed.get("mpi")
+    if here and paper and not str(paper).lower().startswith(str(here).lower()):
+        return f"{here} for {paper}"
+    return None
+
+
+def _device(spec: dict, scale: str) -> str | None:
+    paper_needs = _scale(spec, "paper").get("needs") or []
+    local = _scale(spec, scale)
+    if "gpu" in paper_needs and "gpu" not in (local.get("needs") or []):
+        return "CPU processes for the paper's GPUs"
+    return None
+
+
+def substitutions(spec: dict, scale: str, cpus: int | None = None) -> list[str]:
+    """Everything the scale stands in with for the paper's setting, for footers and the report."""
+    if scale == "paper":
+        return []
+    out = axis_map(spec, scale)
+    out += [s for s in (_mpi_standin(spec, scale), oversubscribed(spec, scale, cpus),
+                        _device(spec, scale)) if s]
+    return out
+
+
+def paper_setting(spec: dict) -> str:
+    """A short description of the paper's setting: '160 processes, GPUs, InfiniBand'."""
+    paper = _scale(spec, "paper")
+    fixed = paper.get("fixed") or {}
+    parts = [f"{_fmt(fixed['processes'])} processes"] if "processes" in fixed else []
+    needs = paper.get("needs") or []
+    parts += [shown for need, shown in (("gpu", "GPUs"), ("infiniband", "InfiniBand"),
+                                        ("multi-host", "several hosts")) if need in needs]
+    return ", ".join(parts)
+
+
+def footer(spec: dict, scale: str, cpus: int | None = None) -> str | None:
+    """The substitutions line of a figure's footer, or None at paper scale or without any."""
+    subs = substitutions(spec, scale, cpus)
+    if not subs:
+        return None
+    paper = paper_setting(spec)
+    return "substituted: " + "; ".join(subs) + (f"; not the paper's {paper}" if paper else "")
+
+
+def run_cores(runs: list[dict]) -> int | None:
+    """The fewest cores any used run's host recorded (run.json system.cpus)."""
+    found = [r.get("system", {}).get("cpus") for r in runs or [] if r.get("used", True)]
+    found = [c for c in found if isinstance(c, int)]
+    return min(found) if found else None
+
+
+def void_reason(claim: dict, spec: dict, scale: str, substituted: list[str],
+                cpus: int | None = None) -> str | None:
+    """Why the scale voids the premise the claim rests on (its `premise`), or None.
+
+    `substituted` are the selectors the evaluation mapped through `axis_map`, as
+    axis_substitution names them."""
+    premise = claim.get("premise")
+    if not premise or scale == "paper":
+        return None
+    kind = premise["kind"]
+    local = _scale(spec, scale)
+    fixed = local.get("fixed") or {}
+    via = f" ({', '.join(substituted)})" if substituted else ""
+    if kind == "paper-scale":
+        return (f"the paper saw this only at its own scale; the `{scale}` matrix stands in with "
+                f"smaller points{via}, where the behaviour cannot show")
+    if kind == "linear-scaling":
+        axis = premise.get("axis", "nodes")
+        values = [v for v in (local.get("matrix") or {}).get(axis, []) if isinstance(v, (int, float))]
+        workers = max(values) if values else None
+        servers = fixed.get("parameter_servers") or 0
+        if cpus is None or workers is None or workers + servers > cpus:
+            share = f"{_fmt(workers)} workers" + (f" and {servers} parameter server(s)" if servers else "")
+            on = f"{cpus} cores" if cpus else "cores of unknown number"
+            return f"scaling needs a core per process: {share} share {on} here{via}"
+        return None
+    if kind == "baseline":
+        base = premise.get("baseline") or {}
+        swapped = [s for s in substituted if any(s.startswith(f"{k}={_fmt(v)} ") for k, v in base.items())]
+        over = oversubscribed(spec, scale, cpus)
+        if swapped:
+            return f"the baseline is substituted: {', '.join(swapped)}"
+        if over:
+            return f"the baseline runs {over}: a speedup over it says nothing of the paper's"
+        return None
+    if kind == "share":
+        notes = [n for n in local.get("notes") or [] if _NOT_COMPARABLE_NOTE.search(n)]
+        if notes:
+            return f"the spec's notes call this share not comparable: {notes[0]}"
+        return None
+    raise ValueError(f"unknown premise {kind!r} (known: {', '.join(PREMISES)})")
