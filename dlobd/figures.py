@@ -942,7 +942,7 @@ UTILISATION_PANELS = (
 QUIET_INTERFACE_MB_S = 0.01
 
 
-def _point_label(run_id: str) -> str:
+def _run_label(run_id: str) -> str:
     """`gpus=1, workload=cifar10` from a run id's point directory (axis-value pairs joined by _)."""
     point = Path(str(run_id)).parts[3]
     return ", ".join(pair.replace("-", "=", 1) for pair in point.split("_"))
@@ -973,7 +973,7 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
             ax.plot(line["wall_clock_s"].astype(float), line["value"].astype(float),
                     color=colours[parts["run_id"]], linewidth=1,
                     linestyle="--" if parts.get("direction") == "tx" else "-",
-                    label=" ".join([_point_label(parts["run_id"])]
+                    label=" ".join([_run_label(parts["run_id"])]
                                    + [parts[c] for c in keys[1:] if isinstance(parts[c], str)]))
             if varying:     # which host or interface, at the line's peak
                 peak = line["value"].astype(float).idxmax()
@@ -987,7 +987,7 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     axes[-1].set_xlabel("Time since the run started (s)")
     if run_ids:
         handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
-        fig.legend(handles, [_point_label(r) for r in run_ids], loc="outside lower center",
+        fig.legend(handles, [_run_label(r) for r in run_ids], loc="outside lower center",
                    ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
     title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
     if mon.empty:
