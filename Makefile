@@ -138,11 +138,34 @@ bench-grpc: build-grpc-bench ## gRPC p2p latency/bandwidth vs raw TCP on loopbac
 ## ---------------------------------------------------------------- tests
 
 .PHONY: lint
-lint: lint-ansible lint-specs lint-workflow ## every static check
+lint: lint-ansible lint-specs lint-workflow lint-spack ## every static check
 
 .PHONY: lint-specs
 lint-specs: setup ## validate every experiment spec and claims file (schema, cross-checks, claim syntax)
 	$(BIN)/dlobd validate
+
+## ---------------------------------------------------------------- Spack (spack-envs/, spack-repo/)
+
+# Everything the pinned Spack writes (its unpacked or cloned source, clingo's venv, caches, repo
+# indexes, installs of make test-spack) stays under SPACK_BUILD; keep it between runs (the first
+# command builds repo indexes, ~2.5 CPU-min). DLOBD_SPACK_TARBALLS: a folder with the pinned
+# tarballs (spack-envs/pins.yaml) for machines without GitHub; unset, the pins are fetched with git.
+SPACK_BUILD ?= $(DLOBD_PREFIX)/build/spack
+SPACK_HARNESS = $(BIN)/dlobd spack --build $(SPACK_BUILD)
+
+.PHONY: spack-lock lint-spack bench-spack test-spack
+spack-lock: setup ## re-concretize every spack-envs/ environment with the pinned Spack (one at a time, ~2.5 CPU-min each)
+	nice $(SPACK_HARNESS) lock
+
+lint-spack: setup ## spack audit of spack-repo/; every spack.lock current for its inputs (concretizes only the changed ones)
+	nice $(SPACK_HARNESS) lint
+
+bench-spack: setup ## concretize_s per environment (re-concretizes every lock) and spack_install_s of the integration install
+	nice $(SPACK_HARNESS) bench
+	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m integration tests/integration/test_spack_install.py -q -s | grep -E '^[a-z_]+: '
+
+test-spack: setup ## a real spack install of what the registries feed, then site.yml with dlobd_install_method=spack and the smoke tests
+	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m integration tests/integration/test_spack_install.py -q
 
 .PHONY: test
 test: setup lint test-unit test-integration ## lint, unit tests, and the integration test on this machine

@@ -13,6 +13,7 @@ COMMANDS = {
     "parse": ("dlobd.stacks", "parse one native log of a stack into tidy rows (CSV)"),
     "plan": ("dlobd.plan", "list which experiments can run on this cluster, and why not"),
     "claims": ("dlobd.claims", "evaluate the claims of experiments over their results"),
+    "spack": ("dlobd.spack", "the pinned Spack, offline: concretize, check and bench spack-envs/"),
 }
 
 
