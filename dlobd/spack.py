@@ -41,11 +41,8 @@ def environments() -> list[str]:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def tree_commit(root: Path) -> str | None:
@@ -230,11 +227,11 @@ class Spack:
             scopes += ["-C", str(self.site_scope)]
         return [str(self.spack_root / "bin" / "spack"), *scopes, *args]
 
-    def run(self, *args: str, what: str, cwd: Path | None = None, nice: bool = True) -> str:
-        """Run one spack command; on failure raise SpackError naming `what` with Spack's output."""
-        cmd = (["nice"] if nice else []) + self.command(*args)
-        out = subprocess.run(cmd, env=self.environ(), cwd=cwd, capture_output=True, text=True)
-        if out.returncode:
+    def run(self, *args: str, what: str, check: bool = True) -> str:
+        """Run one spack command (niced); on failure raise SpackError naming `what` with Spack's
+        output."""
+        out = subprocess.run(["nice", *self.command(*args)], env=self.environ(), capture_output=True, text=True)
+        if out.returncode and check:
             raise SpackError(f"{what} failed (spack {' '.join(args)}):\n{(out.stdout + out.stderr).strip()}")
         return out.stdout
 
@@ -315,7 +312,8 @@ class Spack:
         return {"changed": changed or self.installed_hashes() != before, "locations": locations}
 
     def installed_hashes(self) -> set[str]:
-        out = self.run("find", "--format", "{hash}", what="listing installed packages")
+        # (spack find fails when nothing is installed yet)
+        out = self.run("find", "--format", "{hash}", what="listing installed packages", check=False)
         return {word for word in out.split() if len(word) == 32}
 
     def audit(self) -> str:
@@ -363,7 +361,9 @@ def run(args) -> int:
             return subprocess.run(cmd, env=spack.environ()).returncode
         if args.action in ("lock", "bench"):
             for name in names:
-                seconds = spack.concretize(ENVS_DIR / name)
+                # bench times a copy: the checkout's locks stay as committed
+                env_dir = ENVS_DIR / name if args.action == "lock" else spack.scratch_copy(ENVS_DIR / name)
+                seconds = spack.concretize(env_dir)
                 print(f"concretize_s[{name}]: {seconds:.1f}", flush=True)
             return 0
         # lint
