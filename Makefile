@@ -172,7 +172,7 @@ test: setup lint test-unit test-integration ## lint, unit tests, and the integra
 
 .PHONY: test-unit
 test-unit: setup ## unit tests (no cluster needed)
-	$(BIN)/pytest -m "not integration" tests
+	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" tests
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
 

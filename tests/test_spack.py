@@ -7,6 +7,7 @@ DLOBD_SPACK_TARBALLS when set, else fetched with git.
 
 import hashlib
 import os
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -78,11 +79,24 @@ def test_an_environment_naming_a_package_nobody_provides_fails_naming_it(spack, 
     assert not (env / harness.INPUTS_FILE).exists()
 
 
-def test_every_committed_lock_is_current_for_its_inputs(spack):
-    names = harness.environments()
-    assert names, "spack-envs/ has no environment"
-    stale = [n for n in names if not spack.is_current(harness.ENVS_DIR / n)]
-    assert not stale, f"run `make spack-lock`: {stale}"
+def test_a_lock_goes_stale_when_its_spack_yaml_or_a_recipe_it_uses_changes(tmp_path, monkeypatch):
+    env = tmp_path / "modern"
+    shutil.copytree(harness.ENVS_DIR / "modern", env, ignore=shutil.ignore_patterns(".spack-env"))
+    repo, original = tmp_path / "repo", harness.REPO_DIR
+    shutil.copytree(original, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(harness, "REPO_DIR", repo)
+    spack = harness.Spack(tmp_path / "build")
+    assert spack.is_current(env)
+    # a recipe the lock does not use changes nothing
+    (repo / "packages" / "caffeonspark" / "package.py").write_text("# edited\n")
+    assert spack.is_current(env)
+    recipe = repo / "packages" / "bigdl" / "package.py"
+    recipe.write_text(recipe.read_text() + "# edited\n")
+    assert not spack.is_current(env)
+    shutil.copy2(original / "packages" / "bigdl" / "package.py", recipe)
+    assert spack.is_current(env)
+    (env / "spack.yaml").write_text((env / "spack.yaml").read_text() + "# edited\n")
+    assert not spack.is_current(env)
 
 
 # ---------------------------------------------------------------------- the user's RDMA-Spark tarball

@@ -16,6 +16,9 @@ class Caffeonspark(MakefilePackage, CudaPackage):
     version("19df500", commit="19df500abe3f0d09511b6434a0ea0bb52a6e8124", submodules=True)
 
     variant("cudnn", default=False, description="cuDNN kernels (GPU hosts)", when="+cuda")
+    # Caffe's image layers need OpenCV 2/3, which Spack refuses with gcc 12 (the locks' compiler):
+    # add +opencv on a cluster whose compiler is older.
+    variant("opencv", default=False, description="OpenCV 3 image layers")
     variant(
         "infiniband",
         default=False,
@@ -30,7 +33,7 @@ class Caffeonspark(MakefilePackage, CudaPackage):
     depends_on("spark@1.6:2.0", type="run")
     depends_on("scala@2.10:2.11", type="build")
     depends_on("protobuf@:3.5")
-    depends_on("boost+filesystem+system+thread+python")
+    depends_on("boost+filesystem+system+thread")
     depends_on("glog")
     depends_on("gflags")
     depends_on("hdf5+cxx~mpi")
@@ -38,7 +41,7 @@ class Caffeonspark(MakefilePackage, CudaPackage):
     depends_on("lmdb")
     depends_on("snappy")
     depends_on("openblas")
-    depends_on("opencv@:3+imgcodecs+imgproc")
+    depends_on("opencv@:3+imgcodecs+imgproc", when="+opencv")
     depends_on("cudnn", when="+cudnn")
     depends_on("rdma-core", when="+infiniband")
 
@@ -46,6 +49,8 @@ class Caffeonspark(MakefilePackage, CudaPackage):
         config = "caffe-public/Makefile.config"
         copy("caffe-public/Makefile.config.example", config)
         lines = ["BLAS := open", f"JAVA_HOME := {spec['java'].home}"]
+        if spec.satisfies("~opencv"):
+            lines.append("USE_OPENCV := 0")
         if spec.satisfies("+cuda"):
             lines.append(f"CUDA_DIR := {spec['cuda'].prefix}")
         else:
