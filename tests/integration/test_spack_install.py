@@ -4,9 +4,10 @@ from the checkout), with Debian's compilers, MPI, gRPC, CMake, Python and Java a
 site.yml with dlobd_install_method=spack for those components on the local inventory into a
 prefix of its own, the smoke tests passing, and a rerun changing nothing.
 
-Not fed by the registries here, so left to the registry method in this test: Hadoop (Apache's
-tarballs; Maven Central has only its jars), Spark (pyspark's sdist works but is 300 MB), and
-TensorFlow (Spack builds it from source with Bazel).
+Left to the registry method in this test: Hadoop (Apache's tarballs are not reachable here; Maven
+Central has only its jars) and TensorFlow (Spack builds it from source with Bazel). Spark comes
+into the Spack install only as BigDL's run dependency (3.5.9 from pyspark's 300 MB sdist on
+PyPI); the cluster runs the registry method's Spark.
 
 `make test-spack` runs it (several minutes: one concretization, the installs, two provisionings).
 SPACK_BUILD: the harness's build folder (its caches and repo indexes are reused); installs go into

@@ -19,7 +19,8 @@ class Mmlspark(Package):
 
     depends_on("java@8", type="run")
     depends_on("spark@2.2", type="run")
-    depends_on("cntk", type="run")
+    # CNTK: builtin's cntk (2.0, built from source) conflicts with gcc >= 5, and no recipe for
+    # Microsoft's binary release (Python <= 3.6) is written yet: the site provides CNTK.
     # MMLSpark's CNTKLearner runs `mpirun ... cntk` (OpenMPI 1.10.3 in the DLoBD paper)
     depends_on("mpi", type="run")
 
