@@ -122,7 +122,7 @@ def results(tmp_path_factory, mirror, maven_settings):
             "java_old": (ONE_NODE, None, "preflight.yml", (), {"dlobd_java_min_version": 99}),
             "java_missing": (ONE_NODE, None, "preflight.yml", (),
                              {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
-            "spack": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "spack"}),
+            "apptainer": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "apptainer"}),
             "tarball_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
                             {"dlobd_install_method": "tarball", "dlobd_apache_mirror": mirror,
                              "dlobd_hadoop_version": "9.9.2"}),
@@ -185,9 +185,9 @@ def test_missing_java_fails_when_not_installing(results):
 
 
 def test_unimplemented_install_method_fails(results):
-    rc, out, _ = results["spack"]
+    rc, out, _ = results["apptainer"]
     assert rc != 0
-    assert "install method spack is not implemented yet for Hadoop (implemented: registry, tarball)" in out
+    assert "install method apptainer is not implemented yet for Hadoop (implemented: registry, tarball, spack)" in out
 
 
 def test_tarball_with_wrong_sha512_stops_the_play(results, mirror):

@@ -86,14 +86,15 @@ class Provisioned:
     ports: dict[str, int]
     runs: dict[str, Run] = field(default_factory=dict)
     reused: bool = False  # a developer's running cluster (DLOBD_TEST_CLUSTER), left as found
+    extra_vars: dict = field(default_factory=dict)  # more -e variables for every playbook
 
     @property
     def env_file(self) -> Path:
         return self.prefix / "etc" / "dlobd-env.sh"
 
-    def playbook(self, name: str, record: str | None = None) -> Run:
-        cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(ROOT / "playbooks" / name),
-               "-e", json.dumps({"dlobd_prefix": str(self.prefix), "dlobd_ports": self.ports})]
+    def playbook(self, name: str, record: str | None = None, args: tuple[str, ...] = ()) -> Run:
+        cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(ROOT / "playbooks" / name), *args,
+               "-e", json.dumps({"dlobd_prefix": str(self.prefix), "dlobd_ports": self.ports, **self.extra_vars})]
         env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
         start = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600, cwd=ROOT)

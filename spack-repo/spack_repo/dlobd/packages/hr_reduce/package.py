@@ -1,0 +1,25 @@
+from pathlib import Path
+
+from spack_repo.builtin.build_systems.cmake import CMakePackage
+from spack_repo.builtin.build_systems.cuda import CudaPackage
+
+from spack.package import *
+
+
+class HrReduce(CMakePackage, CudaPackage):
+    """hr-reduce: the RDMA TensorFlow paper's hierarchical reduce (CC, Bin) against MPI_Reduce,
+    built from the DLoBD checkout this repository belongs to (benchmarks/hr-reduce)."""
+
+    homepage = "https://github.com/dlobd/dlobd"
+    # The sources are the checkout's own: nothing to fetch, nothing to checksum.
+    has_code = False
+    version("checkout")
+
+    depends_on("c", type="build")
+    depends_on("cmake@3.18:", type="build")
+    depends_on("mpi")
+
+    root_cmakelists_dir = str(Path(__file__).resolve().parents[5] / "benchmarks" / "hr-reduce")
+
+    def cmake_args(self):
+        return [self.define_from_variant("HR_REDUCE_CUDA", "cuda")]
