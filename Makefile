@@ -187,8 +187,13 @@ browser-deps: ## install chromium and chromium-driver when missing (needs root a
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { apt-get -o DPkg::Lock::Timeout=900 update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq chromium chromium-driver; }
 
+# The unit tests build tf-grpc-bench and hr-reduce from the checkout: their Debian packages first.
+.PHONY: build-deps
+build-deps: setup ## install the Debian packages the project's benchmarks build against (needs root and apt)
+	$(PLAYBOOK) playbooks/build-deps.yml
+
 .PHONY: test-unit
-test-unit: setup browser-deps ## unit tests (no cluster needed), the report in a headless browser
+test-unit: setup browser-deps build-deps ## unit tests (no cluster needed), the report in a headless browser
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" tests
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
