@@ -287,13 +287,24 @@ class Spack:
     def find_externals(self, env_dir: Path, packages: list[str]) -> None:
         """Declare the host's own builds of `packages` as non-buildable externals of a host
         environment, in a scope beside it (found once and kept, so a rerun changes nothing)."""
-        self.site_scope = env_dir.parent / f"{env_dir.name}-site"
-        if not packages or (self.site_scope / "packages.yaml").exists():
+        site = env_dir.parent / f"{env_dir.name}-site"
+        if not packages or (site / "packages.yaml").exists():
+            self.site_scope = site
             return
-        self.site_scope.mkdir(parents=True, exist_ok=True)
-        # the second -C scope (see command) is Spack's cmd_scope_1
-        self.run("external", "find", "--not-buildable", "--scope", "cmd_scope_1", *packages,
+        # Spack writes into no -C scope (they are read-only to it): it finds into an environment
+        # of its own, whose packages section becomes the site scope, written last, so a failed
+        # find leaves no scope behind and runs again next time.
+        finder = site.with_name(site.name + ".find")
+        shutil.rmtree(finder, ignore_errors=True)
+        finder.mkdir(parents=True)
+        (finder / "spack.yaml").write_text("spack:\n  specs: []\n")
+        self.run("-e", str(finder), "external", "find", "--not-buildable", *packages,
                  what="spack external find")
+        found = yaml.safe_load((finder / "spack.yaml").read_text())["spack"].get("packages") or {}
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "packages.yaml").write_text(yaml.safe_dump({"packages": found}, sort_keys=True))
+        shutil.rmtree(finder)
+        self.site_scope = site
 
     def install(self, env_dir: Path) -> dict:
         """Concretize a host's environment when its inputs changed, install it, and return

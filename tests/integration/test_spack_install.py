@@ -15,6 +15,8 @@ a temporary Spack install tree.
 """
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -29,14 +31,36 @@ pytestmark = [pytest.mark.integration,
                                  reason="DLOBD_TEST_CLUSTER reuses a running cluster: nothing provisioned here")]
 
 SPECS = ["py-tensorflowonspark@2.2.5", "bigdl@2.4.0", "tf-grpc-bench@checkout", "hr-reduce@checkout~cuda"]
-FIND_EXTERNALS = ["cmake", "openmpi", "pkgconf", "python", "openjdk"]
+FIND_EXTERNALS = ["cmake", "pkgconf", "python", "openjdk"]
 # Debian 12's gRPC C++, protobuf and Abseil: Spack cannot detect these, so they are declared as a
-# site declares its software (dlobd_spack_externals)
+# site declares its software (dlobd_spack_externals). So is its OpenMPI: the pinned openmpi
+# recipe's detection fails on Spack 1.1 ("'Spec' object has no attribute 'cc'", a warning, and no
+# external), which would make Spack build OpenMPI from source.
 DEBIAN_EXTERNALS = {
+    "openmpi": {"buildable": False, "externals": [{"spec": "openmpi@4.1.4", "prefix": "/usr"}]},
     "grpc": {"buildable": False, "externals": [{"spec": "grpc@1.51.1", "prefix": "/usr"}]},
     "protobuf": {"buildable": False, "externals": [{"spec": "protobuf@3.21.12", "prefix": "/usr"}]},
     "abseil-cpp": {"buildable": False, "externals": [{"spec": "abseil-cpp@20220623.1", "prefix": "/usr"}]},
 }
+# pyspark's sdist (Spark 3.5.9's jars, BigDL's run dependency), sha256 as in the spark recipe
+PYSPARK = ("pyspark==3.5.9", "pyspark-3.5.9.tar.gz",
+           "ea27adc39ddac9413b8951e45aa748cbed6c785971b81386efc41938f6243d93")
+
+
+def source_mirror(base: Path) -> Path:
+    """A Spack source mirror holding pyspark's sdist, fetched with pip. The recipe's address
+    (PyPI's /packages/source/ redirect) is not served on this machine, which reaches PyPI only
+    through its index: here as at a site without internet, sources come from a mirror."""
+    requirement, name, sha256 = PYSPARK
+    download = base / "pip-download"
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                    "--no-build-isolation", "-d", str(download), requirement], check=True)
+    mirror = base / "spack-mirror"
+    # Spack's content-addressed layout: _source-cache/archive/<2 hex>/<sha256>.<extension>
+    archive = mirror / "_source-cache" / "archive" / sha256[:2] / f"{sha256}.tar.gz"
+    archive.parent.mkdir(parents=True)
+    (download / name).rename(archive)
+    return mirror
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +74,7 @@ def spack_site(tmp_path_factory):
         "dlobd_spark_install_method": "registry",
         "dlobd_spack_tarballs": os.environ.get(harness.TARBALLS_VAR, ""),
         "dlobd_spack_externals": DEBIAN_EXTERNALS,
+        "dlobd_spack_mirror": f"file://{source_mirror(base)}",
         "spack_build": str(build),
         "spack_env_dir": str(base / "spack-env"),
         "spack_install_root": str(base / "spack-opt"),
