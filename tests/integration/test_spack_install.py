@@ -14,6 +14,7 @@ SPACK_BUILD: the harness's build folder (its caches and repo indexes are reused)
 a temporary Spack install tree.
 """
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.integration,
                                  reason="DLOBD_TEST_CLUSTER reuses a running cluster: nothing provisioned here")]
 
 SPECS = ["py-tensorflowonspark@2.2.5", "bigdl@2.4.0", "tf-grpc-bench@checkout", "hr-reduce@checkout~cuda"]
-FIND_EXTERNALS = ["cmake", "pkgconf", "python", "openjdk"]
+FIND_EXTERNALS = ["cmake", "gmake", "pkgconf", "python", "openjdk"]
 # Debian 12's gRPC C++, protobuf and Abseil: Spack cannot detect these, so they are declared as a
 # site declares its software (dlobd_spack_externals). So is its OpenMPI: the pinned openmpi
 # recipe's detection fails on Spack 1.1 ("'Spec' object has no attribute 'cc'", a warning, and no
@@ -42,24 +43,35 @@ DEBIAN_EXTERNALS = {
     "protobuf": {"buildable": False, "externals": [{"spec": "protobuf@3.21.12", "prefix": "/usr"}]},
     "abseil-cpp": {"buildable": False, "externals": [{"spec": "abseil-cpp@20220623.1", "prefix": "/usr"}]},
 }
-# pyspark's sdist (Spark 3.5.9's jars, BigDL's run dependency), sha256 as in the spark recipe
-PYSPARK = ("pyspark==3.5.9", "pyspark-3.5.9.tar.gz",
-           "ea27adc39ddac9413b8951e45aa748cbed6c785971b81386efc41938f6243d93")
+# What Spack fetches from PyPI for these roots, with the sha256 its recipes pin: pyspark's sdist
+# (Spark 3.5.9's jars, BigDL's run dependency) and the pip and wheel that py-tensorflowonspark's
+# install uses.
+PYPI_SOURCES = [
+    ("pyspark==3.5.9", "pyspark-3.5.9.tar.gz", "tar.gz",
+     "ea27adc39ddac9413b8951e45aa748cbed6c785971b81386efc41938f6243d93"),
+    ("pip==25.1.1", "pip-25.1.1-py3-none-any.whl", "whl",
+     "2913a38a2abf4ea6b64ab507bd9e967f3b53dc1ede74b01b0931e1ce548751af"),
+    ("wheel==0.45.1", "wheel-0.45.1-py3-none-any.whl", "whl",
+     "708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248"),
+]
 
 
 def source_mirror(base: Path) -> Path:
-    """A Spack source mirror holding pyspark's sdist, fetched with pip. The recipe's address
-    (PyPI's /packages/source/ redirect) is not served on this machine, which reaches PyPI only
-    through its index: here as at a site without internet, sources come from a mirror."""
-    requirement, name, sha256 = PYSPARK
+    """A Spack source mirror holding those files, fetched with pip. The recipes' addresses
+    (PyPI's /packages/source/ and /packages/py3/ redirects) are not served on this machine, which
+    reaches PyPI only through its index: here as at a site without internet, sources come from a
+    mirror."""
     download = base / "pip-download"
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                    "--no-build-isolation", "-d", str(download), requirement], check=True)
     mirror = base / "spack-mirror"
-    # Spack's content-addressed layout: _source-cache/archive/<2 hex>/<sha256>.<extension>
-    archive = mirror / "_source-cache" / "archive" / sha256[:2] / f"{sha256}.tar.gz"
-    archive.parent.mkdir(parents=True)
-    (download / name).rename(archive)
+    for requirement, name, extension, sha256 in PYPI_SOURCES:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(download),
+                        requirement], check=True)
+        got = hashlib.sha256((download / name).read_bytes()).hexdigest()
+        assert got == sha256, f"{name} from PyPI has sha256 {got}, the recipe pins {sha256}"
+        # Spack's content-addressed layout: _source-cache/archive/<2 hex>/<sha256>.<extension>
+        archive = mirror / "_source-cache" / "archive" / sha256[:2] / f"{sha256}.{extension}"
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        (download / name).rename(archive)
     return mirror
 
 

@@ -55,7 +55,8 @@ class Bigdl(MavenPackage, Package):
     @when("@2.4.0")
     def install(self, spec, prefix):
         mkdirp(prefix.lib)
-        for wheel in find(self.stage.path, "*.whl"):
+        # an unexpanded resource stays in a stage of its own: look in every stage, not the root's
+        for wheel in (w for stage in self.stage for w in find(stage.source_path, "*.whl")):
             with zipfile.ZipFile(wheel) as archive:
                 for member in self.wheel_jars:
                     if member in archive.namelist():
