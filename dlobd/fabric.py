@@ -331,32 +331,48 @@ def detect_gpus(tools: Tools) -> dict:
     return gpus
 
 
-def describe(fp: dict | None) -> str:
-    """One readable line: HCAs with port state, rate, link layer, netdev and address; GPUs."""
-    if not fp:
-        return "not recorded"
-    ib = fp.get("infiniband") or {}
+def describe_hcas(fp: dict, addresses: bool = True) -> str:
+    """Each HCA port: state, rate, link layer (RoCE for Ethernet), netdev and its addresses."""
     parts = []
-    for hca in ib.get("hcas") or []:
+    for hca in (fp.get("infiniband") or {}).get("hcas") or []:
         for port in hca.get("ports") or []:
             layer = port.get("link_layer") or "link layer unknown"
             layer = "RoCE" if layer == "Ethernet" else layer
             rate = f"{port['rate_gbps']:g} Gb/s" if port.get("rate_gbps") is not None else "rate unknown"
-            netdev = port.get("netdev")
-            where = f", {netdev}" + (f" {', '.join(port['ipv4'])}" if port.get("ipv4") else "") if netdev else ""
+            netdev = port.get("netdev") or ""
+            if netdev and addresses and port.get("ipv4"):
+                netdev += " " + ", ".join(port["ipv4"])
             parts.append(f"{hca['device']} port {port['port']} {port.get('state') or 'state unknown'} "
-                         f"{rate} {layer}{where}")
-    if not parts:
-        parts.append("no InfiniBand HCA")
+                         f"{rate} {layer}" + (f", {netdev}" if netdev else ""))
+    return "; ".join(parts) or "no InfiniBand HCA"
+
+
+def describe_gpus(fp: dict) -> str:
     gpus = fp.get("gpus") or {}
-    if gpus.get("count"):
-        models = sorted({d["model"] for d in gpus["devices"]})
-        versions = ", ".join(x for x in (f"driver {gpus['driver_version']}" if gpus.get("driver_version") else "",
-                                         f"CUDA {gpus['cuda_version']}" if gpus.get("cuda_version") else "") if x)
-        parts.append(f"{gpus['count']} GPU(s) {' + '.join(models)}" + (f" ({versions})" if versions else ""))
-    else:
-        parts.append("no GPU")
-    return "; ".join(parts)
+    if not gpus.get("count"):
+        return "no GPU"
+    models = sorted({d["model"] for d in gpus["devices"]})
+    versions = ", ".join(x for x in (f"driver {gpus['driver_version']}" if gpus.get("driver_version") else "",
+                                     f"CUDA {gpus['cuda_version']}" if gpus.get("cuda_version") else "") if x)
+    return f"{gpus['count']} GPU(s) {' + '.join(models)}" + (f" ({versions})" if versions else "")
+
+
+def describe(fp: dict | None, addresses: bool = True) -> str:
+    """One readable line: HCAs with port state, rate, link layer, netdev and address; GPUs."""
+    if not fp:
+        return "not recorded"
+    if fp.get("error"):
+        return f"not readable: {fp['error']}"
+    return f"{describe_hcas(fp, addresses)}; {describe_gpus(fp)}"
+
+
+def by_host(fabrics: dict | None) -> list[str]:
+    """`host, host: description` lines for a run's {host: fingerprint}, hosts with the same
+    hardware on one line (their own addresses left out)."""
+    groups: dict[str, list[str]] = {}
+    for host, fp in (fabrics or {}).items():
+        groups.setdefault(describe(fp, addresses=False), []).append(host)
+    return [f"{', '.join(hosts)}: {text}" for text, hosts in groups.items()]
 
 
 def detect(sysfs: Path = Path("/sys"), tools: Tools | None = None, host: str | None = None) -> dict:
