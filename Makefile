@@ -145,6 +145,29 @@ build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/buil
 bench-grpc: setup ## gRPC p2p latency/bandwidth vs its gRPC build's floor and raw TCP on loopback (GRPC_ROOT= a site's gRPC)
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python benchmarks/tf-grpc-bench/bench.py
 
+## ---------------------------------------------------------------- fabric: fingerprint and calibration
+
+# Each host's HCAs and GPUs (playbooks/fabric.yml, the fabric role: <prefix>/etc/fabric.json), then
+# the links measured (dlobd/calibrate.py): TCP latency (sockperf) and bandwidth (iperf3) between two
+# workers of the inventory, or over loopback on one host; RDMA (perftest, else the OSU
+# micro-benchmarks) where both ends have an active HCA port. <prefix>/etc/calibration.json, raw
+# outputs under <prefix>/var/calibration/<time>/, `name: value` lines; later runs carry it.
+CALIBRATE_SECONDS ?= 5
+.PHONY: calibrate calibrate-deps emulated-calibrate
+calibrate-deps: ## install iperf3 and sockperf when missing (needs root and apt)
+	@command -v iperf3 >/dev/null && command -v sockperf >/dev/null || { apt-get -o DPkg::Lock::Timeout=900 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq iperf3 sockperf; }
+
+calibrate: setup calibrate-deps ## record each host's fabric, then measure the links (TCP; RDMA where an HCA is): name: value lines
+	$(PLAYBOOK) playbooks/fabric.yml
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/dlobd calibrate --duration $(CALIBRATE_SECONDS)
+
+# Written for the emulated tier (server on worker 1, client on worker 2, over its links), not yet
+# run: the hosts are the namespaces of make emulated-up.
+emulated-calibrate: setup calibrate-deps ## make calibrate on the emulated hosts: fabric.yml over SSH, then dlobd calibrate from the master
+	$(EMULATED_PLAYBOOK) playbooks/fabric.yml
+	$(EMULATED) exec -- env DLOBD_PREFIX=$(EMULATED_STATE)/stack $(BIN)/dlobd calibrate --duration $(CALIBRATE_SECONDS)
+
 ## ---------------------------------------------------------------- tests
 
 .PHONY: lint

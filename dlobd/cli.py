@@ -15,6 +15,8 @@ COMMANDS = {
     "claims": ("dlobd.claims", "evaluate the claims of experiments over their results"),
     "appendix": ("dlobd.appendix", "write docs/artifact-evaluation.md from the specs, reference runs and verdicts"),
     "spack": ("dlobd.spack", "the pinned Spack, offline: concretize, check and bench spack-envs/"),
+    "fabric": ("dlobd.fabric", "this host's InfiniBand HCAs and GPUs (the fabric role's detector)"),
+    "calibrate": ("dlobd.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
 }
 
 

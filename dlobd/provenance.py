@@ -9,9 +9,11 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
+import json
 import os
 import platform
 import re
+import shlex
 import socket
 import subprocess
 from pathlib import Path
@@ -70,6 +72,51 @@ def with_link(hosts: list[dict]) -> list[dict]:
     if not link:
         return hosts
     return [h if h["address"].startswith("127.") else {**h, "link": link} for h in hosts]
+
+
+# Under the prefix on every host: the fabric role's fingerprint, `make calibrate`'s record.
+FABRIC_FILE = Path("etc", "fabric.json")
+CALIBRATION_FILE = Path("etc", "calibration.json")
+
+
+def host_json(address: str, relative: Path) -> dict | None:
+    """A JSON file under the prefix of the host at `address`: this machine's read directly, another
+    host's over ssh (the prefix has the same path on every host, as the samplers assume). None
+    where it does not exist; {"error": ...} where it cannot be read or is not JSON."""
+    return _host_json(address, prefix() / relative)
+
+
+@functools.lru_cache(maxsize=None)
+def _host_json(address: str, path: Path) -> dict | None:
+    # read once per process: a run's hosts do not change their hardware while it runs
+    if is_local_address(address):
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return {"error": f"{path}: {exc.strerror}"}
+    else:
+        try:
+            proc = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", address,
+                                   f"cat {shlex.quote(str(path))} 2>/dev/null || echo __absent__"],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {"error": f"{address}:{path}: {exc}"}
+        if proc.returncode != 0:
+            return {"error": f"{address}:{path}: ssh exit status {proc.returncode}: {proc.stderr.strip()[:200]}"}
+        text = proc.stdout
+        if text.strip() == "__absent__":
+            return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"error": f"{address}:{path}: not JSON ({exc})"}
+
+
+def fabrics(hosts: list[dict]) -> dict:
+    """Each host's fabric fingerprint (the fabric role's), by host name; null where none was recorded."""
+    return {h["name"]: host_json(h["address"], FABRIC_FILE) for h in hosts}
 
 
 def build_dir(name: str) -> Path:
@@ -218,8 +265,11 @@ def local_host() -> dict:
 
 
 def collect(stack: str | None = None) -> dict:
-    """The provenance part of run.json: versions, system, hosts, git."""
+    """The provenance part of run.json: versions, system, hosts, each host's fabric fingerprint,
+    the last `make calibrate` of this host's prefix, git."""
     v = dict(versions())
     v["stack"] = v.get(stack) if stack in v else None
     v["harness_python"] = platform.python_version()
-    return {"versions": v, "system": system(), "hosts": cluster_hosts(), "git": git_state()}
+    hosts = cluster_hosts()
+    return {"versions": v, "system": system(), "hosts": hosts, "fabric": fabrics(hosts),
+            "calibration": host_json("127.0.0.1", CALIBRATION_FILE), "git": git_state()}
