@@ -199,7 +199,7 @@ def test_local_points_run_the_project_program_on_yarn(cluster, spec_id, point):
 @pytest.mark.parametrize("spec_id, point", points("local", "loopback"))
 def test_with_hibench_the_local_points_run_hibench_at_the_shrunk_size(hibench, spec_id, point):
     ctx = context(hibench.parent, spec_id, point, dry_run=False)
-    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), "/opt/spark"))
+    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), "/opt/spark", "/opt/spark/conf"))
     pages = {"huge": 5000, "bigdata": 50000, "gigantic": 30000}[point["datasize"]]
     assert conf["hibench.scale.profile"] == "dlobd" and conf["hibench.pagerank.dlobd.pages"] == str(pages)
     assert conf["hibench.pagerank.dlobd.num_iterations"] == "3"
@@ -223,20 +223,29 @@ def test_paper_points_run_hibench_with_the_networks_spark(hibench, monkeypatch, 
                               "hibench-pagerank", str(scripts / "prepare" / "prepare.sh"), str(scripts / "spark" / "run.sh")]
     assert result.labels["spark"] == ("rdma-spark" if network == "rdma" else "vanilla")
     nodes = 32 if spec_id.endswith("32nodes") else 64
-    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), str(rdma_spark if network == "rdma" else "/opt/spark")))
+    home = rdma_spark if network == "rdma" else Path("/opt/spark")
+    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), str(home), str(home / "conf")))
     assert conf["hibench.scale.profile"] == point["datasize"] and "hibench.pagerank.dlobd.pages" not in conf
     assert (conf["hibench.yarn.executor.num"], conf["hibench.yarn.executor.cores"]) == (str(nodes), "24")
     assert conf["hibench.default.map.parallelism"] == conf["hibench.default.shuffle.parallelism"] == str(24 * nodes)
     assert conf["hibench.spark.master"] == "yarn" and conf["spark.yarn.tags"].startswith("dlobd-")
     assert conf["spark.eventLog.dir"] == (ctx.attempt_dir / "spark-events").resolve().as_uri()
-    assert "data" in result.labels and "HiBench's PageRank generator" in result.labels["data"]
+    assert result.labels["data"] == f"synthetic, HiBench's PageRank generator: {point['datasize']} profile"
     assert list(ctx.attempt_dir.iterdir()) == []
 
 
 def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibench, monkeypatch):
     """HiBench reads its conf folder's *.conf in sorted name order, a later value winning
-    (load_config.py parse_conf): the run's file must sort last."""
+    (load_config.py parse_conf): the run's file must sort last. Its --properties-file replaces
+    spark-defaults.conf, so the Spark's defaults are in it, without the secret."""
     monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    spark_conf = hibench.parent / "spark-conf"
+    spark_conf.mkdir()
+    (spark_conf / "spark-defaults.conf").write_text(
+        "# site defaults\nspark.driver.host   192.168.100.1\nspark.authenticate true\n"
+        "spark.authenticate.secret s3cr3t\nspark.eventLog.dir=file:///site/events\n"
+        "spark.yarn.jars local:/opt/spark/jars/*\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_conf))
     ctx = context(hibench.parent, SPECS[0], {"network": "ipoib", "datasize": "huge"}, scale="paper", dry_run=False)
     monkeypatch.setattr(runs, "run_command", lambda ctx, argv, **kw: runs.LaunchResult(argv, "ok"))
     hb.launch(ctx)
@@ -248,6 +257,9 @@ def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibenc
     assert merged["hibench.scale.profile"] == "huge" and merged["hibench.yarn.executor.num"] == "32"
     assert merged["hibench.report.dir"] == str(ctx.attempt_dir.resolve() / "report")
     assert (conf_dir / "spark.conf").read_text() == (hibench / "conf" / "spark.conf").read_text()
+    assert merged["spark.driver.host"] == "192.168.100.1" and merged["spark.yarn.jars"] == "local:/opt/spark/jars/*"
+    assert merged["spark.eventLog.dir"] == (ctx.attempt_dir / "spark-events").resolve().as_uri()
+    assert "spark.authenticate.secret" not in merged and "s3cr3t" not in (conf_dir / hb.RUN_CONF).read_text()
 
 
 def test_hibench_profiles_without_hibench_are_not_runnable(cluster, monkeypatch):
@@ -309,13 +321,13 @@ def test_graph_is_made_once_with_hibenchs_shape(tmp_path):
     # Zipf(0.5): page 0 is linked about (100 / 1) ** 0.5 = 10 times as often as page 99
     assert 6 < hits[0] / hits[99] < 15 and edges.max() < 2000
     assert np.loadtxt(folder / "Input" / "vertices" / "part-00000", dtype=np.int64).tolist() == list(range(2000))
-    assert "SYNTHETIC" in os.listdir(folder) and not list(tmp_path.glob("*.partial"))
+    assert "SYNTHETIC" in os.listdir(folder) and not list(tmp_path.glob("*.partial*"))
 
 
 def test_a_failed_generation_leaves_no_graph(tmp_path):
     with open(tmp_path / "prepare.log", "w") as log, pytest.raises(RuntimeError, match="exited with status"):
         hb.make_graph(tmp_path / "graph", 0, sys.executable, log)
-    assert not (tmp_path / "graph").exists()
+    assert not (tmp_path / "graph").exists() and not list(tmp_path.glob("graph.partial*"))
     assert "pages must be at least 1" in (tmp_path / "prepare.log").read_text()
 
 

@@ -41,13 +41,14 @@ split evenly), `partitions` (default: the cores; HiBench's map and shuffle paral
 `executor_memory`, `driver_memory`.
 """
 
+import os
 import re
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
-from dlobd import hadoop, provenance, runs
+from dlobd import ROOT, hadoop, provenance, runs
 from dlobd.metrics import row
 from dlobd.stacks import (CUT_LINE, NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting,
                           whole_number)
@@ -118,7 +119,6 @@ parse = line_parser(_parse)
 
 # ---------------------------------------------------------------- launcher
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "workloads" / "pagerank" / "spark_pagerank.py"
 GENERATOR = ROOT / "workloads" / "data" / "make_datasets.py"
 # HiBench's PageRank scale profiles (its conf/workloads/websearch/pagerank.conf): pages, iterations
@@ -137,7 +137,8 @@ WORKLOAD = "PySparkPagerank"
 EXECUTOR_MEMORY = "1g"
 DRIVER_MEMORY = "1g"
 # the executor's Python workers hold their partitions' links beside the JVM heap (YARN counts
-# them as overhead); 768m covers two workers of a 50,000-page graph
+# them as overhead): pyspark's daemon and two workers peaked at 480 MiB together on the
+# 50,000-page graph (Spark local[2], 4 partitions)
 EXECUTOR_OVERHEAD = "768m"
 
 
@@ -179,14 +180,34 @@ def hibench_home(dry_run: bool) -> Path | None:
     return Path(home)
 
 
-def run_conf(ctx: runs.RunContext, plan: dict, spark_home: str) -> str:
+def spark_defaults(conf_dir: str) -> dict:
+    """The properties of a Spark's conf/spark-defaults.conf, secrets left out (HiBench copies
+    what it is given into the run's report folder)."""
+    path = Path(conf_dir) / "spark-defaults.conf"
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "!")):
+            # Java properties: the key ends at the first '=', ':' or blank
+            key, *value = re.split(r"\s*[=:]\s*|\s+", line, maxsplit=1)
+            if not re.search("secret|password", key, re.IGNORECASE):
+                out[key] = value[0] if value else ""
+    return out
+
+
+def run_conf(ctx: runs.RunContext, plan: dict, spark_home: str, spark_conf_dir: str) -> str:
     """The run's HiBench settings (zz-dlobd-run.conf): HiBench reads the conf folder's files in
-    name order, so these override the site's hibench.conf, hadoop.conf and spark.conf."""
+    name order, a later value winning, so these override the site's hibench.conf, hadoop.conf
+    and spark.conf. HiBench submits with its own --properties-file, which replaces Spark's
+    spark-defaults.conf: the chosen Spark's defaults (vanilla or RDMA-Spark's switches) come
+    first, the run's settings after them."""
     adir = Path(ctx.attempt_dir).resolve()
-    settings = {"hibench.scale.profile": plan["datasize"]}
+    settings = {**spark_defaults(spark_conf_dir), "hibench.scale.profile": plan["datasize"]}
     if plan["pages"] is not None or plan["iterations"] != PROFILES[plan["datasize"]][1]:
         # HiBench's other PageRank settings of every profile: no blocks (Pegasus' Hadoop side)
-        settings = {"hibench.scale.profile": OWN_PROFILE,
+        settings |= {"hibench.scale.profile": OWN_PROFILE,
                     f"hibench.pagerank.{OWN_PROFILE}.pages": plan["pages"] or plan["profile_pages"],
                     f"hibench.pagerank.{OWN_PROFILE}.num_iterations": plan["iterations"],
                     f"hibench.pagerank.{OWN_PROFILE}.block": 0,
@@ -227,14 +248,14 @@ def make_graph(folder: Path, pages: int, python: str, log) -> None:
     if (folder / "Input").is_dir():
         log.write(f"{runs.now_iso()} using {folder} ({(folder / 'SYNTHETIC').read_text().strip()})\n")
         return
-    partial = folder.with_name(f"{folder.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
     argv = [python, str(GENERATOR), "pagerank-synthetic", "--out", str(partial), "--pages", str(pages),
             "--seed", str(SEED)]
     log.write(f"{runs.now_iso()} generating: {shlex.join(argv)}\n")
     log.flush()
     done = subprocess.run(argv, stdout=log, stderr=log)
     if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
         raise RuntimeError(f"the graph generator exited with status {done.returncode} (see prepare.log)")
     partial.rename(folder)
 
@@ -288,11 +309,11 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
             for path in sorted((home / "conf").glob("*.conf")):
                 shutil.copyfile(path, conf_dir / path.name)
             with open(conf_dir / RUN_CONF, "x", encoding="utf-8") as fh:
-                fh.write(run_conf(ctx, plan, env["SPARK_HOME"]))
+                fh.write(run_conf(ctx, plan, env["SPARK_HOME"], env.get("SPARK_CONF_DIR", "")))
         result = runs.run_command(ctx, hibench_command(home, conf_dir), env=env, cwd=str(adir),
                                   yarn_tag=hadoop.app_tag(ctx))
         result.versions = {"stack": f"HiBench {env.get('HIBENCH_VERSION', 'unknown')}"}
-        result.labels = {"data": f"HiBench's PageRank generator, {shrunk or plan['datasize'] + ' profile'}",
+        result.labels = {"data": f"synthetic, HiBench's PageRank generator: {shrunk or plan['datasize'] + ' profile'}",
                          "workload": "HiBench ScalaSparkPagerank"}
     else:
         python = _required("DLOBD_PYTHON")
