@@ -191,7 +191,8 @@ def test_local_points_run_the_project_program_on_yarn(cluster, spec_id, point):
     assert (option(argv, "--iterations"), option(argv, "--partitions"), option(argv, "--nodes")) == ("3", "4", "2")
     assert option(argv, "--report-dir") == str(ctx.attempt_dir.resolve() / "report")
     assert "spark.pyspark.python=/stack/bin/python" in argv
-    assert "synthetic, HiBench-shaped" in result.labels["data"] and f"{pages:,} pages" in result.labels["data"]
+    assert result.labels["data"] == "synthetic, HiBench-shaped PageRank graph"
+    assert result.labels["pages"].startswith(f"{pages:,} (HiBench's {point['datasize']}: ")
     assert result.labels["spark"] == "vanilla"
     assert list(ctx.attempt_dir.iterdir()) == []  # a dry run writes nothing
 
@@ -230,7 +231,8 @@ def test_paper_points_run_hibench_with_the_networks_spark(hibench, monkeypatch, 
     assert conf["hibench.default.map.parallelism"] == conf["hibench.default.shuffle.parallelism"] == str(24 * nodes)
     assert conf["hibench.spark.master"] == "yarn" and conf["spark.yarn.tags"].startswith("dlobd-")
     assert conf["spark.eventLog.dir"] == (ctx.attempt_dir / "spark-events").resolve().as_uri()
-    assert result.labels["data"] == f"synthetic, HiBench's PageRank generator: {point['datasize']} profile"
+    assert result.labels["data"] == "synthetic, HiBench's PageRank generator"
+    assert result.labels["pages"] == f"{hb.PROFILES[point['datasize']][0]:,} (HiBench's {point['datasize']} profile)"
     assert list(ctx.attempt_dir.iterdir()) == []
 
 

@@ -300,8 +300,9 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                                "needs HiBench's own generator: HIBENCH_HOME is unset (the hibench "
                                "role installs HiBench and sets it)")
     adir = Path(ctx.attempt_dir).resolve()
-    shrunk = "" if plan["pages"] is None else (
-        f"{plan['pages']:,} pages (HiBench's {plan['datasize']}: {plan['profile_pages']:,})")
+    # one data label per data source (figures list every distinct one); the size apart
+    pages = (f"{plan['profile_pages']:,} (HiBench's {plan['datasize']} profile)" if plan["pages"] is None
+             else f"{plan['pages']:,} (HiBench's {plan['datasize']}: {plan['profile_pages']:,})")
     if home is not None:
         conf_dir = adir / "hibench-conf"
         if not ctx.dry_run:
@@ -313,7 +314,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         result = runs.run_command(ctx, hibench_command(home, conf_dir), env=env, cwd=str(adir),
                                   yarn_tag=hadoop.app_tag(ctx))
         result.versions = {"stack": f"HiBench {env.get('HIBENCH_VERSION', 'unknown')}"}
-        result.labels = {"data": f"synthetic, HiBench's PageRank generator: {shrunk or plan['datasize'] + ' profile'}",
+        result.labels = {"data": "synthetic, HiBench's PageRank generator",
                          "workload": "HiBench ScalaSparkPagerank"}
     else:
         python = _required("DLOBD_PYTHON")
@@ -333,9 +334,10 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         env.update({"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
         result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
         result.versions = {"stack": "the project's PySpark PageRank (SparkPageRank's algorithm)"}
-        result.labels = {"data": f"synthetic, HiBench-shaped PageRank graph: {shrunk}",
+        result.labels = {"data": "synthetic, HiBench-shaped PageRank graph",
                          "workload": f"{WORKLOAD}: SparkPageRank's algorithm on a HiBench-shaped graph"}
-    result.labels.update({"spark": flavour, "network": network, "iterations": str(plan["iterations"])})
+    result.labels.update({"pages": pages, "iterations": str(plan["iterations"]), "spark": flavour,
+                          "network": network})
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(adir))
     return result
