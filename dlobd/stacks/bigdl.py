@@ -231,7 +231,7 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
 
 def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
     """spark-submit, its environment and the Spark flavour the point's network selects."""
-    return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env)
+    return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env, dry_run=ctx.dry_run)
 
 
 def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
