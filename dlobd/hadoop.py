@@ -23,7 +23,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dlobd import provenance
+from dlobd import networks, provenance, runs
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10
@@ -55,10 +55,31 @@ def spark_conf(ctx) -> list[str]:
     """`--conf` arguments for every spark-submit of a launcher: the run's tag, and Spark's
     event log written into the attempt (`spark-events/`) where the parsers read it."""
     events = Path(ctx.attempt_dir).resolve() / "spark-events"
-    events.mkdir(exist_ok=True)
+    if not ctx.dry_run:
+        events.mkdir(exist_ok=True)
     return ["--conf", f"spark.yarn.tags={app_tag(ctx)}",
             "--conf", "spark.eventLog.enabled=true",
             "--conf", f"spark.eventLog.dir={events.as_uri()}"]
+
+
+def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) -> tuple[str, dict, str]:
+    """spark-submit, its environment and the Spark flavour (vanilla or rdma-spark) that the
+    `network` value selects for `stack` (config/networks.yaml). NotRunnable when the cluster
+    lacks that path. A dry run names the cluster's paths without looking for them here."""
+    lacking = networks.missing(stack, network)
+    if lacking:
+        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+    flavour = networks.resolve(stack, network).settings["spark"]
+    if flavour == "rdma-spark":
+        home = Path(provenance.stack_setting("RDMA_SPARK_HOME") or "")
+        if not dry_run and not (home / "bin" / "spark-submit").is_file():
+            raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
+        # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
+        env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
+    elif flavour != "vanilla":
+        raise ValueError(f"config/networks.yaml: {stack} spark {flavour!r} is neither vanilla "
+                         "nor rdma-spark")
+    return str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), env, flavour
 
 
 def _rest(path: str, base_var: str = "DLOBD_RESOURCEMANAGER_HTTP"):
@@ -212,15 +233,20 @@ def _local_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def hdfs_uri(hdfs_path: str) -> str:
+    """The hdfs:// URI of an absolute path in the cluster's HDFS."""
+    if not hdfs_path.startswith("/"):
+        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
+    return _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+
+
 def hdfs_stage(local_path, hdfs_path: str) -> str:
     """Upload a file or directory to an absolute HDFS path unless the same number of bytes
     is there already; returns the hdfs:// URI. A partial upload never takes the final name."""
     local_path = Path(local_path)
     if not local_path.exists():
         raise HadoopError(f"{local_path}: data set not found (is the datasets role provisioned?)")
-    if not hdfs_path.startswith("/"):
-        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
-    uri = _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+    uri = hdfs_uri(hdfs_path)
     size = _local_size(local_path)
     present = _hdfs_size(hdfs_path)
     if present == size:

@@ -106,7 +106,9 @@ def capabilities() -> dict[str, tuple[bool, str]]:
                          "OSU RDMA-gRPC needs a registered download (RDMA_GRPC_HOME unset)")
     hibench = _home("HIBENCH_HOME")
     caps["hibench"] = (bool(hibench and hibench.is_dir()),
-                       str(hibench) if hibench else "HiBench not provisioned (HIBENCH_HOME unset)")
+                       str(hibench) if hibench else
+                       "HiBench not provisioned (HIBENCH_HOME unset: the hibench role sets it where "
+                       "an inventory has hibench_enabled: true)")
     caps["lustre"] = (Path("/proc/fs/lustre").is_dir(), "no Lustre client (/proc/fs/lustre)")
     workers = provenance.workers()
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(workers)}" if len(workers) > 1

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from dlobd.metrics import ROW_FIELDS
 
-STACKS = ("bigdl", "caffe", "grpcbench", "hr_reduce", "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
+STACKS = ("bigdl", "caffe", "grpcbench", "hibench_spark", "hr_reduce", "tensorflow", "tensorflowonspark",
+          "tf_cnn_benchmarks")
 
 # Every parser's reason for a text with no line of its format starts with this.
 NO_LINES = "no line of"
@@ -85,6 +86,32 @@ def line_parser(parse_lines):
             return ParseResult.unparseable(str(e))
 
     return parse
+
+
+def setting(ctx, name: str, default=None):
+    """A launcher's setting: the point's value, else the scale's fixed one, else the default."""
+    return ctx.point.get(name, ctx.fixed.get(name, default))
+
+
+def positive_whole(ctx, name: str, default=None, needed_by: str = "the stack") -> int:
+    """`setting` as a positive whole number; ValueError naming the spec, the scale and the value."""
+    value = setting(ctx, name, default)
+    if value is None:
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {needed_by} needs '{name}' (a point axis or "
+                         "a fixed parameter)")
+    return whole_number(ctx, name, value)
+
+
+def whole_number(ctx, name: str, value) -> int:
+    """A setting's value as a positive whole number; ValueError naming the spec, the scale and the value."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or str(number) != str(value).strip():
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: '{name}' must be a positive whole "
+                         f"number, got {value!r}")
+    return number
 
 
 def get(name: str):

@@ -37,9 +37,9 @@ import math
 import re
 from pathlib import Path
 
-from dlobd import hadoop, networks, provenance, runs
+from dlobd import hadoop, provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting
 
 LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 
@@ -148,24 +148,8 @@ EXECUTOR_MEMORY = "3g"
 DRIVER_MEMORY = "1g"
 
 
-def _setting(ctx: runs.RunContext, name: str, default=None):
-    """A point's value, else the scale's fixed one, else the default."""
-    return ctx.point.get(name, ctx.fixed.get(name, default))
-
-
 def _positive_int(ctx: runs.RunContext, name: str, default=None) -> int:
-    value = _setting(ctx, name, default)
-    if value is None:
-        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: BigDL needs '{name}' (a point axis or "
-                         "a fixed parameter)")
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if number < 1 or str(number) != str(value).strip():
-        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: '{name}' must be a positive whole "
-                         f"number, got {value!r}")
-    return number
+    return positive_whole(ctx, name, default, "BigDL")
 
 
 def main_class(ctx: runs.RunContext) -> str:
@@ -247,21 +231,7 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
 
 def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
     """spark-submit, its environment and the Spark flavour the point's network selects."""
-    network = str(ctx.point.get("network", "loopback"))
-    lacking = networks.missing("bigdl", network)
-    if lacking:
-        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
-    flavour = networks.resolve("bigdl", network).settings["spark"]
-    if flavour == "rdma-spark":
-        home = Path(provenance.stack_setting("RDMA_SPARK_HOME") or "")
-        if not (home / "bin" / "spark-submit").is_file():
-            raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
-        # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
-        env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
-    elif flavour != "vanilla":
-        raise ValueError(f"config/networks.yaml: bigdl spark {flavour!r} is neither vanilla "
-                         "nor rdma-spark")
-    return str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), env, flavour
+    return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env, dry_run=ctx.dry_run)
 
 
 def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
@@ -275,12 +245,12 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
         jars[var] = jar
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
-            "--executor-memory", str(_setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
-            "--driver-memory", str(_setting(ctx, "driver_memory", DRIVER_MEMORY)),
+            "--executor-memory", str(setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
+            "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
             *hadoop.spark_conf(ctx),
             "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", main, jars["DLOBD_BIGDL_JAR"],
             "-f", str(data), "-b", str(r["batch"]), "-e", str(r["epochs"])]
-    if (rate := _setting(ctx, "learning_rate")) is not None:
+    if (rate := setting(ctx, "learning_rate")) is not None:
         argv += ["-l", str(float(rate))]
     return argv
 
@@ -297,7 +267,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         raise FileNotFoundError("DLOBD_DATA_DIR is not set: is the stack provisioned under "
                                 f"{provenance.prefix()}?")
     adir = Path(ctx.attempt_dir).resolve()  # the driver runs in it: paths must be absolute
-    train, test = (_positive_int(ctx, k) if _setting(ctx, k) is not None else None
+    train, test = (_positive_int(ctx, k) if setting(ctx, k) is not None else None
                    for k in ("train_images", "test_images"))
     data = prepare_data(Path(data_dir) / str(dataset), train, test, adir)
     argv = command(ctx, spark_submit, data, env)
