@@ -55,7 +55,8 @@ def spark_conf(ctx) -> list[str]:
     """`--conf` arguments for every spark-submit of a launcher: the run's tag, and Spark's
     event log written into the attempt (`spark-events/`) where the parsers read it."""
     events = Path(ctx.attempt_dir).resolve() / "spark-events"
-    events.mkdir(exist_ok=True)
+    if not ctx.dry_run:
+        events.mkdir(exist_ok=True)
     return ["--conf", f"spark.yarn.tags={app_tag(ctx)}",
             "--conf", "spark.eventLog.enabled=true",
             "--conf", f"spark.eventLog.dir={events.as_uri()}"]
@@ -212,15 +213,20 @@ def _local_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def hdfs_uri(hdfs_path: str) -> str:
+    """The hdfs:// URI of an absolute path in the cluster's HDFS."""
+    if not hdfs_path.startswith("/"):
+        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
+    return _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+
+
 def hdfs_stage(local_path, hdfs_path: str) -> str:
     """Upload a file or directory to an absolute HDFS path unless the same number of bytes
     is there already; returns the hdfs:// URI. A partial upload never takes the final name."""
     local_path = Path(local_path)
     if not local_path.exists():
         raise HadoopError(f"{local_path}: data set not found (is the datasets role provisioned?)")
-    if not hdfs_path.startswith("/"):
-        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
-    uri = _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+    uri = hdfs_uri(hdfs_path)
     size = _local_size(local_path)
     present = _hdfs_size(hdfs_path)
     if present == size:

@@ -27,9 +27,18 @@ def _home(var: str) -> Path | None:
     return Path(value) if value else None
 
 
-@functools.lru_cache(maxsize=1)
 def capabilities() -> dict[str, tuple[bool, str]]:
-    """capability -> (present, how it was found or why not)."""
+    """capability -> (present, how it was found or why not): of the inventory in use
+    (provenance.inventory_in_use), else detected on this machine."""
+    cluster = provenance.inventory()
+    if cluster is not None:
+        return inventory_capabilities(cluster)
+    return local_capabilities()
+
+
+@functools.lru_cache(maxsize=1)
+def local_capabilities() -> dict[str, tuple[bool, str]]:
+    """capability -> (present, how it was found or why not) on this machine."""
     pre = provenance.prefix()
     env_file = pre / "etc" / "dlobd-env.sh"
     caps: dict[str, tuple[bool, str]] = {"tcp": (True, "every cluster has TCP/IP")}
@@ -122,6 +131,67 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     return caps
 
 
+# What site.yml installs on every host of an inventory, at either profile.
+PROVISIONED = ("hadoop", "spark", "tensorflow", "tensorflowonspark", "bigdl", "mpi", "grpc", "grpc-cpp")
+# Software an inventory gives by path: capability -> its dlobd_stack_settings entry.
+SOFTWARE_SETTINGS = {"rdma-spark": "RDMA_SPARK_HOME", "rdma-grpc": "RDMA_GRPC_HOME",
+                     "tf-rdma": "DLOBD_TF_RDMA_PYTHON", "hibench": "HIBENCH_HOME",
+                     "tf_cnn_benchmarks": "TF_CNN_BENCHMARKS_HOME"}
+# Software no inventory setting or role declares yet: why the plan cannot count on it.
+UNDECLARED = {
+    "caffeonspark": "CaffeOnSpark: no inventory setting or role provides it yet",
+    "caffe": "Caffe (pycaffe): no inventory setting or role provides it yet",
+    "cntk": "CNTK 2.x: no inventory setting or role provides it yet",
+    "lustre": "a Lustre file system: inventories do not declare one yet",
+}
+
+
+def _declared(hosts, what: str) -> str:
+    return f"{what} on {', '.join(h.name for h in hosts)} (declared in the inventory's dlobd_hardware)"
+
+
+def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
+    """capability -> (present, why) of an inventory's cluster (dlobd.inventory.Cluster): the
+    hardware its hosts declare (dlobd_hardware), the software provisioning installs, and the
+    paths it gives (dlobd_stack_settings). Nothing on the hosts is checked from here."""
+    from dlobd import networks
+
+    workers = cluster.members("workers")
+    caps: dict[str, tuple[bool, str]] = {"tcp": (True, "every cluster has TCP/IP")}
+    no_hca = [h.name for h in workers if not h.hardware.get("hca")]
+    rates = sorted({str(h.hardware.get("ib_rate_gbps", "?")) for h in workers})
+    caps["infiniband"] = ((False, f"worker(s) {', '.join(no_hca)} declare no HCA (dlobd_hardware.hca)")
+                          if no_hca else
+                          (True, _declared(workers, f"HCA {', '.join(sorted({str(h.hardware['hca']) for h in workers}))} "
+                                                    f"at {'/'.join(rates)} Gb/s")))
+    caps["rdma"] = caps["infiniband"]
+    gpu_hosts = [h for h in cluster.members("gpu") if int(h.hardware.get("gpus") or 0) > 0]
+    models = sorted({str(h.hardware.get("gpu_model", "?")) for h in gpu_hosts})
+    caps["gpu"] = ((True, _declared(gpu_hosts, f"{sum(int(h.hardware['gpus']) for h in gpu_hosts)} "
+                                               f"GPU(s) ({', '.join(models)})"))
+                   if gpu_hosts else
+                   (False, "no host of group gpu declares GPUs (dlobd_hardware.gpus)"))
+    caps["nvidia-smi"] = (caps["gpu"][0], "comes with the NVIDIA driver of the declared GPUs"
+                          if gpu_hosts else caps["gpu"][1])
+    profile = cluster.settings.get("DLOBD_PROFILE")
+    caps["paper-profile"] = (profile == "paper", f"dlobd_profile is {profile}"
+                             + ("" if profile == "paper" else ", not paper"))
+    for name in PROVISIONED:
+        caps[name] = (True, f"installed by site.yml ({cluster.settings.get('DLOBD_INSTALL_METHOD')} "
+                            "method); not checked from here")
+    for name, setting in SOFTWARE_SETTINGS.items():
+        value = cluster.settings.get(setting)
+        caps[name] = (bool(value), f"{setting}={value} (given in dlobd_stack_settings; not checked "
+                                   "from here)" if value else
+                      f"{setting} is not in the inventory's dlobd_stack_settings")
+    for name, why in UNDECLARED.items():
+        caps[name] = (False, why)
+    caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(h.name for h in workers)}")
+    for value in networks.emulated_values():
+        caps[value] = (False, "an inventory's hosts are linked by real networks, not emulated tiers")
+    return caps
+
+
 def missing(needs) -> list[str]:
     """Reasons for every capability in `needs` this cluster lacks."""
     caps = capabilities()
@@ -142,7 +212,48 @@ def point_missing(scale: dict, point: dict) -> list[str]:
         # compare through point ids so 2 and 2.0 (or 'gpu' and gpu) match alike
         if all(point_id({k: point.get(k)}) == point_id({k: v}) for k, v in entry["at"].items()):
             needs.extend(n for n in entry["needs"] if n not in needs)
-    return missing(needs)
+    cluster = provenance.inventory()
+    return missing(needs) + (size_missing(scale, point, cluster) if cluster is not None else [])
+
+
+def _count(value) -> int | None:
+    """A whole number of a point or fixed parameter; None for prose ('not stated')."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number == int(number) and number > 0 else None
+
+
+def size_missing(scale: dict, point: dict, cluster) -> list[str]:
+    """What a point asks of the inventory's size that it lacks: its nodes (point or fixed
+    `nodes`/`worker_nodes`, one worker host each), its GPUs in all (`gpus`, or GPU ranks
+    `processes`) and per node (`gpus_per_node`/`devices_per_node` on GPU points)."""
+    params = {**(scale.get("fixed") or {}), **point}
+    workers = cluster.members("workers")
+    gpu_names = set(cluster.groups.get("gpu", ()))
+    gpus = {h.name: int(h.hardware.get("gpus") or 0) if h.name in gpu_names else 0 for h in workers}
+    out = []
+    nodes = next((n for n in (_count(params.get(k)) for k in ("nodes", "worker_nodes")) if n), None)
+    if nodes and nodes > len(workers):
+        out.append(f"needs {nodes} worker nodes: the inventory has {len(workers)} in group workers")
+    device = str(params.get("device", params.get("worker_device", "")))
+    on_gpu = "gpu" in device or (not device.startswith("cpu") and "gpu" in (scale.get("needs") or []))
+    per_node = params.get("gpus_per_node", params.get("devices_per_node"))
+    if isinstance(per_node, dict):  # per workload, e.g. {cifar10: 2, mnist: 1}
+        per_node = per_node.get(str(params.get("workload")))
+    per_node = _count(per_node)
+    if on_gpu and nodes and per_node:
+        fit = [name for name, n in gpus.items() if n >= per_node]
+        if len(fit) < nodes:
+            out.append(f"needs {nodes} worker nodes with {per_node} GPU(s) each: the inventory "
+                       f"declares {len(fit)} ({', '.join(fit) or 'none'})")
+    total = _count(params.get("gpus"))
+    if total is None and str(params.get("buffers")) == "gpu":
+        total = _count(params.get("processes"))  # a CUDA-aware MPI rank per GPU
+    if total and total > sum(gpus.values()):
+        out.append(f"needs {total} GPUs: the inventory's workers declare {sum(gpus.values())}")
+    return out
 
 
 def launcher_missing(stack_name: str) -> list[str]:

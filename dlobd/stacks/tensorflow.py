@@ -382,8 +382,7 @@ def _transport(network: str):
     python = None
     if link.transport != "tcp":
         # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
-        var = "DLOBD_TF_RDMA_PYTHON"
-        python = provenance.prefix_env().get(var) or os.environ.get(var)
+        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
     return link, python
 
 
@@ -395,7 +394,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     protocol = link.settings["protocol"]
     env = hadoop.stack_env()
     python = rdma_python or env.get("DLOBD_PYTHON")
-    if not python or not Path(python).exists():
+    if not provenance.present(python):
         raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     spec_model = str(ctx.point.get("model", ctx.spec.get("model")))
     model = MODELS.get(spec_model)
@@ -406,18 +405,25 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     data_dir = None
     if dataset in DATASETS:
         data_dir = str(Path(env.get("DLOBD_DATA_DIR", "")) / DATASETS[dataset])
-        if not env.get("DLOBD_DATA_DIR") or not Path(data_dir).is_dir():
+        if not env.get("DLOBD_DATA_DIR") or not provenance.present(data_dir):
             raise runs.NotRunnable(f"data set {dataset}: no {data_dir} (DLOBD_DATA_DIR; run `make provision`)")
     hosts = task_hosts(link, provenance.workers())
     adir = Path(ctx.attempt_dir).resolve()
+    for key in WORKER_KEYS:
+        runs.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))
     strategy, workers, ps = layout(ctx.point, ctx.fixed)
     tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
                        free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
                        str(adir), provenance.prefix_env())
-    (adir / "tasks").mkdir()
-    (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
+    if not ctx.dry_run:
+        (adir / "tasks").mkdir()
+        (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
     result = runs.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
                                     str(adir / PLAN_FILE)], env=env, cwd=str(adir))
+    if ctx.dry_run:  # the tasks the supervisor would start, as its plan file names them
+        result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env}
+                                     for t in tasks]
+        return result
     if result.status == "failed":
         result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
     result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
