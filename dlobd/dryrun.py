@@ -48,6 +48,7 @@ def describe(result: runs.LaunchResult) -> list[str]:
                      f"{shlex.join(proc['command'])}")
     for name, text in result.extra.get("files", {}).items():
         lines.append(f"    file {name}: " + " | ".join(text.splitlines()))
+    lines += [f"    ({note})" for note in result.extra.get("notes", [])]
     return lines
 
 

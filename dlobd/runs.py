@@ -268,7 +268,8 @@ class LaunchResult:
 
     A dry run's result (status `dry run`) may add to `extra` what else the command would
     start or write: `processes`, [{name, host, command, env}] (the tasks a supervisor starts,
-    servers on other hosts), and `files`, {name: text} (files written into the attempt)."""
+    servers on other hosts), `files`, {name: text} (files written into the attempt), and
+    `notes` on what only the launch can know."""
 
     command: list | None
     status: str

@@ -80,7 +80,7 @@ FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (README "
 # a parameter server on another host gets this long to print where it listens
 SERVER_START_S = 30
 # where a dry run names the port a parameter server on another host will pick and print
-PORT_AT_LAUNCH = "<port>"
+PORT_AT_LAUNCH = "PORT"
 
 
 def parse(text: str) -> ParseResult:
@@ -413,6 +413,8 @@ def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_ro
         result.extra["processes"] = [{"name": f"ps:{i}", "host": host,
                                       "command": server_argv(host, binary, mode, adir, env)}
                                      for i, host in enumerate(server_hosts)]
+        result.extra["notes"] = [f"{PORT_AT_LAUNCH}: the port each parameter server picks on "
+                                 "its host at launch and prints"]
         return result
     servers, addresses = start_servers(server_hosts, binary, mode, adir, env)
     try:
