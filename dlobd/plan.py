@@ -82,9 +82,11 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     caps["bigdl"] = (versions["bigdl"] is not None,
                      f"BigDL jar {versions['bigdl']}" if versions["bigdl"]
                      else f"no bigdl-dllib jar under {pre}")
-    tfcnn = glob.glob(str(pre / "**" / "tf_cnn_benchmarks.py"), recursive=True)
-    caps["tf_cnn_benchmarks"] = (bool(tfcnn), tfcnn[0] if tfcnn else
-                                 "tf_cnn_benchmarks is on no registry: cloned on a cluster")
+    from dlobd.stacks import tf_cnn_benchmarks
+
+    tfcnn = tf_cnn_benchmarks.script()
+    caps["tf_cnn_benchmarks"] = (bool(tfcnn and tfcnn.is_file()), str(tfcnn) if tfcnn else
+                                 tf_cnn_benchmarks.WHERE_TO_GET)
     caps["mpi"] = (shutil.which("mpirun") is not None,
                    shutil.which("mpirun") or "mpirun not on PATH")
     grpc_py = provenance.dist_version("grpcio")

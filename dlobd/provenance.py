@@ -79,9 +79,10 @@ def present(path) -> bool:
     return bool(path) and Path(path).exists()
 
 
-def workers() -> list[str]:
-    """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them."""
-    listed = (stack_setting("DLOBD_WORKERS") or "").strip()
+def workers(gpu: bool = False) -> list[str]:
+    """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them; with `gpu`
+    only those of group gpu."""
+    listed = (stack_setting("DLOBD_GPU_WORKERS" if gpu else "DLOBD_WORKERS") or "").strip()
     return re.split(r"[,\s]+", listed) if listed else []
 
 
