@@ -68,14 +68,14 @@ def _verdicts(results_dir: Path, experiment: str) -> str:
     return "; ".join(f"{verdict}: {', '.join(ids)}" for verdict, ids in groups.items())
 
 
-def _natural(text: str) -> list:
+def natural_key(text: str) -> list:
     """Sort key that puts fig4a before fig11."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def rows(root: Path, runs_dir: Path, results_dir: Path) -> list[dict]:
     out = []
-    for eid, s in sorted(spec.load_all(root).items(), key=lambda kv: _natural(kv[0])):
+    for eid, s in sorted(spec.load_all(root).items(), key=lambda kv: natural_key(kv[0])):
         source = s.source_spec
         attempts = runs.select(runs.experiment_attempts(runs_dir, "local", source.id))
         paper = source.data["scales"]["paper"]

@@ -228,32 +228,39 @@ def _count(value) -> int | None:
     return int(number) if number == int(number) and number > 0 else None
 
 
-def size_missing(scale: dict, point: dict, cluster) -> list[str]:
-    """What a point asks of the inventory's size that it lacks: its nodes (point or fixed
-    `nodes`/`worker_nodes`, one worker host each), its GPUs in all (`gpus`, or GPU ranks
-    `processes`) and per node (`gpus_per_node`/`devices_per_node` on GPU points)."""
+def point_size(scale: dict, point: dict) -> dict:
+    """What a point asks of a cluster's size: `nodes` (point or fixed `nodes`/`worker_nodes`,
+    one worker host each), `per_node` GPUs on each of them (`gpus_per_node`/`devices_per_node`
+    on GPU points) and `gpus` in all (`gpus`, or the ranks of `processes` on GPU buffers);
+    None where the spec gives none."""
     params = {**(scale.get("fixed") or {}), **point}
-    workers = cluster.members("workers")
-    gpu_names = set(cluster.groups.get("gpu", ()))
-    gpus = {h.name: int(h.hardware.get("gpus") or 0) if h.name in gpu_names else 0 for h in workers}
-    out = []
     nodes = next((n for n in (_count(params.get(k)) for k in ("nodes", "worker_nodes")) if n), None)
-    if nodes and nodes > len(workers):
-        out.append(f"needs {nodes} worker nodes: the inventory has {len(workers)} in group workers")
     device = str(params.get("device", params.get("worker_device", "")))
     on_gpu = "gpu" in device or (not device.startswith("cpu") and "gpu" in (scale.get("needs") or []))
     per_node = params.get("gpus_per_node", params.get("devices_per_node"))
     if isinstance(per_node, dict):  # per workload, e.g. {cifar10: 2, mnist: 1}
         per_node = per_node.get(str(params.get("workload")))
-    per_node = _count(per_node)
-    if on_gpu and nodes and per_node:
+    total = _count(params.get("gpus"))
+    if total is None and str(params.get("buffers")) == "gpu":
+        total = _count(params.get("processes"))  # a CUDA-aware MPI rank per GPU
+    return {"nodes": nodes, "per_node": _count(per_node) if on_gpu and nodes else None, "gpus": total}
+
+
+def size_missing(scale: dict, point: dict, cluster) -> list[str]:
+    """What a point asks of the inventory's size (point_size) that it lacks."""
+    size = point_size(scale, point)
+    workers = cluster.members("workers")
+    gpu_names = set(cluster.groups.get("gpu", ()))
+    gpus = {h.name: int(h.hardware.get("gpus") or 0) if h.name in gpu_names else 0 for h in workers}
+    out = []
+    nodes, per_node, total = size["nodes"], size["per_node"], size["gpus"]
+    if nodes and nodes > len(workers):
+        out.append(f"needs {nodes} worker nodes: the inventory has {len(workers)} in group workers")
+    if per_node:
         fit = [name for name, n in gpus.items() if n >= per_node]
         if len(fit) < nodes:
             out.append(f"needs {nodes} worker nodes with {per_node} GPU(s) each: the inventory "
                        f"declares {len(fit)} ({', '.join(fit) or 'none'})")
-    total = _count(params.get("gpus"))
-    if total is None and str(params.get("buffers")) == "gpu":
-        total = _count(params.get("processes"))  # a CUDA-aware MPI rank per GPU
     if total and total > sum(gpus.values()):
         out.append(f"needs {total} GPUs: the inventory's workers declare {sum(gpus.values())}")
     return out
