@@ -131,13 +131,17 @@ def register(parser) -> None:
     parser.add_argument("--check", action="store_true", help="only say whether --out is current")
 
 
-def run(args) -> int:
-    text = render(ROOT, Path(args.runs), Path(args.results))
-    out = Path(args.out)
-    if args.check:
+def write_generated(out: Path, text: str, check: bool, remake: str) -> int:
+    """Write a generated document, or with `check` only say whether `out` is current."""
+    if check:
         current = out.is_file() and out.read_text() == text
-        print(f"{out}: {'current' if current else 'out of date: run make appendix'}")
+        print(f"{out}: {'current' if current else 'out of date: run ' + remake}")
         return 0 if current else 1
     out.write_text(text)
     print(f"wrote {out}")
     return 0
+
+
+def run(args) -> int:
+    return write_generated(Path(args.out), render(ROOT, Path(args.runs), Path(args.results)),
+                           args.check, "make appendix")

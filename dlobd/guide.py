@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 
 from dlobd import ROOT, inventory, plan, spec
-from dlobd.appendix import natural_key
+from dlobd.appendix import natural_key, write_generated
 
 OUT = Path("docs") / "new-cluster.md"
 
@@ -68,12 +68,4 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    text = render()
-    out = Path(args.out)
-    if args.check:
-        current = out.is_file() and out.read_text() == text
-        print(f"{out}: {'current' if current else 'out of date: run dlobd guide'}")
-        return 0 if current else 1
-    out.write_text(text)
-    print(f"wrote {out}")
-    return 0
+    return write_generated(Path(args.out), render(), args.check, "dlobd guide")
