@@ -100,8 +100,22 @@ appendix: setup ## docs/artifact-evaluation.md from the specs, data/reference an
 	$(SUBMAKE) figures RUNS=data/reference
 	$(BIN)/dlobd appendix --runs data/reference --results data/results
 
-experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id>
-	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True 'experiments=[$(ID)]'
+experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id> [SCALE=paper]
+	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' 'experiments=[$(ID)]'
+
+# Every experiment at one scale. DRY_RUN=1: the exact command of every point with INVENTORY's
+# hosts and cluster addresses, nothing run or written (dlobd dry-run).
+SCALE ?= local
+CLUSTER ?= local
+.PHONY: experiments
+experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing
+	@if [ -n "$(DRY_RUN)" ]; then \
+	  $(BIN)/dlobd dry-run --scale $(SCALE) --inventory $(INVENTORY) --cluster $(CLUSTER) --runs $(RUNS) \
+	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
+	else \
+	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
+	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]'); \
+	fi
 
 .PHONY: report
 report: setup ## the HTML report (and what it needs), plus Snakemake's own report at report/snakemake.html

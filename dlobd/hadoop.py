@@ -71,8 +71,12 @@ def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) ->
         raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
     flavour = networks.resolve(stack, network).settings["spark"]
     if flavour == "rdma-spark":
-        home = Path(provenance.stack_setting("RDMA_SPARK_HOME") or "")
-        if not dry_run and not (home / "bin" / "spark-submit").is_file():
+        setting = provenance.stack_setting("RDMA_SPARK_HOME")
+        if not setting:
+            raise runs.NotRunnable("RDMA_SPARK_HOME is not set: OSU RDMA-Spark is a registered "
+                                   "download (dlobd_stack_settings, docs/new-cluster.md)")
+        home = Path(setting)
+        if not dry_run and not provenance.present(home / "bin" / "spark-submit"):
             raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
         # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
         env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}

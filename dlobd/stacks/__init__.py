@@ -95,7 +95,10 @@ def setting(ctx, name: str, default=None):
 
 def positive_whole(ctx, name: str, default=None, needed_by: str = "the stack") -> int:
     """`setting` as a positive whole number; ValueError naming the spec, the scale and the value."""
+    from dlobd import runs
+
     value = setting(ctx, name, default)
+    runs.unstated(ctx.scale, name, value)
     if value is None:
         raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {needed_by} needs '{name}' (a point axis or "
                          "a fixed parameter)")

@@ -196,27 +196,41 @@ def _first_records(paths, count: int) -> bytes:
     return bytes(out)
 
 
+def record_counts(folder: Path) -> tuple[int, int]:
+    """(training, test) records of a CIFAR-10 binary data set folder."""
+    return sum(_records(folder / name) for name in TRAIN_FILES), _records(folder / TEST_FILE)
+
+
+def data_folder(folder: Path, train_images: int | None, test_images: int | None,
+                attempt_dir: Path, have: tuple = (None, None)) -> Path:
+    """The folder BigDL trains from: the data set's own, or, when `train_images` or
+    `test_images` asks for fewer records than it has (`have`: its counts, where known),
+    `<attempt>/data` holding the first records of it (prepare_data makes it)."""
+    if train_images in (None, have[0]) and test_images in (None, have[1]):
+        return folder
+    return attempt_dir / "data"
+
+
 def prepare_data(folder: Path, train_images: int | None, test_images: int | None,
                  attempt_dir: Path) -> Path:
-    """The folder to train from: `folder` itself, or the first `train_images` / `test_images`
-    records of it copied into `<attempt>/data` (BigDL reads every record of its folder).
+    """The folder to train from (data_folder), made: the first `train_images` / `test_images`
+    records of `folder` copied into `<attempt>/data` (BigDL reads every record of its folder).
     What was made is written to `<attempt>/prepare.log`."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: data set folder not found (is the datasets role "
                                 "provisioned? see workloads/data/make_datasets.py)")
     train = [folder / name for name in TRAIN_FILES]
-    have_train = sum(_records(p) for p in train)
-    have_test = _records(folder / TEST_FILE)
+    have_train, have_test = record_counts(folder)
     for what, want, have in (("train_images", train_images, have_train),
                              ("test_images", test_images, have_test)):
         if want is not None and want > have:
             raise ValueError(f"{folder}: {what} {want} asked for, the data set has {have}")
+    subset = data_folder(folder, train_images, test_images, attempt_dir, (have_train, have_test))
     with open(attempt_dir / "prepare.log", "x") as log:
-        if (train_images in (None, have_train)) and (test_images in (None, have_test)):
+        if subset == folder:
             log.write(f"training on {folder} as it is: {have_train} train, {have_test} test "
                       "records\n")
             return folder
-        subset = attempt_dir / "data"
         subset.mkdir()
         n_train, n_test = train_images or have_train, test_images or have_test
         # all chosen training records in the first file; BigDL reads the other four empty
@@ -239,7 +253,7 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
     jars = {}
     for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR"):
         jar = env.get(var)
-        if not jar or not Path(jar).is_file():
+        if not jar or not provenance.present(jar):
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
                                     "bigdl role provisioned?)")
         jars[var] = jar
@@ -269,7 +283,12 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     adir = Path(ctx.attempt_dir).resolve()  # the driver runs in it: paths must be absolute
     train, test = (_positive_int(ctx, k) if setting(ctx, k) is not None else None
                    for k in ("train_images", "test_images"))
-    data = prepare_data(Path(data_dir) / str(dataset), train, test, adir)
+    folder = Path(data_dir) / str(dataset)
+    if ctx.dry_run:  # the counts of a data set visible from here, read and not copied
+        data = data_folder(folder, train, test, adir,
+                           record_counts(folder) if folder.is_dir() else (None, None))
+    else:
+        data = prepare_data(folder, train, test, adir)
     argv = command(ctx, spark_submit, data, env)
     # BigDL writes bigdl.log into its working directory: the attempt
     result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
