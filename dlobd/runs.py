@@ -237,6 +237,7 @@ class RunContext:
     runs_dir: Path
     fixed: dict = field(default_factory=dict)
     time_limit_s: float | None = None
+    dry_run: bool = False
 
 
 @dataclass
@@ -324,6 +325,8 @@ def run_command(ctx: RunContext, command: list, env: dict | None = None,
     With `keep_stdin` the command reads a pipe held open until it ends (a command of
     stacks.ssh_argv ends its remote side when that pipe closes).
     """
+    if ctx.dry_run:
+        return LaunchResult(list(command), "dry run", cwd=cwd)
     out = open(ctx.attempt_dir / "stdout.log", "xb")
     err = open(ctx.attempt_dir / "stderr.log", "xb")
     with out, err:

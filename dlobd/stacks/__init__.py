@@ -32,7 +32,8 @@ from pathlib import Path
 
 from dlobd.metrics import ROW_FIELDS
 
-STACKS = ("bigdl", "caffe", "grpcbench", "hr_reduce", "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
+STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hr_reduce", "tensorflow",
+          "tensorflowonspark", "tf_cnn_benchmarks")
 
 # Every parser's reason for a text with no line of its format starts with this.
 NO_LINES = "no line of"
