@@ -41,3 +41,18 @@ def paper_points(*spec_ids):
 
 def option(argv, name):
     return argv[argv.index(name) + 1]
+
+
+def damaged(text: str, rng) -> str:
+    """`text` with a few lines swapped in, dropped or repeated, cut at a random place."""
+    lines = text.splitlines(keepends=True)
+    for _ in range(rng.randrange(0, 4)):
+        i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+        choice = rng.randrange(3)
+        if choice == 0:
+            lines[i] = lines[j]
+        elif choice == 1:
+            del lines[i]
+        else:
+            lines.insert(i, lines[j])
+    return "".join(lines)[:rng.randrange(len(text) + 1)]

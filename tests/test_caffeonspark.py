@@ -13,7 +13,7 @@ import pytest
 
 from dlobd import metrics, runs, stacks
 from dlobd.stacks import caffeonspark
-from stackfakes import WORKERS, context, install, option, paper_points
+from stackfakes import WORKERS, context, damaged, install, option, paper_points
 
 LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeonspark"
 SPECS = ("dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig6a", "dlobd-fig6b", "dlobd-fig8a", "dlobd-fig8b")
@@ -240,13 +240,7 @@ def test_random_damage_never_crashes(path):
     rng = random.Random(path.name)
     original = path.read_text()
     for _ in range(25):
-        lines = original.splitlines(keepends=True)
-        for _ in range(rng.randrange(0, 4)):
-            i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
-            [lambda: lines.__setitem__(i, lines[j]), lambda: lines.pop(i), lambda: lines.insert(i, lines[j])][
-                rng.randrange(3)]()
-        damaged = "".join(lines)[:rng.randrange(len(original) + 1)]
-        r = caffeonspark.parse(damaged)
+        r = caffeonspark.parse(damaged(original, rng))
         assert r.status in ("ok", "unparseable")
         assert (r.reason is None) == (r.status == "ok" and r.finished)
         assert all(metrics.get(x["metric"]).unit == x["unit"] for x in r.rows)

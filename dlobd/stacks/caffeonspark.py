@@ -55,7 +55,7 @@ import yaml
 
 from dlobd import hadoop, networks, plan, provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, yarn_application_span
 from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
@@ -164,22 +164,8 @@ def _parse(lines, cut) -> ParseResult:
 parse = line_parser(_parse)
 
 
-def parse_records(run_dir, result: ParseResult) -> None:
-    """end_to_end_s from the run's YARN application record (submission to end); a failed or
-    killed application leaves the run unfinished with YARN's diagnostics."""
-    try:
-        app = hadoop.application_record(run_dir)
-        if app is None:
-            return
-        if app.get("state") != "FINISHED" or app.get("finalStatus") != "SUCCEEDED":
-            result.finished = False
-            why = (f"YARN application {app['id']} ended {app.get('state')}/{app.get('finalStatus')}: "
-                   f"{str(app.get('diagnostics') or '').strip()[:300]}")
-            result.reason = "; ".join(filter(None, [result.reason, why]))
-            return
-        result.rows.append({**row("end_to_end_s", hadoop.application_seconds(app)), "log": app["_log"]})
-    except hadoop.HadoopError as exc:
-        raise LogError(str(exc)) from None
+# end_to_end_s and the application's final state from the run's YARN record
+parse_records = yarn_application_span
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -229,10 +215,7 @@ def plan_point(ctx: runs.RunContext) -> dict:
     else:
         batch = models()[model]["batch"]
     network = str(ctx.point.get("network", ctx.fixed.get("network", "ipoib")))
-    lacking = networks.missing("caffeonspark", network)
-    if lacking:
-        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
-    connection = networks.resolve("caffeonspark", network).settings["connection"]
+    connection = networks.require("caffeonspark", network).settings["connection"]
     gpu = device.startswith("gpu")
     if connection == "infiniband" and not gpu:
         raise runs.NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "

@@ -1,0 +1,168 @@
+"""MMLSpark 0.10 / CNTK without a cluster: the spark-submit command and the GPU hosts' settings
+of every paper-scale point of dlobd-fig4c and dlobd-fig5c on a fake 16-node cluster (a dry
+run), the reasons a point is not runnable, and the parser on a constructed log
+(tests/data/constructed-logs/mmlspark: format from MMLSpark's, CNTK's and OpenMPI's sources;
+no real run could be had here) and damaged copies of it."""
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from dlobd import metrics, runs, stacks
+from dlobd.stacks import mmlspark
+from stackfakes import WORKERS, context, damaged, install, option, paper_points
+
+LOG = Path(__file__).resolve().parent / "data" / "constructed-logs" / "mmlspark" / "cifar10-2-nodes"
+SETTINGS = {
+    "SPARK_HOME": "/opt/spark-2.2.0", "DLOBD_DATA_DIR": "/srv/dlobd/data", "DLOBD_GPU_WORKERS": " ".join(WORKERS),
+    "DLOBD_GPUS_PER_NODE": "1", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3", "MMLSPARK_JARS_DIR": "/opt/mmlspark/jars",
+    "MMLSPARK_SSH_KEY": "/srv/dlobd/etc/mmlspark/identity", "MMLSPARK_WRAPPERS": "/srv/dlobd/libexec/mmlspark",
+    **{f"CNTK_HOME_{d}": f"/opt/cntk-{d.lower()}" for d in ("CPU_OPENBLAS", "CPU_MKL", "GPU_CUDNN")},
+}
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    install(monkeypatch, SETTINGS)
+
+
+@pytest.mark.parametrize("spec_id, point", paper_points("dlobd-fig4c", "dlobd-fig5c"))
+def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
+    ctx = context(tmp_path, spec_id, point)
+    result = mmlspark.launch(ctx)
+    argv = result.command
+    assert result.status == "dry run" and not ctx.attempt_dir.exists()
+    assert argv[:5] == ["/opt/spark-2.2.0/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client"]
+    assert option(argv, "--jars") == "/opt/mmlspark/jars/*.jar"
+    assert argv[argv.index("--jars") + 1:].index(str(mmlspark.WORKLOADS / "train.py")) > 0
+    nodes = point["nodes"]
+    assert option(argv, "--gpu-machine") == f"{WORKERS[0]},1"
+    assert option(argv, "--minibatch") == "128" and option(argv, "--data-dir") == "/srv/dlobd/data/cifar10"
+    assert option(argv, "--working-dir").startswith("file:/tmp/dlobd-mmlspark/dlobd-")
+    assert option(argv, "--identity") == "file:///srv/dlobd/etc/mmlspark/identity"
+    remote = result.extra["remote_env"]
+    assert remote["DLOBD_MMLSPARK_HOSTS"].split() == WORKERS[:nodes]
+    network = point.get("network", "ipoib")
+    assert remote["DLOBD_MMLSPARK_BTL"] == ("self,sm,openib" if network == "rdma" else "self,sm,tcp")
+    device = point.get("device", "gpu-cudnn")
+    assert remote["DLOBD_MMLSPARK_DEVICE_ID"] == ("auto" if device == "gpu-cudnn" else "-1")
+    assert remote["PATH"].startswith(f"/srv/dlobd/libexec/mmlspark:/opt/cntk-{device.replace('-', '_')}/cntk/bin:")
+    if "device" not in point:
+        assert "not stated" in result.labels["device"]
+    assert [h["address"] for h in result.hosts] == WORKERS[:nodes]
+
+
+def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
+    install(monkeypatch, {**SETTINGS, "DLOBD_GPUS_PER_NODE": "4"})
+    result = mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 8}))
+    assert option(result.command, "--gpu-machine") == f"{WORKERS[0]},4"
+    assert result.labels["ranks"] == "32 (4 per node)"
+
+
+@pytest.mark.parametrize("drop, message", [
+    ("CNTK_HOME_CPU_MKL", "no CNTK 2.x build for it.*set CNTK_HOME_CPU_MKL"),
+    ("MMLSPARK_MPI_HOME", "OpenMPI 1.10.*set MMLSPARK_MPI_HOME"),
+    ("MMLSPARK_JARS_DIR", "mmlspark Maven repository.*set MMLSPARK_JARS_DIR"),
+    ("MMLSPARK_SSH_KEY", "set MMLSPARK_SSH_KEY"),
+])
+def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, message):
+    install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
+    with pytest.raises(runs.NotRunnable, match=message):
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 2}))
+
+
+def test_rdma_without_an_hca_and_too_few_gpu_hosts(tmp_path, monkeypatch):
+    install(monkeypatch, SETTINGS, infiniband="no InfiniBand HCA", rdma="no InfiniBand HCA")
+    with pytest.raises(runs.NotRunnable, match="network rdma: needs infiniband"):
+        mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 2}))
+    install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:4])})
+    with pytest.raises(runs.NotRunnable, match=r"8 nodes: the cluster has 4 GPU host\(s\)"):
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 8}))
+
+
+def test_brainscript_template_takes_the_run_values():
+    text = (mmlspark.WORKLOADS / "cifar10_convnet.cntk").read_text()
+    assert set(re.findall(r"\$\{(\w+)\}", text)) == {"epochs", "minibatch"}
+    assert "timestamping = true" in text and 'parallelizationMethod = "DataParallelSGD"' in text
+
+
+# ---------------------------------------------------------------- parser
+
+def values(result, metric, **where):
+    return [r["value"] for r in result.rows if r["metric"] == metric
+            and all(r.get(k) == v for k, v in where.items())]
+
+
+def lines():
+    return (LOG / "stderr.log").read_text().splitlines(keepends=True)
+
+
+def test_a_finished_run_reads_rank_0():
+    r = stacks.parse_run("mmlspark", LOG)
+    assert (r.status, r.finished, r.reason) == ("ok", True, None)
+    assert values(r, "loss") == [1.88412597, 1.40117188, 1.18027344]
+    assert values(r, "epoch_time_s") == [31.2049, 30.8877, 31.0415]  # rank 1's 31.2102 ... ignored
+    assert values(r, "train_time_s") == [pytest.approx(93.1341)]
+    assert values(r, "end_to_end_s") == [230.25]
+    assert values(r, "throughput_records_per_s", epoch=1) == [3106.0, 3214.3]
+    assert r.meta["mpi_ranks"] == 2 and r.meta["criterion"] == "ce"
+
+
+def test_untagged_cntk_lines_and_a_validation():
+    text = ("11/20/2017 09:32:36: Finished Epoch[ 1 of 1]: [Training] ce = 1.5 * 100; errs = 50.000% * 100; "
+            "totalSamplesSeen = 100; learningRatePerSample = 0.001; epochTime=2.5s\n"
+            "11/20/2017 09:32:37: Finished Epoch[ 1 of 1]: [Validate] ce = 1.7 * 50; errs = 40.000% * 50\n"
+            "17/11/20 09:33:40 INFO CNTKLearner: CNTK training finished\n")
+    r = mmlspark.parse(text)
+    assert (r.status, r.finished) == ("ok", True)
+    assert values(r, "top1_accuracy") == [pytest.approx(0.6)] and r.meta["test_records"] == 50
+
+
+def test_cut_before_the_last_epoch():
+    text = lines()
+    end = next(i for i, line in enumerate(text) if "Finished Epoch[ 3 of 3]" in line)
+    r = mmlspark.parse("".join(text[:end]))
+    assert r.status == "ok" and not r.finished
+    assert "2 of 3 epochs finished" in r.reason and "no 'CNTK training finished'" in r.reason
+    assert values(r, "train_time_s") == []
+
+
+def test_cut_mid_line():
+    text = lines()
+    i = next(i for i, line in enumerate(text) if "Finished Epoch[ 2 of 3]" in line)
+    r = mmlspark.parse("".join(text[:i]) + text[i][:40])
+    assert r.status == "ok" and "cut mid-line" in r.reason and values(r, "loss") == [1.88412597]
+
+
+def test_concatenated_and_interleaved_logs_are_unparseable():
+    r = mmlspark.parse("".join(lines()) * 2)
+    assert r.status == "unparseable" and "concatenated" in r.reason
+    other = [line.replace("of 3]", "of 5]") for line in lines()]
+    r = mmlspark.parse("".join(x for pair in zip(lines(), other) for x in pair))
+    assert r.status == "unparseable" and re.search(r"line \d+", r.reason) and "interleaved" in r.reason
+
+
+def test_a_cntk_failure_is_named():
+    text = ("[1,0]<stderr>:EXCEPTION occurred: Reader: could not open file /tmp/x\n"
+            "17/11/20 09:33:40 INFO SparkContext: Invoking stop() from shutdown hook\n")
+    r = mmlspark.parse(text)
+    assert r.status == "unparseable" and "EXCEPTION occurred: Reader: could not open" in r.reason
+
+
+@pytest.mark.parametrize("damaged, reason", [("", "empty log"), ("\x00" * 64, "binary data"),
+                                             ("hello\n", "no line of")])
+def test_empty_binary_foreign(damaged, reason):
+    r = mmlspark.parse(damaged)
+    assert r.status == "unparseable" and r.reason.startswith(reason)
+
+
+def test_random_damage_never_crashes():
+    rng = random.Random(5)
+    original = "".join(lines())
+    for _ in range(60):
+        r = mmlspark.parse(damaged(original, rng))
+        assert r.status in ("ok", "unparseable")
+        assert (r.reason is None) == (r.status == "ok" and r.finished)
+        assert all(metrics.get(x["metric"]).unit == x["unit"] for x in r.rows)
