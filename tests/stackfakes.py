@@ -2,6 +2,7 @@
 dlobd.provenance and dlobd.plan answer, so a launcher in a dry run computes the command it
 would run there. Nothing here runs or reaches a host."""
 
+import random
 from pathlib import Path
 
 from dlobd import plan, provenance, runs, spec
@@ -56,3 +57,16 @@ def damaged(text: str, rng) -> str:
         else:
             lines.insert(i, lines[j])
     return "".join(lines)[:rng.randrange(len(text) + 1)]
+
+
+def assert_random_damage_is_handled(parse, text: str, seed: int, times: int = 60) -> None:
+    """Damaged copies of a log give a result, never an exception: `ok` with a reason exactly
+    when unfinished, rows only of the vocabulary."""
+    from dlobd import metrics
+
+    rng = random.Random(seed)
+    for _ in range(times):
+        r = parse(damaged(text, rng))
+        assert r.status in ("ok", "unparseable")
+        assert (r.reason is None) == (r.status == "ok" and r.finished)
+        assert all(metrics.get(x["metric"]).unit == x["unit"] for x in r.rows)

@@ -4,16 +4,15 @@ the reasons a point is not runnable, the nets and solvers it renders, and the pa
 constructed logs (tests/data/constructed-logs/caffeonspark, format from CaffeOnSpark's and
 Caffe's sources; no real run could be had here) and damaged copies of them."""
 
-import random
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from dlobd import metrics, runs, stacks
+from dlobd import runs, stacks
 from dlobd.stacks import caffeonspark
-from stackfakes import WORKERS, context, damaged, install, option, paper_points
+from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
 
 LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeonspark"
 SPECS = ("dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig6a", "dlobd-fig6b", "dlobd-fig8a", "dlobd-fig8b")
@@ -237,10 +236,4 @@ FILES = sorted(p for p in LOGS.rglob("*") if p.is_file() and p.suffix != ".json"
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LOGS)))
 def test_random_damage_never_crashes(path):
-    rng = random.Random(path.name)
-    original = path.read_text()
-    for _ in range(25):
-        r = caffeonspark.parse(damaged(original, rng))
-        assert r.status in ("ok", "unparseable")
-        assert (r.reason is None) == (r.status == "ok" and r.finished)
-        assert all(metrics.get(x["metric"]).unit == x["unit"] for x in r.rows)
+    assert_random_damage_is_handled(caffeonspark.parse, path.read_text(), seed=path.name, times=25)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from dlobd.metrics import ROW_FIELDS
 
-STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hr_reduce", "mmlspark", "tensorflow",
+STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hr_reduce", "mmlspark", "scaffe", "tensorflow",
           "tensorflowonspark", "tf_cnn_benchmarks")
 
 # Every parser's reason for a text with no line of its format starts with this.

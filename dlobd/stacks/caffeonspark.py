@@ -34,7 +34,7 @@ library path and the executors' LD_LIBRARY_PATH. Options (caffe-grid's Config.sc
 `-features`, which these experiments do not run. On YARN CaffeOnSpark takes the cluster size
 from spark.executor.instances, so `--num-executors` is the point's nodes, one executor per
 node: each asks for every vcore of a NodeManager (DLOBD_YARN_VCORES). The solver and net
-are the project's (workloads/caffeonspark/, rendered per point into the attempt and shipped
+are the project's (workloads/caffe-nets/, rendered per point into the attempt and shipped
 with `--files`): solver_mode CPU or GPU from the device, the per-node batch from the spec's
 batch rule (nodes x batch = 128), validation only where the metric is an accuracy. The data
 are LMDBs in HDFS (`/dlobd/data/lmdb/<dataset>/{train,test}`), staged from
@@ -60,7 +60,7 @@ from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "workloads" / "caffeonspark"
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads" / "caffe-nets"
 MAIN_CLASS = "com.yahoo.ml.caffe.CaffeOnSpark"
 JAR = "caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar"
 DEVICES = ("cpu-openblas", "cpu-mkl", "gpu", "gpu-cudnn")
@@ -196,7 +196,7 @@ def plan_point(ctx: runs.RunContext) -> dict:
     model = str(ctx.point.get("model", ctx.spec.get("model")))
     if model not in models():
         raise ValueError(f"{ctx.spec['id']}: model {model!r} has no CaffeOnSpark net here "
-                         f"(workloads/caffeonspark/models.yaml has {', '.join(models())})")
+                         f"(workloads/caffe-nets/models.yaml has {', '.join(models())})")
     device, label = _value(ctx, "device")
     if label:
         labels["device"] = label
@@ -267,7 +267,7 @@ def render(ctx: runs.RunContext, p: dict, uris: dict) -> dict:
     m = models()[p["model"]]
     env = _templates()
     net = env.get_template(m["template"]).render(
-        train_lmdb=uris["train"], test_lmdb=uris["test"], batch=p["batch"], test_batch=m["test_batch"],
+        train_source=uris["train"], test_source=uris["test"], batch=p["batch"], test_batch=m["test_batch"],
         input=m["input"], classes=int(ctx.fixed.get("classes", 10)))
     validate = ctx.spec["metric"]["name"].endswith("accuracy")
     solver = env.get_template("solver.prototxt.j2").render(

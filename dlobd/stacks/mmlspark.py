@@ -81,12 +81,86 @@ def _criteria(text: str) -> dict:
     return {m[1]: (float(m[2]), bool(m[3]), int(m[4])) for m in CRITERION.finditer(text)}
 
 
+class CntkEpochs:
+    """CNTK's epoch and minibatch lines of rank 0 (untagged lines count as rank 0) as rows of
+    `result`; LogError for epochs out of order. Lines of other ranks are counted, not read:
+    every rank prints the same aggregated criteria."""
+
+    def __init__(self, result: ParseResult):
+        self.result = result
+        self.last_epoch = 0
+        self.max_epochs = None
+        self.epoch_times = {}
+        self.ranks = set()
+
+    def read(self, no: int, line: str) -> None:
+        tag = MPI_TAG.match(line)
+        rank, text = (int(tag[2]), tag[3]) if tag else (0, line)
+        if tag:
+            self.ranks.add(rank)
+        text = CNTK_TIME.sub("", text, count=1)
+        if CNTK_ERROR.match(text.strip()):
+            self.result.meta.setdefault("errors", []).append(text.strip()[:200])
+        elif rank != 0:
+            return
+        elif f := FINISHED.match(text):
+            self._epoch(no, int(f[1]), int(f[2]), f[3], f[4])
+        elif m := MINIBATCH.match(text):
+            epoch = int(m[1])
+            if epoch <= self.last_epoch:
+                raise LogError(f"line {no}: a minibatch of epoch {epoch} after epoch {self.last_epoch} "
+                               "finished (two logs interleaved or concatenated?)")
+            if r := RATE.search(m[5]):
+                self.result.rows.append(row("throughput_records_per_s", float(r[1]), step=int(m[4]), epoch=epoch))
+
+    def _epoch(self, no: int, epoch: int, total: int, kind: str, text: str) -> None:
+        rows, meta = self.result.rows, self.result.meta
+        if self.max_epochs is not None and total != self.max_epochs:
+            raise LogError(f"line {no}: epoch {epoch} of {total} in a run of {self.max_epochs} epochs "
+                           "(two logs interleaved or concatenated?)")
+        self.max_epochs = total
+        crit = _criteria(text)
+        if kind == "Training":
+            if epoch <= self.last_epoch:
+                raise LogError(f"line {no}: epoch {epoch} finishes after epoch {self.last_epoch} "
+                               "(two logs interleaved or concatenated?)")
+            t = EPOCH_TIME.search(text)
+            if not crit or t is None:
+                raise LogError(f"line {no}: a 'Finished Epoch' line without its criterion or epochTime")
+            name, (value, _, _) = next(iter(crit.items()))
+            meta.setdefault("criterion", name)
+            rows.append(row("loss", value, epoch=epoch))
+            self.epoch_times[epoch] = float(t[1])
+            rows.append(row("epoch_time_s", float(t[1]), epoch=epoch))
+            self.last_epoch = epoch
+        else:
+            errors = [(v, n) for v, percent, n in crit.values() if percent]
+            if errors:
+                rows.append(row("top1_accuracy", 1 - errors[0][0] / 100, epoch=epoch))
+                meta["test_records"] = errors[0][1]
+
+    def missing(self) -> str | None:
+        """What the log lacks of a whole training, or None."""
+        if self.max_epochs is None or self.last_epoch < self.max_epochs:
+            return f"{self.last_epoch} of {self.max_epochs or '?'} epochs finished"
+        return None
+
+    def finish(self, problems, cut: bool) -> ParseResult:
+        """Close the result; a whole training gets its train_time_s (the sum of its epochs)."""
+        result = self.result
+        if self.ranks:
+            result.meta["mpi_ranks"] = len(self.ranks)
+        result.close(*problems, cut=cut)
+        if result.finished:
+            result.rows.append(row("train_time_s", round(sum(self.epoch_times.values()), 6), epoch=self.last_epoch))
+        elif result.meta.get("errors"):
+            result.reason += f"; the log shows {result.meta['errors'][0]}"
+        return result
+
+
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
-    last_epoch = 0
-    max_epochs = None
-    epoch_times = {}
-    ranks = set()
+    epochs = CntkEpochs(result)
     done = None
     for no, line in lines:
         if TRAINING_DONE.search(line):
@@ -94,65 +168,15 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: a second 'CNTK training finished' (line {done} first): "
                                "two driver logs concatenated?")
             done = no
-            continue
-        tag = MPI_TAG.match(line)
-        rank, text = (int(tag[2]), tag[3]) if tag else (0, line)
-        ranks.add(rank)
-        text = CNTK_TIME.sub("", text, count=1)
-        if CNTK_ERROR.match(text.strip()):
-            result.meta.setdefault("errors", []).append(text.strip()[:200])
-            continue
-        if rank != 0:
-            continue  # every rank prints the same aggregated criteria: rank 0 stands for the run
-        if f := FINISHED.match(text):
-            epoch, total, kind = int(f[1]), int(f[2]), f[3]
-            if max_epochs is not None and total != max_epochs:
-                raise LogError(f"line {no}: epoch {epoch} of {total} in a run of {max_epochs} epochs "
-                               "(two logs interleaved or concatenated?)")
-            max_epochs = total
-            crit = _criteria(f[4])
-            if kind == "Training":
-                if epoch <= last_epoch:
-                    raise LogError(f"line {no}: epoch {epoch} finishes after epoch {last_epoch} "
-                                   "(two logs interleaved or concatenated?)")
-                t = EPOCH_TIME.search(f[4])
-                if not crit or t is None:
-                    raise LogError(f"line {no}: a 'Finished Epoch' line without its criterion or epochTime")
-                name, (value, _, _) = next(iter(crit.items()))
-                result.meta.setdefault("criterion", name)
-                result.rows.append(row("loss", value, epoch=epoch))
-                epoch_times[epoch] = float(t[1])
-                result.rows.append(row("epoch_time_s", float(t[1]), epoch=epoch))
-                last_epoch = epoch
-            else:
-                errors = [v for v, percent, _ in crit.values() if percent]
-                if errors:
-                    result.rows.append(row("top1_accuracy", 1 - errors[0] / 100, epoch=epoch))
-                    result.meta["test_records"] = next(n for _, p, n in crit.values() if p)
-        elif m := MINIBATCH.match(text):
-            epoch = int(m[1])
-            if epoch <= last_epoch:
-                raise LogError(f"line {no}: a minibatch of epoch {epoch} after epoch {last_epoch} "
-                               "finished (two logs interleaved or concatenated?)")
-            if r := RATE.search(m[5]):
-                result.rows.append(row("throughput_records_per_s", float(r[1]), step=int(m[4]), epoch=epoch))
-    result.meta["mpi_ranks"] = len(ranks) if any(MPI_TAG.match(line) for _, line in lines) else None
+        else:
+            epochs.read(no, line)
     if not result.rows and done is None:
         reason = f"{NO_LINES} CNTK's or MMLSpark's format: no 'Finished Epoch' or minibatch line"
         if result.meta.get("errors"):
             reason += f"; the log shows {result.meta['errors'][0]}"
         return ParseResult.unparseable(reason)
-    problems = []
-    if max_epochs is None or last_epoch < max_epochs:
-        problems.append(f"{last_epoch} of {max_epochs or '?'} epochs finished")
-    if done is None:
-        problems.append("no 'CNTK training finished' line from MMLSpark")
-    result.close(*problems, cut=cut)
-    if result.finished:
-        result.rows.append(row("train_time_s", round(sum(epoch_times.values()), 6), epoch=last_epoch))
-    elif result.meta.get("errors"):
-        result.reason += f"; the log shows {result.meta['errors'][0]}"
-    return result
+    return epochs.finish([epochs.missing(),
+                          None if done else "no 'CNTK training finished' line from MMLSpark"], cut)
 
 
 parse = line_parser(_parse)
