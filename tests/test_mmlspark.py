@@ -5,7 +5,10 @@ run), the reasons a point is not runnable, and the parser on a constructed log
 no real run could be had here) and damaged copies of it."""
 
 import re
+import subprocess
 from pathlib import Path
+
+import jinja2
 
 import pytest
 
@@ -159,3 +162,63 @@ def test_empty_binary_foreign(damaged, reason):
 
 def test_random_damage_never_crashes():
     assert_random_damage_is_handled(mmlspark.parse, "".join(lines()), seed=5)
+
+
+# ---------------------------------------------------------------- the role's wrappers
+
+WRAPPERS = Path(__file__).resolve().parents[1] / "playbooks" / "roles" / "mmlspark" / "templates"
+
+
+def wrapper(tmp_path, name):
+    text = jinja2.Template((WRAPPERS / f"{name}.j2").read_text()).render(ansible_managed="test")
+    path = tmp_path / "wrappers" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def recorder(folder: Path, name: str) -> Path:
+    """A stand-in for a program that records its arguments, one per line, in <name>.calls."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" >> "{folder}/{name}.calls"\necho --- >> "{folder}/{name}.calls"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_ssh_wrapper_puts_the_run_settings_before_the_remote_command(tmp_path):
+    ssh = wrapper(tmp_path, "ssh")
+    fake = tmp_path / "bin"
+    recorder(fake, "ssh")
+    env = {"PATH": f"{ssh.parent}:{fake}:/usr/bin:/bin", "DLOBD_MMLSPARK_REMOTE_ENV": "export A=1; export B='x y'"}
+    subprocess.run([str(ssh), "-i", "/k", "u@h", "''time mpirun --npernode 2 cntk configFile=/w/b.cntk''"],
+                   env=env, check=True)
+    calls = (fake / "ssh.calls").read_text().split("---\n")[0].splitlines()
+    assert calls == ["-i", "/k", "u@h", "export A=1; export B='x y'; ''time mpirun --npernode 2 cntk configFile=/w/b.cntk''"]
+    # without the run's settings (the hosts' own ssh calls) it passes everything through
+    subprocess.run([str(ssh), "h2", "true"], env={"PATH": env["PATH"]}, check=True)
+    assert (fake / "ssh.calls").read_text().split("---\n")[1].splitlines() == ["h2", "true"]
+
+
+def test_mpirun_wrapper_spreads_the_working_directory_and_runs_over_every_host(tmp_path):
+    mpirun = wrapper(tmp_path, "mpirun")
+    fake = tmp_path / "bin"
+    for name in ("ssh", "scp"):
+        recorder(fake, name)
+    mpi_home = tmp_path / "ompi"
+    recorder(mpi_home / "bin", "mpirun")
+    work = tmp_path / "work" / "run1"
+    work.mkdir(parents=True)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "DLOBD_MMLSPARK_MPI_HOME": str(mpi_home),
+           "DLOBD_MMLSPARK_HOSTS": "192.0.2.11 192.0.2.12", "DLOBD_MMLSPARK_BTL": "self,sm,openib",
+           "DLOBD_MMLSPARK_TCP_IF": "", "DLOBD_MMLSPARK_DEVICE_ID": "-1"}
+    subprocess.run([str(mpirun), "--npernode", "2", "cntk", f"configFile={work}/baseConfig.cntk",
+                    f"configFile={work}/overrideConfig.cntk"], env=env, check=True)
+    assert (work / "dlobd-hostfile").read_text() == "192.0.2.11 slots=2\n192.0.2.12 slots=2\n"
+    scp = (fake / "scp.calls").read_text().split("---\n")
+    assert [c.splitlines()[-1] for c in scp if c] == [f"192.0.2.11:{work.parent}/", f"192.0.2.12:{work.parent}/"]
+    run = (mpi_home / "bin" / "mpirun.calls").read_text().splitlines()
+    assert run[:6] == ["--hostfile", f"{work}/dlobd-hostfile", "--mca", "btl", "self,sm,openib", "--tag-output"]
+    assert run[-3:] == [f"configFile={work}/overrideConfig.cntk", "deviceId=-1", "---"]
+    assert "--npernode" in run and "cntk" in run
