@@ -175,6 +175,36 @@ def save_applications(tag: str, attempt_dir, wait_s: float = 30) -> list[dict]:
     return apps
 
 
+def application_record(attempt_dir) -> dict | None:
+    """The ResourceManager's record of the run's one YARN application (`yarn/*.json`, as
+    save_applications keeps it), with `_log` naming the file; None when the run has none."""
+    attempt_dir = Path(attempt_dir)
+    paths = sorted(attempt_dir.glob("yarn/*.json"))
+    if not paths:
+        return None
+    if len(paths) > 1:
+        raise HadoopError(f"yarn/ holds {len(paths)} application records; this run is one application")
+    rel = str(paths[0].relative_to(attempt_dir))
+    try:
+        record = json.loads(paths[0].read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise HadoopError(f"{rel}: not a ResourceManager application record: {exc}") from None
+    if not isinstance(record, dict) or not record.get("id"):
+        raise HadoopError(f"{rel}: not a ResourceManager application record (no id)")
+    return {**record, "_log": rel}
+
+
+def application_seconds(record: dict) -> float:
+    """Seconds from an application's submission (startedTime) to its end (finishedTime)."""
+    try:
+        start, end = int(record["startedTime"]), int(record["finishedTime"])
+    except (KeyError, TypeError, ValueError):
+        raise HadoopError(f"{record.get('_log', 'the record')}: no startedTime/finishedTime") from None
+    if start <= 0 or end < start:
+        raise HadoopError(f"{record.get('_log', 'the record')}: finishedTime {end} before startedTime {start}")
+    return (end - start) / 1000
+
+
 def application_roles(attempt_dir) -> dict[str, list[str]]:
     """Host name -> what the run's YARN application ran there: `application-master` (the RM's
     records in yarn/) and `executor:<id>` (Spark's event logs in spark-events/)."""

@@ -99,10 +99,16 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
                         "no C++ gRPC toolchain (pkg-config grpc++ / grpc_cpp_plugin)")
     caffe = glob.glob(str(pre / "**" / "site-packages" / "caffe" / "_caffe*.so"), recursive=True)
     caps["caffe"] = (bool(caffe), caffe[0] if caffe else "no pycaffe build under the prefix")
-    cos = glob.glob(str(pre / "**" / "caffe-grid*.jar"), recursive=True)
-    caps["caffeonspark"] = (bool(cos), cos[0] if cos else
-                            "CaffeOnSpark is on no registry: built from git on a cluster")
-    caps["cntk"] = (False, "CNTK 2.7 wheels exist only for Python <= 3.7")
+    # the paper profile's builds, one per device (roles caffeonspark, mmlspark)
+    devices = ("CPU_OPENBLAS", "CPU_MKL", "GPU", "GPU_CUDNN")
+    cos = [h for d in devices if (h := provenance.stack_setting(f"CAFFEONSPARK_HOME_{d}"))]
+    caps["caffeonspark"] = (bool(cos), f"CaffeOnSpark builds: {', '.join(cos)}" if cos else
+                            "CaffeOnSpark is on no registry: built from git on a cluster "
+                            "(role caffeonspark; CAFFEONSPARK_HOME_<DEVICE> unset)")
+    cntk = [h for d in devices if (h := provenance.stack_setting(f"CNTK_HOME_{d}"))]
+    caps["cntk"] = (bool(cntk), f"CNTK builds: {', '.join(cntk)}" if cntk else
+                    "CNTK 2.7 wheels exist only for Python <= 3.7: a site's CNTK 2.x build "
+                    "(CNTK_HOME_<DEVICE>, role mmlspark)")
     rdma_spark = _home("RDMA_SPARK_HOME")
     caps["rdma-spark"] = (bool(rdma_spark and rdma_spark.is_dir()),
                           str(rdma_spark) if rdma_spark else

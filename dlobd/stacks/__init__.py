@@ -32,8 +32,8 @@ from pathlib import Path
 
 from dlobd.metrics import ROW_FIELDS
 
-STACKS = ("bigdl", "caffe", "grpcbench", "hibench_spark", "hr_reduce", "tensorflow", "tensorflowonspark",
-          "tf_cnn_benchmarks")
+STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hibench_spark", "hr_reduce", "mmlspark", "scaffe",
+          "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
 
 # Every parser's reason for a text with no line of its format starts with this.
 NO_LINES = "no line of"
@@ -191,6 +191,28 @@ def parse_run(stack: str, run_dir: Path) -> ParseResult:
             f"{run_dir}: no value in its {stack} logs ({', '.join(read) or 'none'} read; "
             f"{', '.join(silent) or 'none'} empty or without a line of {stack}'s format)")
     return combined
+
+
+def yarn_application_span(run_dir, result: ParseResult) -> None:
+    """A `parse_records` for stacks whose run is one YARN application: end_to_end_s from its
+    ResourceManager record (submission to end); a failed or killed application leaves the run
+    unfinished with YARN's diagnostics. LogError for a record that cannot be read."""
+    from dlobd import hadoop
+    from dlobd.metrics import row
+
+    try:
+        app = hadoop.application_record(run_dir)
+        if app is None:
+            return
+        if app.get("state") != "FINISHED" or app.get("finalStatus") != "SUCCEEDED":
+            result.finished = False
+            why = (f"YARN application {app['id']} ended {app.get('state')}/{app.get('finalStatus')}: "
+                   f"{str(app.get('diagnostics') or '').strip()[:300]}")
+            result.reason = "; ".join(filter(None, [result.reason, why]))
+            return
+        result.rows.append({**row("end_to_end_s", hadoop.application_seconds(app)), "log": app["_log"]})
+    except hadoop.HadoopError as exc:
+        raise LogError(str(exc)) from None
 
 
 def to_csv(rows: list, out) -> None:

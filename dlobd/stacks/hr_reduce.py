@@ -182,8 +182,9 @@ def build_dir(mpi: str) -> Path:
     return provenance.build_dir(f"hr-reduce-{mpi}")
 
 
-def mpi_tool(mpi: str, tool: str) -> str:
-    """The path of `tool` (mpicc or mpirun) of one MPI; NotRunnable says why it is absent."""
+def mpi_tool(mpi: str, tool: str, check: bool = True) -> str:
+    """The path of `tool` (mpicc or mpirun) of one MPI; NotRunnable says why it is absent.
+    With check False (a dry run) a user-given install's path is not looked at."""
     if mpi not in MPIS:
         raise ValueError(f"hr_reduce: unknown MPI {mpi!r}; known: {', '.join(MPIS)}")
     spec = MPIS[mpi]
@@ -193,7 +194,7 @@ def mpi_tool(mpi: str, tool: str) -> str:
             raise runs.NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
                                    "to its install directory")
         path = Path(home) / "bin" / tool
-        if not provenance.present(path):
+        if check and not provenance.present(path):
             raise runs.NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")
         return str(path)
     found = provenance.which(spec[tool])
@@ -244,10 +245,10 @@ def rank_placement(hosts: list[str], processes: int) -> list[tuple[str, int]]:
     return [(h, n) for h, n in placement if n]
 
 
-def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None) -> list[str]:
+def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None, check: bool = True) -> list[str]:
     """mpirun for `processes` ranks: on the hosts of `hostfile`, else on this host allowing
     more ranks than cores."""
-    cmd = [mpi_tool(mpi, "mpirun"), "-np", str(processes)]
+    cmd = [mpi_tool(mpi, "mpirun", check), "-np", str(processes)]
     if mpi == "openmpi":
         cmd[1:1] = ["--hostfile", str(hostfile)] if hostfile else ["--oversubscribe"]
         cmd[1:1] = ["--bind-to", "none"]
