@@ -58,7 +58,7 @@ def render(root: Path = ROOT) -> str:
     return env.get_template("new-cluster.md.j2").render(
         rows=table, n_specs=len(spec.load_all(root)), stack_settings=inventory.STACK_SETTINGS,
         hardware_fields=inventory.HARDWARE_FIELDS, provisioned=plan.PROVISIONED,
-        software_settings=plan.SOFTWARE_SETTINGS, undeclared=plan.UNDECLARED,
+        software_settings=plan.SOFTWARE_SETTINGS, paper_roles=plan.PAPER_ROLES, undeclared=plan.UNDECLARED,
         total_hours=sum(r["hours"] for r in table))
 
 

@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlobd import ROOT
+from dlobd.fabric import HARDWARE_FIELDS  # one list: the fabric role checks the same fields
 
 PLAYBOOKS = ROOT / "playbooks"
 ENV_TEMPLATE = PLAYBOOKS / "roles" / "stack_env" / "templates" / "dlobd-env.sh.j2"
 GROUPS = ("namenode", "resourcemanager", "workers", "gpu")
 HOST_VARS = ("dlobd_cluster_address", "dlobd_cluster_interface", "dlobd_hardware",
-             "dlobd_stack_settings", "dlobd_prefix")
-HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "gpus", "gpu_model")
+             "dlobd_stack_settings", "dlobd_prefix", "dlobd_paper_stacks")
 
 # The settings of dlobd_stack_settings: name -> what it gives, and where to get it.
 STACK_SETTINGS = {
@@ -99,6 +99,7 @@ class Cluster:
     groups: dict                 # group -> tuple of host names
     launch_host: str
     settings: dict               # what dlobd-env.sh exports on the launch host
+    paper_stacks: tuple = ()     # the paper profile's stack roles site.yml runs (dlobd_paper_stacks)
 
     def members(self, group: str) -> list[Host]:
         return [self.hosts[name] for name in self.groups.get(group, ())]
@@ -225,4 +226,5 @@ def load(path, prefix: str | None = None) -> Cluster:
         settings = provenance.source_env(env_file, base={})
     return Cluster(source=path, hosts=hosts,
                    groups={g: tuple(groups.get(g, [])) for g in GROUPS},
-                   launch_host=launch, settings=settings)
+                   launch_host=launch, settings=settings,
+                   paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()))

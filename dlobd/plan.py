@@ -148,11 +148,12 @@ PROVISIONED = ("hadoop", "spark", "tensorflow", "tensorflowonspark", "bigdl", "m
 SOFTWARE_SETTINGS = {"rdma-spark": "RDMA_SPARK_HOME", "rdma-grpc": "RDMA_GRPC_HOME",
                      "tf-rdma": "DLOBD_TF_RDMA_PYTHON", "hibench": "HIBENCH_HOME",
                      "tf_cnn_benchmarks": "TF_CNN_BENCHMARKS_HOME"}
+# Software a paper-profile role installs where the inventory lists it in dlobd_paper_stacks:
+# capability -> that role.
+PAPER_ROLES = {"caffeonspark": "caffeonspark", "cntk": "mmlspark"}
 # Software no inventory setting or role declares yet: why the plan cannot count on it.
 UNDECLARED = {
-    "caffeonspark": "CaffeOnSpark: no inventory setting or role provides it yet",
     "caffe": "Caffe (pycaffe): no inventory setting or role provides it yet",
-    "cntk": "CNTK 2.x: no inventory setting or role provides it yet",
     "lustre": "a Lustre file system: inventories do not declare one yet",
 }
 
@@ -195,6 +196,11 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
         caps[name] = (bool(value), f"{setting}={value} (given in dlobd_stack_settings; not checked "
                                    "from here)" if value else
                       f"{setting} is not in the inventory's dlobd_stack_settings")
+    for name, role in PAPER_ROLES.items():
+        enabled = caps["paper-profile"][0] and role in cluster.paper_stacks
+        caps[name] = (enabled, f"installed by the {role} role (dlobd_paper_stacks); not checked from here"
+                      if enabled else f"the inventory does not run the {role} role (dlobd_profile: paper "
+                      f"and {role} in dlobd_paper_stacks)")
     for name, why in UNDECLARED.items():
         caps[name] = (False, why)
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(h.name for h in workers)}")
