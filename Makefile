@@ -100,8 +100,22 @@ appendix: setup ## docs/artifact-evaluation.md from the specs, data/reference an
 	$(SUBMAKE) figures RUNS=data/reference
 	$(BIN)/dlobd appendix --runs data/reference --results data/results
 
-experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id>
-	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True 'experiments=[$(ID)]'
+experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id> [SCALE=paper]
+	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' 'experiments=[$(ID)]'
+
+# Every experiment at one scale. DRY_RUN=1: the exact command of every point with INVENTORY's
+# hosts and cluster addresses, nothing run or written (dlobd dry-run).
+SCALE ?= local
+CLUSTER ?= local
+.PHONY: experiments
+experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing
+	@if [ -n "$(DRY_RUN)" ]; then \
+	  $(BIN)/dlobd dry-run --scale $(SCALE) --inventory $(INVENTORY) --cluster $(CLUSTER) --runs $(RUNS) \
+	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
+	else \
+	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
+	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]'); \
+	fi
 
 .PHONY: report
 report: setup ## the HTML report (and what it needs), plus Snakemake's own report at report/snakemake.html
@@ -144,6 +158,29 @@ build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/buil
 
 bench-grpc: setup ## gRPC p2p latency/bandwidth vs its gRPC build's floor and raw TCP on loopback (GRPC_ROOT= a site's gRPC)
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python benchmarks/tf-grpc-bench/bench.py
+
+## ---------------------------------------------------------------- fabric: fingerprint and calibration
+
+# Each host's HCAs and GPUs (playbooks/fabric.yml, the fabric role: <prefix>/etc/fabric.json), then
+# the links measured (dlobd/calibrate.py): TCP latency (sockperf) and bandwidth (iperf3) between two
+# workers of the inventory, or over loopback on one host; RDMA (perftest, else the OSU
+# micro-benchmarks) where both ends have an active HCA port. <prefix>/etc/calibration.json, raw
+# outputs under <prefix>/var/calibration/<time>/, `name: value` lines; later runs carry it.
+CALIBRATE_SECONDS ?= 5
+.PHONY: calibrate calibrate-deps emulated-calibrate
+calibrate-deps: ## install iperf3 and sockperf when missing (needs root and apt)
+	@command -v iperf3 >/dev/null && command -v sockperf >/dev/null || { apt-get -o DPkg::Lock::Timeout=900 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq iperf3 sockperf; }
+
+calibrate: setup calibrate-deps ## record each host's fabric, then measure the links (TCP; RDMA where an HCA is): name: value lines
+	$(PLAYBOOK) playbooks/fabric.yml
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/dlobd calibrate --duration $(CALIBRATE_SECONDS)
+
+# Written for the emulated tier (server on worker 1, client on worker 2, over its links), not yet
+# run: the hosts are the namespaces of make emulated-up.
+emulated-calibrate: setup calibrate-deps ## make calibrate on the emulated hosts: fabric.yml over SSH, then dlobd calibrate from the master
+	$(EMULATED_PLAYBOOK) playbooks/fabric.yml
+	$(EMULATED) exec -- env DLOBD_PREFIX=$(EMULATED_STATE)/stack $(BIN)/dlobd calibrate --duration $(CALIBRATE_SECONDS)
 
 ## ---------------------------------------------------------------- tests
 

@@ -68,14 +68,14 @@ def _verdicts(results_dir: Path, experiment: str) -> str:
     return "; ".join(f"{verdict}: {', '.join(ids)}" for verdict, ids in groups.items())
 
 
-def _natural(text: str) -> list:
+def natural_key(text: str) -> list:
     """Sort key that puts fig4a before fig11."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def rows(root: Path, runs_dir: Path, results_dir: Path) -> list[dict]:
     out = []
-    for eid, s in sorted(spec.load_all(root).items(), key=lambda kv: _natural(kv[0])):
+    for eid, s in sorted(spec.load_all(root).items(), key=lambda kv: natural_key(kv[0])):
         source = s.source_spec
         attempts = runs.select(runs.experiment_attempts(runs_dir, "local", source.id))
         paper = source.data["scales"]["paper"]
@@ -131,13 +131,17 @@ def register(parser) -> None:
     parser.add_argument("--check", action="store_true", help="only say whether --out is current")
 
 
-def run(args) -> int:
-    text = render(ROOT, Path(args.runs), Path(args.results))
-    out = Path(args.out)
-    if args.check:
+def write_generated(out: Path, text: str, check: bool, remake: str) -> int:
+    """Write a generated document, or with `check` only say whether `out` is current."""
+    if check:
         current = out.is_file() and out.read_text() == text
-        print(f"{out}: {'current' if current else 'out of date: run make appendix'}")
+        print(f"{out}: {'current' if current else 'out of date: run ' + remake}")
         return 0 if current else 1
     out.write_text(text)
     print(f"wrote {out}")
     return 0
+
+
+def run(args) -> int:
+    return write_generated(Path(args.out), render(ROOT, Path(args.runs), Path(args.results)),
+                           args.check, "make appendix")

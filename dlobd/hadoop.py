@@ -23,7 +23,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dlobd import provenance
+from dlobd import networks, provenance, runs
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10
@@ -55,10 +55,35 @@ def spark_conf(ctx) -> list[str]:
     """`--conf` arguments for every spark-submit of a launcher: the run's tag, and Spark's
     event log written into the attempt (`spark-events/`) where the parsers read it."""
     events = Path(ctx.attempt_dir).resolve() / "spark-events"
-    events.mkdir(exist_ok=True)
+    if not ctx.dry_run:
+        events.mkdir(exist_ok=True)
     return ["--conf", f"spark.yarn.tags={app_tag(ctx)}",
             "--conf", "spark.eventLog.enabled=true",
             "--conf", f"spark.eventLog.dir={events.as_uri()}"]
+
+
+def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) -> tuple[str, dict, str]:
+    """spark-submit, its environment and the Spark flavour (vanilla or rdma-spark) that the
+    `network` value selects for `stack` (config/networks.yaml). NotRunnable when the cluster
+    lacks that path. A dry run names the cluster's paths without looking for them here."""
+    lacking = networks.missing(stack, network)
+    if lacking:
+        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+    flavour = networks.resolve(stack, network).settings["spark"]
+    if flavour == "rdma-spark":
+        setting = provenance.stack_setting("RDMA_SPARK_HOME")
+        if not setting:
+            raise runs.NotRunnable("RDMA_SPARK_HOME is not set: OSU RDMA-Spark is a registered "
+                                   "download (dlobd_stack_settings, docs/new-cluster.md)")
+        home = Path(setting)
+        if not dry_run and not provenance.present(home / "bin" / "spark-submit"):
+            raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
+        # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
+        env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
+    elif flavour != "vanilla":
+        raise ValueError(f"config/networks.yaml: {stack} spark {flavour!r} is neither vanilla "
+                         "nor rdma-spark")
+    return str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), env, flavour
 
 
 def _rest(path: str, base_var: str = "DLOBD_RESOURCEMANAGER_HTTP"):
@@ -150,6 +175,36 @@ def save_applications(tag: str, attempt_dir, wait_s: float = 30) -> list[dict]:
     return apps
 
 
+def application_record(attempt_dir) -> dict | None:
+    """The ResourceManager's record of the run's one YARN application (`yarn/*.json`, as
+    save_applications keeps it), with `_log` naming the file; None when the run has none."""
+    attempt_dir = Path(attempt_dir)
+    paths = sorted(attempt_dir.glob("yarn/*.json"))
+    if not paths:
+        return None
+    if len(paths) > 1:
+        raise HadoopError(f"yarn/ holds {len(paths)} application records; this run is one application")
+    rel = str(paths[0].relative_to(attempt_dir))
+    try:
+        record = json.loads(paths[0].read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise HadoopError(f"{rel}: not a ResourceManager application record: {exc}") from None
+    if not isinstance(record, dict) or not record.get("id"):
+        raise HadoopError(f"{rel}: not a ResourceManager application record (no id)")
+    return {**record, "_log": rel}
+
+
+def application_seconds(record: dict) -> float:
+    """Seconds from an application's submission (startedTime) to its end (finishedTime)."""
+    try:
+        start, end = int(record["startedTime"]), int(record["finishedTime"])
+    except (KeyError, TypeError, ValueError):
+        raise HadoopError(f"{record.get('_log', 'the record')}: no startedTime/finishedTime") from None
+    if start <= 0 or end < start:
+        raise HadoopError(f"{record.get('_log', 'the record')}: finishedTime {end} before startedTime {start}")
+    return (end - start) / 1000
+
+
 def application_roles(attempt_dir) -> dict[str, list[str]]:
     """Host name -> what the run's YARN application ran there: `application-master` (the RM's
     records in yarn/) and `executor:<id>` (Spark's event logs in spark-events/)."""
@@ -212,15 +267,20 @@ def _local_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def hdfs_uri(hdfs_path: str) -> str:
+    """The hdfs:// URI of an absolute path in the cluster's HDFS."""
+    if not hdfs_path.startswith("/"):
+        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
+    return _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+
+
 def hdfs_stage(local_path, hdfs_path: str) -> str:
     """Upload a file or directory to an absolute HDFS path unless the same number of bytes
     is there already; returns the hdfs:// URI. A partial upload never takes the final name."""
     local_path = Path(local_path)
     if not local_path.exists():
         raise HadoopError(f"{local_path}: data set not found (is the datasets role provisioned?)")
-    if not hdfs_path.startswith("/"):
-        raise HadoopError(f"{hdfs_path}: the HDFS path must be absolute")
-    uri = _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
+    uri = hdfs_uri(hdfs_path)
     size = _local_size(local_path)
     present = _hdfs_size(hdfs_path)
     if present == size:

@@ -64,6 +64,8 @@ METRICS = {m.name: m for m in (
            "seconds from job start to job end, set-up and shutdown included"),
     Metric("train_time_s", "s", "lower", "last",
            "seconds spent in training steps over the whole run"),
+    Metric("input_bytes_per_s", "bytes/s", "higher", "last",
+           "bytes of a job's input over its end_to_end_s (HiBench's Throughput(bytes/s))"),
     Metric("latency_us", "us", "lower", "median",
            "one operation's latency (RPC round trip, MPI reduce, point-to-point message)",
            ("payload_bytes", "message_bytes", "payload_scheme", "operation")),

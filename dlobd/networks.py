@@ -72,3 +72,13 @@ def missing(stack: str, network: str) -> list[str]:
         return plan.missing(resolve(stack, network).needs)
     except UnknownNetwork as exc:
         return [str(exc)]
+
+
+def require(stack: str, network: str) -> Transport:
+    """The stack's path for `network`; runs.NotRunnable naming what this cluster lacks for it."""
+    from dlobd import runs
+
+    lacking = missing(stack, network)
+    if lacking:
+        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+    return resolve(stack, network)

@@ -6,12 +6,16 @@ guess. Probes that start programs (java, mpirun, git) run once per process.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import hashlib
+import json
 import os
 import platform
 import re
+import shlex
+import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -21,19 +25,66 @@ import psutil
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+# The cluster of an Ansible inventory (dlobd.inventory.Cluster) that prefix(), stack_setting(),
+# workers() and present() answer for instead of this machine, during a plan or a dry run.
+_inventory = None
+
+
+@contextlib.contextmanager
+def inventory_in_use(cluster):
+    """Answer for the cluster of an inventory (dlobd.inventory.load) inside the block: its launch
+    host's prefix and dlobd-env.sh settings, its workers' cluster addresses."""
+    global _inventory
+    previous, _inventory = _inventory, cluster
+    try:
+        yield cluster
+    finally:
+        _inventory = previous
+
+
+def inventory():
+    """The inventory's cluster in use (inventory_in_use), or None for this machine."""
+    return _inventory
+
+
 def prefix() -> Path:
-    """The provisioned software prefix ($DLOBD_PREFIX, default ~/dlobd-stack)."""
+    """The provisioned software prefix ($DLOBD_PREFIX, default ~/dlobd-stack), or the launch
+    host's of the inventory in use."""
+    if _inventory is not None:
+        return _inventory.prefix
     return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
 
 
 def stack_setting(name: str) -> str | None:
-    """A variable of the stack environment: dlobd-env.sh's value, else this process's."""
+    """A variable of the stack environment: dlobd-env.sh's value, else this process's. With an
+    inventory in use, only what its dlobd-env.sh would hold: this process's environment says
+    nothing about that cluster."""
+    if _inventory is not None:
+        return _inventory.settings.get(name)
     return prefix_env().get(name) or os.environ.get(name)
 
 
-def workers() -> list[str]:
-    """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them."""
-    listed = (stack_setting("DLOBD_WORKERS") or "").strip()
+def which(program: str) -> str | None:
+    """A program on PATH: its path here, or with an inventory in use its name, which the
+    hosts' PATH resolves (the playbooks install it there)."""
+    if _inventory is not None:
+        return program
+    return shutil.which(program)
+
+
+def present(path) -> bool:
+    """Whether a file or directory of the cluster's software is there. With an inventory in use
+    the cluster's disks cannot be seen from here: what the inventory names (and provisioning
+    installs) counts as present, and a plan says so."""
+    if _inventory is not None:
+        return bool(path)
+    return bool(path) and Path(path).exists()
+
+
+def workers(gpu: bool = False) -> list[str]:
+    """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them; with `gpu`
+    only those of group gpu."""
+    listed = (stack_setting("DLOBD_GPU_WORKERS" if gpu else "DLOBD_WORKERS") or "").strip()
     return re.split(r"[,\s]+", listed) if listed else []
 
 
@@ -72,6 +123,51 @@ def with_link(hosts: list[dict]) -> list[dict]:
     return [h if h["address"].startswith("127.") else {**h, "link": link} for h in hosts]
 
 
+# Under the prefix on every host: the fabric role's fingerprint, `make calibrate`'s record.
+FABRIC_FILE = Path("etc", "fabric.json")
+CALIBRATION_FILE = Path("etc", "calibration.json")
+
+
+def host_json(address: str, relative: Path) -> dict | None:
+    """A JSON file under the prefix of the host at `address`: this machine's read directly, another
+    host's over ssh (the prefix has the same path on every host, as the samplers assume). None
+    where it does not exist; {"error": ...} where it cannot be read or is not JSON."""
+    return _host_json(address, prefix() / relative)
+
+
+@functools.lru_cache(maxsize=None)
+def _host_json(address: str, path: Path) -> dict | None:
+    # read once per process: a run's hosts do not change their hardware while it runs
+    if is_local_address(address):
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return {"error": f"{path}: {exc.strerror}"}
+    else:
+        try:
+            proc = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", address,
+                                   f"cat {shlex.quote(str(path))} 2>/dev/null || echo __absent__"],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {"error": f"{address}:{path}: {exc}"}
+        if proc.returncode != 0:
+            return {"error": f"{address}:{path}: ssh exit status {proc.returncode}: {proc.stderr.strip()[:200]}"}
+        text = proc.stdout
+        if text.strip() == "__absent__":
+            return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"error": f"{address}:{path}: not JSON ({exc})"}
+
+
+def fabrics(hosts: list[dict]) -> dict:
+    """Each host's fabric fingerprint (the fabric role's), by host name; null where none was recorded."""
+    return {h["name"]: host_json(h["address"], FABRIC_FILE) for h in hosts}
+
+
 def build_dir(name: str) -> Path:
     """Where this checkout builds one of the project's benchmarks: under the prefix, one
     directory per checkout, because a CMake build directory belongs to one source tree."""
@@ -79,25 +175,44 @@ def build_dir(name: str) -> Path:
     return prefix() / "build" / f"{name}-{checkout}"
 
 
-def _run(cmd: list[str], timeout: float = 10) -> str | None:
+def _run(cmd: list[str], timeout: float = 10, env: dict | None = None) -> str | None:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (proc.stdout + proc.stderr).strip() if proc.returncode == 0 else None
 
 
-@functools.lru_cache(maxsize=1)
+def source_env(env_file, base: dict | None = None) -> dict:
+    """The variables sourcing a shell file sets or changes, in the environment `base` (default:
+    this process's); {} when bash cannot source it."""
+    base = dict(os.environ if base is None else base)
+
+    def dump(script: str) -> dict | None:
+        out = _run(["bash", "-c", script, "_", str(env_file)], env=base)
+        return None if out is None else dict(
+            item.split("=", 1) for item in out.split("\0") if "=" in item)
+
+    before, after = dump("env -0"), dump('source "$1" >/dev/null 2>&1; env -0')
+    if before is None or after is None:
+        return {}
+    return {k: v for k, v in after.items() if before.get(k) != v}
+
+
 def prefix_env() -> dict:
-    """Variables exported by <prefix>/etc/dlobd-env.sh (HADOOP_HOME, SPARK_HOME, ...)."""
+    """Variables exported by <prefix>/etc/dlobd-env.sh (HADOOP_HOME, SPARK_HOME, ...); with an
+    inventory in use, those its launch host's dlobd-env.sh would export."""
+    if _inventory is not None:
+        return dict(_inventory.settings)
+    return provisioned_env()
+
+
+@functools.lru_cache(maxsize=1)
+def provisioned_env() -> dict:
     env_file = prefix() / "etc" / "dlobd-env.sh"
     if not env_file.is_file():
         return {}
-    out = _run(["bash", "-c", 'source "$1" >/dev/null 2>&1; env -0', "_", str(env_file)])
-    if out is None:
-        return {}
-    env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
-    return {k: v for k, v in env.items() if os.environ.get(k) != v}
+    return source_env(env_file)
 
 
 def _jar_version(pattern: str) -> str | None:
@@ -218,8 +333,11 @@ def local_host() -> dict:
 
 
 def collect(stack: str | None = None) -> dict:
-    """The provenance part of run.json: versions, system, hosts, git."""
+    """The provenance part of run.json: versions, system, hosts, each host's fabric fingerprint,
+    the last `make calibrate` of this host's prefix, git."""
     v = dict(versions())
     v["stack"] = v.get(stack) if stack in v else None
     v["harness_python"] = platform.python_version()
-    return {"versions": v, "system": system(), "hosts": cluster_hosts(), "git": git_state()}
+    hosts = cluster_hosts()
+    return {"versions": v, "system": system(), "hosts": hosts, "fabric": fabrics(hosts),
+            "calibration": host_json("127.0.0.1", CALIBRATION_FILE), "git": git_state()}

@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlobd import figures, provenance, substitutions
+from dlobd import calibrate, fabric, figures, provenance, substitutions
 
 PAPERS = {
     "dlobd": "DLoBD (TMSCS)",
@@ -88,8 +88,8 @@ def verdict_rows(results_dir, scales, verdict_ids, specs) -> list[dict]:
 
 def hardware(run_list: list[dict]) -> list[str]:
     """The hardware the used runs recorded, one line per distinct kind: CPU model, cores,
-    memory, hosts, links, and the fabric fingerprint where run.json has one (the NICs, which
-    other tests' bridges come and go on, stay in each run's provenance)."""
+    memory, hosts, links, and each host's HCAs and GPUs where run.json has their fingerprint
+    (the NICs, which other tests' bridges come and go on, stay in each run's provenance)."""
     seen = []
     for r in run_list:
         if not r.get("used"):
@@ -103,11 +103,21 @@ def hardware(run_list: list[dict]) -> list[str]:
                  f"{len(hosts) or 1} host(s)",
                  "links: " + (", ".join(links) if links else "loopback only (one host)")]
         if r.get("fabric"):
-            parts.append(f"fabric: {json.dumps(r['fabric'], sort_keys=True)}")
+            parts.append("fabric: " + " · ".join(fabric.by_host(r["fabric"])))
         line = "; ".join(parts)
         if line not in seen:
             seen.append(line)
     return seen
+
+
+def fabric_rows(spec: dict, run_list: list[dict]) -> dict:
+    """The paper's cluster beside the fabric here: the cluster the spec's paper scale names (from
+    config/clusters.yaml) and the newest calibration and fingerprints the used runs carry."""
+    paper = calibrate.paper_fabric(((spec.get("scales") or {}).get("paper") or {}).get("cluster"))
+    used = sorted((r for r in run_list if r.get("used")), key=lambda r: r.get("start") or "", reverse=True)
+    measured = calibrate.summary(next((r["calibration"] for r in used if r.get("calibration")), None))
+    hosts = list(dict.fromkeys(line for r in used for line in fabric.by_host(r.get("fabric"))))
+    return {"paper": paper, "here": {**measured, "hosts": hosts or ["fingerprint not recorded in run.json"]}}
 
 
 def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
@@ -162,6 +172,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                                                              substitutions.run_cores(run_list)),
                 "paper_setting": substitutions.paper_setting(spec),
                 "hardware": hardware(run_list),
+                "fabric": fabric_rows(spec, run_list),
                 "origin": sorted({r["run_id"].split("/")[0] for r in run_list if r.get("used")}),
                 "commits": sorted({(r.get("git") or {}).get("commit") or "none"
                                    for r in run_list if r.get("used")}),

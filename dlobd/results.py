@@ -197,6 +197,7 @@ def run_summaries(runs_dir, scale: str, experiment: str) -> list[dict]:
                      for n in (rec.get("system") or {}).get("nics", [])],
             "git": rec.get("git"),
             "fabric": rec.get("fabric"),
+            "calibration": rec.get("calibration"),
         })
     return out
 

@@ -36,6 +36,14 @@ class NotRunnable(Exception):
     """Raised by a stack launcher when this cluster cannot provide the point."""
 
 
+def unstated(scale: str, name: str, value) -> None:
+    """NotRunnable for a parameter the paper scale gives in words, as its paper does ('not
+    stated', 'same at every core count'): no number to run with. (At other scales words
+    where a number belongs are a defect of the spec, which the launcher's own check names.)"""
+    if scale == "paper" and isinstance(value, str) and not re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
+        raise NotRunnable(f"{name} is {value!r} in the spec: the paper gives no number to run with")
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -57,12 +65,22 @@ def attempts(pdir) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def _next_number(pdir: Path) -> int:
+    existing = attempts(pdir)
+    return int(_ATTEMPT_RE.match(existing[-1].name).group(1)) + 1 if existing else 1
+
+
+def next_attempt(runs_dir, cluster: str, scale: str, experiment: str, point: dict) -> Path:
+    """The directory the next attempt of a point would get, not created (a dry run names it)."""
+    pdir = point_dir(runs_dir, cluster, scale, experiment, point)
+    return pdir / f"attempt-{_next_number(pdir):03d}"
+
+
 def new_attempt(runs_dir, cluster: str, scale: str, experiment: str, point: dict) -> Path:
     """Create the next `attempt-NNN` directory; never reuses an existing one."""
     pdir = point_dir(runs_dir, cluster, scale, experiment, point)
     pdir.mkdir(parents=True, exist_ok=True)
-    existing = attempts(pdir)
-    n = int(_ATTEMPT_RE.match(existing[-1].name).group(1)) + 1 if existing else 1
+    n = _next_number(pdir)
     while True:
         candidate = pdir / f"attempt-{n:03d}"
         try:
@@ -227,7 +245,11 @@ def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, poi
 
 @dataclass
 class RunContext:
-    """What a stack launcher gets: the point, where to write, and how long it may take."""
+    """What a stack launcher gets: the point, where to write, and how long it may take.
+
+    With `dry_run` the launcher has no side effect at all (no data staged, nothing built, no
+    file written: `attempt_dir` is where the attempt would be, and does not exist) and returns
+    the exact command through run_command, which runs nothing."""
 
     spec: dict
     scale: str
@@ -237,11 +259,17 @@ class RunContext:
     runs_dir: Path
     fixed: dict = field(default_factory=dict)
     time_limit_s: float | None = None
+    dry_run: bool = False
 
 
 @dataclass
 class LaunchResult:
-    """What a stack launcher returns; runs.launch turns it into run.json."""
+    """What a stack launcher returns; runs.launch turns it into run.json.
+
+    A dry run's result (status `dry run`) may add to `extra` what else the command would
+    start or write: `processes`, [{name, host, command, env}] (the tasks a supervisor starts,
+    servers on other hosts), `files`, {name: text} (files written into the attempt), and
+    `notes` on what only the launch can know."""
 
     command: list | None
     status: str
@@ -324,6 +352,8 @@ def run_command(ctx: RunContext, command: list, env: dict | None = None,
     With `keep_stdin` the command reads a pipe held open until it ends (a command of
     stacks.ssh_argv ends its remote side when that pipe closes).
     """
+    if ctx.dry_run:
+        return LaunchResult(list(command), "dry run", cwd=cwd)
     out = open(ctx.attempt_dir / "stdout.log", "xb")
     err = open(ctx.attempt_dir / "stderr.log", "xb")
     with out, err:
@@ -370,51 +400,73 @@ def _kill_yarn(tag: str | None) -> list[str]:
     return hadoop.kill_applications(tag)
 
 
-def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local") -> Path:
+def _launcher(spec_data: dict, scale: str, point: dict):
+    """(stack name, stack module, None) of a point, or (stack name, None, why the cluster cannot
+    provide it): a scale marked not runnable, a missing capability, a stack without a launcher."""
+    from dlobd import plan, stacks
+
+    scale_data = spec_data.get("scales", {}).get(scale)
+    if scale_data is None:
+        raise RunError(f"{spec_data['id']}: no scale {scale!r} in the spec")
+    axis = spec_data.get("stack_axis")
+    # a scale may run another stack than the paper did (e.g. native TF for tf_cnn_benchmarks)
+    stack_name = (str(point[axis]) if axis and axis in point
+                  else scale_data.get("stack", spec_data["stack"]))
+    if not scale_data.get("runnable", True):
+        return stack_name, None, scale_data.get("reason") or f"scale {scale} not runnable"
+    lacking = plan.point_missing(scale_data, point)
+    if lacking:
+        return stack_name, None, "; ".join(lacking)
+    try:
+        module = stacks.get(stack_name)
+    except (KeyError, ImportError, ValueError) as exc:
+        return stack_name, None, f"stack {stack_name!r} is not available: {exc}"
+    if not hasattr(module, "launch"):
+        return stack_name, None, f"stack {stack_name!r} has no launcher yet"
+    return stack_name, module, None
+
+
+def _call(module, ctx: RunContext) -> LaunchResult:
+    try:
+        return module.launch(ctx)
+    except NotRunnable as exc:
+        return LaunchResult(None, "not runnable", str(exc))
+    except Exception as exc:  # the record must exist whatever the launcher did
+        return LaunchResult(None, "failed", f"launcher error: {type(exc).__name__}: {exc}")
+
+
+def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local",
+           dry_run: bool = False):
     """Run one matrix point through its stack's launcher and write run.json.
 
     Returns the attempt directory. Points the cluster cannot provide (scale marked not
     runnable, stack without a launcher, launcher raising NotRunnable) get a
     `not runnable` record instead of a run.
+
+    With `dry_run` nothing is run or written (no attempt directory, no run.json): returns the
+    LaunchResult, status `dry run` with the exact command, `not runnable` with the reason, or
+    `failed` with the launcher's error.
     """
-    from dlobd import provenance, stacks
+    from dlobd import provenance
 
-    scale_data = spec_data.get("scales", {}).get(scale)
-    if scale_data is None:
-        raise RunError(f"{spec_data['id']}: no scale {scale!r} in the spec")
-    if not scale_data.get("runnable", True):
-        return record_not_runnable(runs_dir, cluster, scale, spec_data, point,
-                                   scale_data.get("reason") or f"scale {scale} not runnable")
-    from dlobd import plan
+    stack_name, module, reason = _launcher(spec_data, scale, point)
+    scale_data = spec_data["scales"][scale]
 
-    lacking = plan.point_missing(scale_data, point)
-    if lacking:
-        return record_not_runnable(runs_dir, cluster, scale, spec_data, point, "; ".join(lacking))
-    axis = spec_data.get("stack_axis")
-    # a scale may run another stack than the paper did (e.g. native TF for tf_cnn_benchmarks)
-    stack_name = (str(point[axis]) if axis and axis in point
-                  else scale_data.get("stack", spec_data["stack"]))
-    try:
-        module = stacks.get(stack_name)
-    except (KeyError, ImportError, ValueError) as exc:
-        return record_not_runnable(runs_dir, cluster, scale, spec_data, point,
-                                   f"stack {stack_name!r} is not available: {exc}")
-    if not hasattr(module, "launch"):
-        return record_not_runnable(runs_dir, cluster, scale, spec_data, point,
-                                   f"stack {stack_name!r} has no launcher yet")
+    def context(attempt_dir: Path) -> RunContext:
+        return RunContext(spec=spec_data, scale=scale, cluster=cluster, point=dict(point),
+                          attempt_dir=attempt_dir, runs_dir=Path(runs_dir),
+                          fixed=dict(scale_data.get("fixed", {})),
+                          time_limit_s=scale_data.get("time_limit_s"), dry_run=dry_run)
 
+    if dry_run:
+        if reason:
+            return LaunchResult(None, "not runnable", reason)
+        return _call(module, context(next_attempt(runs_dir, cluster, scale, spec_data["id"], point)))
+    if reason:
+        return record_not_runnable(runs_dir, cluster, scale, spec_data, point, reason)
     attempt_dir = new_attempt(runs_dir, cluster, scale, spec_data["id"], point)
-    ctx = RunContext(spec=spec_data, scale=scale, cluster=cluster, point=dict(point),
-                     attempt_dir=attempt_dir, runs_dir=Path(runs_dir),
-                     fixed=dict(scale_data.get("fixed", {})),
-                     time_limit_s=scale_data.get("time_limit_s"))
     start = now_iso()
-    try:
-        result = module.launch(ctx)
-    except NotRunnable as exc:
-        result = LaunchResult(None, "not runnable", str(exc))
-    except Exception as exc:  # the record must exist whatever the launcher did
-        result = LaunchResult(None, "failed", f"launcher error: {type(exc).__name__}: {exc}")
+    result = _call(module, context(attempt_dir))
     end = now_iso()
     prov = provenance.collect(stack=stack_name)
     if result.hosts is not None:

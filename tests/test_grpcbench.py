@@ -374,9 +374,9 @@ def two_host_cluster(monkeypatch, tmp_path):
         return ["bash", "-c", ssh_argv(host, cwd, env, argv)[-1]]
 
     monkeypatch.setattr(grpcbench, "ssh_argv", ssh_here)
-    plan.capabilities.cache_clear()
+    plan.local_capabilities.cache_clear()
     yield hosts
-    plan.capabilities.cache_clear()
+    plan.local_capabilities.cache_clear()
 
 
 def test_a_point_across_hosts_runs_servers_on_one_host_and_workers_on_another(

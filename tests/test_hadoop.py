@@ -21,9 +21,9 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("DLOBD_RESOURCEMANAGER_HTTP", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("DLOBD_NAMENODE_HTTP", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("DLOBD_HDFS_URI", "hdfs://127.0.0.1:1")
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
     yield conf
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
 
 
 def ctx(attempt: Path) -> runs.RunContext:
@@ -79,10 +79,10 @@ def test_stage_names_a_missing_data_set_and_a_relative_path(env, tmp_path):
 def test_unset_settings_are_named(monkeypatch, tmp_path):
     monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path))
     monkeypatch.delenv("DLOBD_RESOURCEMANAGER_HTTP", raising=False)
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
     with pytest.raises(hadoop.HadoopError, match="DLOBD_RESOURCEMANAGER_HTTP is not set"):
         hadoop.applications("dlobd-x")
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
 
 
 def test_application_roles_come_from_the_rm_record_and_the_event_log(tmp_path):

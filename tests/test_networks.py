@@ -81,9 +81,9 @@ def test_missing_gives_reasons_on_a_machine_without_infiniband():
 
 @pytest.fixture
 def fresh_capabilities():
-    plan.capabilities.cache_clear()
+    plan.local_capabilities.cache_clear()
     yield
-    plan.capabilities.cache_clear()
+    plan.local_capabilities.cache_clear()
 
 
 def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh_capabilities):
@@ -95,7 +95,7 @@ def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh
     assert networks.missing("tensorflow", "eth-1g-emulated") == [
         "needs eth-1g-emulated: the hosts are linked by emulated Ethernet eth-10g (veth + tbf 10000mbit)"]
     monkeypatch.setattr(plan.provenance, "prefix_env", lambda: {"DLOBD_WORKERS": "127.0.0.1"})
-    plan.capabilities.cache_clear()
+    plan.local_capabilities.cache_clear()
     reasons = networks.missing("bigdl", "eth-10g-emulated")
     assert any("multi-host" in r for r in reasons)
     assert any(r.startswith("needs eth-10g-emulated: no emulated link") for r in reasons)

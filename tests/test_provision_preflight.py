@@ -11,6 +11,7 @@ import http.server
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import tarfile
@@ -131,6 +132,12 @@ def results(tmp_path_factory, mirror, maven_settings):
                               "dlobd_hadoop_version": "9.9.1"}),
             "maven_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
                           {"dlobd_hadoop_version": "9.9.3", "hadoop_maven_extra_args": ["-s", str(maven_settings)]}),
+            # declared per host, as an inventory must (group_vars/all outranks group variables);
+            # no machine has these, so the fabric role must stop both runs
+            "rdma_no_hca": (ONE_NODE, {"localhost": {**LOCAL, "dlobd_networks": ["ipoib", "rdma"]}},
+                            "site.yml", ("--tags", "node"), {}),
+            "hardware_mismatch": (ONE_NODE, {"localhost": {**LOCAL, "dlobd_hardware": {
+                "hca": "nosuchhca", "gpus": 99, "gpu_model": "K80"}}}, "fabric.yml", (), {}),
         }
 
         def one(name):
@@ -209,6 +216,41 @@ def test_tarball_with_published_sha512_installs(results):
     assert (prefix / "etc/secrets/spark.secret").stat().st_mode & 0o777 == 0o600
 
 
+def test_rdma_asked_of_a_host_without_an_hca_stops_before_anything_installs(results):
+    rc, out, tmp = results["rdma_no_hca"]
+    assert rc != 0
+    found = "found no HCA (/sys/class/infiniband does not exist"
+    assert f"localhost: dlobd_networks: ipoib needs infiniband: expected an HCA with an ACTIVE port, {found}" in out
+    assert f"localhost: dlobd_networks: rdma needs infiniband and rdma: expected an HCA with an ACTIVE port, {found}" in out
+    # node_basics, the first role that installs, never ran: it would have made the prefix layout
+    assert not (tmp / "prefix").exists()
+
+
+def test_hardware_the_host_lacks_fails_naming_host_field_expected_and_found(results):
+    rc, out, _ = results["hardware_mismatch"]
+    assert rc != 0
+    assert "localhost: dlobd_hardware.hca: expected nosuchhca, found" in out
+    assert "localhost: dlobd_hardware.gpus: expected 99, found" in out
+    assert "localhost: dlobd_hardware.gpu_model: expected K80, found" in out
+
+
+def test_fabric_role_records_this_host_and_a_rerun_changes_nothing(tmp_path):
+    from dlobd import fabric
+
+    inv = inventory(tmp_path, ONE_NODE)
+    rc, out = run_playbook(tmp_path, inv, "fabric.yml")
+    assert rc == 0, out[-3000:]
+    recorded = json.loads((tmp_path / "prefix/etc/fabric.json").read_text())
+    # what the role ran on this host is what the detector finds here
+    assert recorded == fabric.detect(host=recorded["host"])
+    assert f"localhost: {recorded['summary']}" in out
+    if not Path("/sys/class/infiniband").exists() and recorded["gpus"]["count"] == 0:
+        assert recorded["summary"] == "no InfiniBand HCA; no GPU"
+        assert recorded["infiniband"]["none_because"].startswith("/sys/class/infiniband does not exist")
+    rc, out = run_playbook(tmp_path, inv, "fabric.yml")
+    assert rc == 0 and re.search(r"localhost\s*:\s*ok=\d+\s+changed=0", out), out[-3000:]
+
+
 def test_example_ib_inventory_names_every_role_and_an_ipoib_address_per_host():
     out = subprocess.run([str(ANSIBLE_PLAYBOOK.with_name("ansible-inventory")), "-i",
                           str(PLAYBOOKS / "inventories/example-ib/hosts.yml"), "--list"],
@@ -220,6 +262,9 @@ def test_example_ib_inventory_names_every_role_and_an_ipoib_address_per_host():
     for host, hostvars in inv["_meta"]["hostvars"].items():
         assert hostvars["dlobd_cluster_interface"] == "ib0", host
         assert hostvars["dlobd_cluster_address"] != hostvars["ansible_host"], host
+        assert {"ipoib", "rdma"} <= set(hostvars["dlobd_networks"]), host
+        assert hostvars["dlobd_hardware"]["hca"] == "mlx5", host
+    assert all(inv["_meta"]["hostvars"][h]["dlobd_hardware"]["gpus"] > 0 for h in inv["gpu"]["hosts"])
 
 
 def test_maven_checksum_mismatch_stops_the_play(results):

@@ -8,8 +8,11 @@ import re
 import pandas as pd
 import pytest
 
-from dlobd import figures, report, results, runs
-from rundirs import make_run, real_logs
+from dlobd import fabric, figures, provenance, report, results, runs
+from rundirs import LOGS, make_run, real_logs
+
+# what `make calibrate` recorded on this machine (tests/data/logs/README.md, calibrate/)
+CALIBRATION = json.loads((LOGS / "calibrate" / "calibration.json").read_text())
 
 RUN_SPEC = {
     "id": "dlobd-fig7a", "paper": "dlobd", "figure": "Fig. 7(a)", "title": "BigDL accuracy over time",
@@ -17,7 +20,8 @@ RUN_SPEC = {
     "metric": {"name": "top1_accuracy", "unit": "fraction", "better": "higher", "reduce": "max"},
     "plot": {"form": "lines_over_time", "x": "wall_clock_s", "series": ["network"], "y_label": "Top-1 accuracy"},
     "axes": {"network": {"description": "transport"}},
-    "scales": {"local": {"runnable": True, "matrix": {"network": ["loopback"]}, "dataset": "cifar10-synthetic"}},
+    "scales": {"local": {"runnable": True, "matrix": {"network": ["loopback"]}, "dataset": "cifar10-synthetic"},
+               "paper": {"cluster": "dlobd-cluster-B-comet", "runnable": True, "matrix": {"network": ["ipoib", "rdma"]}}},
 }
 IB_SPEC = {
     "id": "scaffe-fig8", "paper": "scaffe", "figure": "Fig. 8", "title": "S-Caffe scaling on GPUs",
@@ -29,9 +33,21 @@ IB_SPEC = {
 }
 
 
+def no_hca_fingerprint(tmp_path) -> dict:
+    """A host without HCA or GPU, as the detector records one (an empty sysfs, no commands)."""
+    return fabric.detect(tmp_path / "empty-sys", fabric.Tools(), host="vm")
+
+
 @pytest.fixture
-def built(tmp_path):
-    """Results, figures and verdicts of two experiments, laid out as the pipeline does."""
+def built(tmp_path, monkeypatch):
+    """Results, figures and verdicts of two experiments, laid out as the pipeline does; the runs
+    carry the fingerprint and calibration of a prefix of their own."""
+    prefix = tmp_path / "prefix"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc/fabric.json").write_text(json.dumps(no_hca_fingerprint(tmp_path)))
+    (prefix / "etc/calibration.json").write_text(json.dumps(CALIBRATION))
+    monkeypatch.setattr(provenance, "prefix", lambda: prefix)
+    monkeypatch.setattr(provenance, "prefix_env", lambda: {})
     log = real_logs("bigdl", min_rows=5)[0]
     runs_dir, res, figs = tmp_path / "runs", tmp_path / "results", tmp_path / "figures"
     point = {"network": "loopback"}
@@ -129,14 +145,55 @@ def test_runs_summary_json_marks_the_used_attempt(built, tmp_path):
     assert [(r["status"], r["used"]) for r in summary] == [("failed", False), ("ok", True)]
 
 
-def test_hardware_lines_name_cpu_cores_memory_links_and_the_fabric():
+def test_hardware_lines_name_cpu_cores_memory_links_and_the_fabric(tmp_path):
+    ib = json.loads(json.dumps(no_hca_fingerprint(tmp_path)))
+    ib["infiniband"]["hcas"] = [{"device": "mlx5_0", "ports": [
+        {"port": 1, "state": "ACTIVE", "rate_gbps": 100.0, "link_layer": "InfiniBand", "netdev": "ib0",
+         "ipv4": ["192.168.100.2"]}]}]
     runs_list = [
         {"used": True, "system": {"cpu_model": "AMD EPYC", "cpus": 2, "memory_mb": 24105},
          "hosts": [{"name": "w1", "address": "10.77.0.2", "link": "emulated eth-1g"}],
-         "fabric": {"hca": "none"}},
+         "fabric": {"vm": no_hca_fingerprint(tmp_path), "node02": ib, "node03": ib, "node04": None}},
         {"used": False, "system": {"cpu_model": "other", "cpus": 64}},      # superseded: not shown
     ]
     [line] = report.hardware(runs_list)
-    assert line == ('AMD EPYC, 2 cores, 24 GiB; 1 host(s); links: emulated eth-1g; '
-                    'fabric: {"hca": "none"}')
+    # hosts with the same hardware share a line; their own addresses are left out there
+    assert line == ("AMD EPYC, 2 cores, 24 GiB; 1 host(s); links: emulated eth-1g; "
+                    "fabric: vm: no InfiniBand HCA; no GPU · node02, node03: mlx5_0 port 1 ACTIVE "
+                    "100 Gb/s InfiniBand, ib0; no GPU · node04: not recorded")
     assert sorted(["dlobd-fig11", "dlobd-fig4a"], key=report.natural_key) == ["dlobd-fig4a", "dlobd-fig11"]
+
+
+def test_the_paper_cluster_stands_beside_the_fabric_measured_here(tmp_path):
+    run_list = [{"used": True, "start": "2026-11-24T15:00:00Z", "calibration": CALIBRATION,
+                 "fabric": {"vm": no_hca_fingerprint(tmp_path)}},
+                {"used": False, "start": "2026-11-24T16:00:00Z", "calibration": {"error": "superseded"}}]
+    rows = report.fabric_rows(RUN_SPEC, run_list)
+    assert rows["paper"] == {
+        "name": 'SDSC Comet ("Cluster B" of the DLoBD paper), 1984 nodes, up to 17 used',
+        "network": "InfiniBand FDR, full bisection bandwidth within a rack, 4:1 oversubscribed across racks, 56 Gb/s",
+        "gpus": "none stated", "where": "DLoBD Sec. 4.1, item (2)"}
+    here = rows["here"]
+    assert here["link"] == "loopback (one host: vm)"
+    assert here["tcp"] == "7.21 µs / 21 Gb/s (sockperf, iperf3)"
+    assert here["rdma"].startswith("not runnable: no HCA with an ACTIVE port on vm (fabric.json: "
+                                   "no InfiniBand HCA; no GPU)")
+    assert here["measured"] == "2026-11-24T14:44:52Z, load 6.66"
+    assert here["hosts"] == ["vm: no InfiniBand HCA; no GPU"]
+    # runs without a calibration say how to get one
+    bare = report.fabric_rows(RUN_SPEC, [{"used": True}])["here"]
+    assert bare["link"].startswith("not measured") and "make calibrate" in bare["link"]
+    assert bare["hosts"] == ["fingerprint not recorded in run.json"]
+    assert report.fabric_rows(IB_SPEC, run_list)["paper"] is None  # no paper scale, no row
+
+
+def test_experiment_section_shows_the_fabric_table(built):
+    page = html.unescape(built[0].read_text())
+    section = page[page.index('id="dlobd-fig7a-local"'):page.index('id="scaffe-fig8-local"')]
+    table = section[section.index('<table class="fabric">'):]
+    table = table[:table.index("</table>")]
+    assert 'SDSC Comet ("Cluster B" of the DLoBD paper)' in table and "DLoBD Sec. 4.1, item (2)" in table
+    assert "56 Gb/s" in table
+    assert "loopback (one host: vm)" in table and "7.21 µs / 21 Gb/s (sockperf, iperf3)" in table
+    assert "vm: no InfiniBand HCA; no GPU" in table
+    assert '<table class="fabric">' not in page[page.index('id="scaffe-fig8-local"'):]

@@ -105,9 +105,9 @@ def test_broken_run_json_makes_the_point_unparseable(tmp_path, log):
 def test_stack_without_parser_is_unparseable(tmp_path, log):
     point = {"network": "loopback", "cores": 1}
     make_run(tmp_path, SPEC, "local", point, {"stderr.log": log})
-    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "caffeonspark")
+    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "mxnet")
     assert frame.iloc[0]["status"] == "unparseable"
-    assert "unknown stack 'caffeonspark'" in frame.iloc[0]["reason"]
+    assert "unknown stack 'mxnet'" in frame.iloc[0]["reason"]
 
 
 def test_monitor_samples_become_vocabulary_rows(tmp_path, log):

@@ -155,13 +155,13 @@ def test_rdma_channels_are_not_runnable_here():
     if not plan.missing(["tf-rdma"]):
         pytest.skip("this machine has a TF build with RDMA channels")
     with pytest.raises(runs.NotRunnable) as e:
-        tf._transport("verbs")
+        tf.transport("verbs")
     assert "grpc+verbs" in str(e.value) and "needs tf-rdma" in str(e.value)
     with pytest.raises(runs.NotRunnable, match="grpc\\+mpi.*needs tf-rdma"):
-        tf._transport("mpi")
+        tf.transport("mpi")
     with pytest.raises(runs.NotRunnable, match="needs rdma-grpc"):
-        tf._transport("grpc+rdma")
-    link, python = tf._transport("loopback")
+        tf.transport("grpc+rdma")
+    link, python = tf.transport("loopback")
     assert (link.settings["protocol"], python) == ("grpc", None)
 
 
@@ -170,7 +170,7 @@ def test_rdma_channel_with_a_tf_build_that_has_it(monkeypatch, tmp_path):
     rdma_python.write_text("")
     monkeypatch.setenv("DLOBD_TF_RDMA_PYTHON", str(rdma_python))
     monkeypatch.setattr(plan, "missing", lambda needs: [])
-    link, python = tf._transport("verbs")
+    link, python = tf.transport("verbs")
     assert (link.settings["protocol"], python) == ("grpc+verbs", str(rdma_python))
     tasks = ps_plan(["127.0.0.1"], protocol=link.settings["protocol"])
     assert json.loads(tasks[0].env["TF_CONFIG"])["rpc_layer"] == "grpc+verbs"

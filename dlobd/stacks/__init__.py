@@ -32,7 +32,8 @@ from pathlib import Path
 
 from dlobd.metrics import ROW_FIELDS
 
-STACKS = ("bigdl", "caffe", "grpcbench", "hr_reduce", "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
+STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hibench_spark", "hr_reduce", "mmlspark", "scaffe",
+          "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
 
 # Every parser's reason for a text with no line of its format starts with this.
 NO_LINES = "no line of"
@@ -85,6 +86,35 @@ def line_parser(parse_lines):
             return ParseResult.unparseable(str(e))
 
     return parse
+
+
+def setting(ctx, name: str, default=None):
+    """A launcher's setting: the point's value, else the scale's fixed one, else the default."""
+    return ctx.point.get(name, ctx.fixed.get(name, default))
+
+
+def positive_whole(ctx, name: str, default=None, needed_by: str = "the stack") -> int:
+    """`setting` as a positive whole number; ValueError naming the spec, the scale and the value."""
+    from dlobd import runs
+
+    value = setting(ctx, name, default)
+    runs.unstated(ctx.scale, name, value)
+    if value is None:
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {needed_by} needs '{name}' (a point axis or "
+                         "a fixed parameter)")
+    return whole_number(ctx, name, value)
+
+
+def whole_number(ctx, name: str, value) -> int:
+    """A setting's value as a positive whole number; ValueError naming the spec, the scale and the value."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or str(number) != str(value).strip():
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: '{name}' must be a positive whole "
+                         f"number, got {value!r}")
+    return number
 
 
 def get(name: str):
@@ -161,6 +191,28 @@ def parse_run(stack: str, run_dir: Path) -> ParseResult:
             f"{run_dir}: no value in its {stack} logs ({', '.join(read) or 'none'} read; "
             f"{', '.join(silent) or 'none'} empty or without a line of {stack}'s format)")
     return combined
+
+
+def yarn_application_span(run_dir, result: ParseResult) -> None:
+    """A `parse_records` for stacks whose run is one YARN application: end_to_end_s from its
+    ResourceManager record (submission to end); a failed or killed application leaves the run
+    unfinished with YARN's diagnostics. LogError for a record that cannot be read."""
+    from dlobd import hadoop
+    from dlobd.metrics import row
+
+    try:
+        app = hadoop.application_record(run_dir)
+        if app is None:
+            return
+        if app.get("state") != "FINISHED" or app.get("finalStatus") != "SUCCEEDED":
+            result.finished = False
+            why = (f"YARN application {app['id']} ended {app.get('state')}/{app.get('finalStatus')}: "
+                   f"{str(app.get('diagnostics') or '').strip()[:300]}")
+            result.reason = "; ".join(filter(None, [result.reason, why]))
+            return
+        result.rows.append({**row("end_to_end_s", hadoop.application_seconds(app)), "log": app["_log"]})
+    except hadoop.HadoopError as exc:
+        raise LogError(str(exc)) from None
 
 
 def to_csv(rows: list, out) -> None:

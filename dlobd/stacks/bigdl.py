@@ -37,9 +37,9 @@ import math
 import re
 from pathlib import Path
 
-from dlobd import hadoop, networks, provenance, runs
+from dlobd import hadoop, provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting
 
 LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 
@@ -148,24 +148,8 @@ EXECUTOR_MEMORY = "3g"
 DRIVER_MEMORY = "1g"
 
 
-def _setting(ctx: runs.RunContext, name: str, default=None):
-    """A point's value, else the scale's fixed one, else the default."""
-    return ctx.point.get(name, ctx.fixed.get(name, default))
-
-
 def _positive_int(ctx: runs.RunContext, name: str, default=None) -> int:
-    value = _setting(ctx, name, default)
-    if value is None:
-        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: BigDL needs '{name}' (a point axis or "
-                         "a fixed parameter)")
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if number < 1 or str(number) != str(value).strip():
-        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: '{name}' must be a positive whole "
-                         f"number, got {value!r}")
-    return number
+    return positive_whole(ctx, name, default, "BigDL")
 
 
 def main_class(ctx: runs.RunContext) -> str:
@@ -212,27 +196,41 @@ def _first_records(paths, count: int) -> bytes:
     return bytes(out)
 
 
+def record_counts(folder: Path) -> tuple[int, int]:
+    """(training, test) records of a CIFAR-10 binary data set folder."""
+    return sum(_records(folder / name) for name in TRAIN_FILES), _records(folder / TEST_FILE)
+
+
+def data_folder(folder: Path, train_images: int | None, test_images: int | None,
+                attempt_dir: Path, have: tuple = (None, None)) -> Path:
+    """The folder BigDL trains from: the data set's own, or, when `train_images` or
+    `test_images` asks for fewer records than it has (`have`: its counts, where known),
+    `<attempt>/data` holding the first records of it (prepare_data makes it)."""
+    if train_images in (None, have[0]) and test_images in (None, have[1]):
+        return folder
+    return attempt_dir / "data"
+
+
 def prepare_data(folder: Path, train_images: int | None, test_images: int | None,
                  attempt_dir: Path) -> Path:
-    """The folder to train from: `folder` itself, or the first `train_images` / `test_images`
-    records of it copied into `<attempt>/data` (BigDL reads every record of its folder).
+    """The folder to train from (data_folder), made: the first `train_images` / `test_images`
+    records of `folder` copied into `<attempt>/data` (BigDL reads every record of its folder).
     What was made is written to `<attempt>/prepare.log`."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: data set folder not found (is the datasets role "
                                 "provisioned? see workloads/data/make_datasets.py)")
     train = [folder / name for name in TRAIN_FILES]
-    have_train = sum(_records(p) for p in train)
-    have_test = _records(folder / TEST_FILE)
+    have_train, have_test = record_counts(folder)
     for what, want, have in (("train_images", train_images, have_train),
                              ("test_images", test_images, have_test)):
         if want is not None and want > have:
             raise ValueError(f"{folder}: {what} {want} asked for, the data set has {have}")
+    subset = data_folder(folder, train_images, test_images, attempt_dir, (have_train, have_test))
     with open(attempt_dir / "prepare.log", "x") as log:
-        if (train_images in (None, have_train)) and (test_images in (None, have_test)):
+        if subset == folder:
             log.write(f"training on {folder} as it is: {have_train} train, {have_test} test "
                       "records\n")
             return folder
-        subset = attempt_dir / "data"
         subset.mkdir()
         n_train, n_test = train_images or have_train, test_images or have_test
         # all chosen training records in the first file; BigDL reads the other four empty
@@ -247,21 +245,7 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
 
 def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
     """spark-submit, its environment and the Spark flavour the point's network selects."""
-    network = str(ctx.point.get("network", "loopback"))
-    lacking = networks.missing("bigdl", network)
-    if lacking:
-        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
-    flavour = networks.resolve("bigdl", network).settings["spark"]
-    if flavour == "rdma-spark":
-        home = Path(provenance.stack_setting("RDMA_SPARK_HOME") or "")
-        if not (home / "bin" / "spark-submit").is_file():
-            raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
-        # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
-        env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
-    elif flavour != "vanilla":
-        raise ValueError(f"config/networks.yaml: bigdl spark {flavour!r} is neither vanilla "
-                         "nor rdma-spark")
-    return str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), env, flavour
+    return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env, dry_run=ctx.dry_run)
 
 
 def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
@@ -269,18 +253,18 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
     jars = {}
     for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR"):
         jar = env.get(var)
-        if not jar or not Path(jar).is_file():
+        if not jar or not provenance.present(jar):
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
                                     "bigdl role provisioned?)")
         jars[var] = jar
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
-            "--executor-memory", str(_setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
-            "--driver-memory", str(_setting(ctx, "driver_memory", DRIVER_MEMORY)),
+            "--executor-memory", str(setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
+            "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
             *hadoop.spark_conf(ctx),
             "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", main, jars["DLOBD_BIGDL_JAR"],
             "-f", str(data), "-b", str(r["batch"]), "-e", str(r["epochs"])]
-    if (rate := _setting(ctx, "learning_rate")) is not None:
+    if (rate := setting(ctx, "learning_rate")) is not None:
         argv += ["-l", str(float(rate))]
     return argv
 
@@ -297,9 +281,14 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         raise FileNotFoundError("DLOBD_DATA_DIR is not set: is the stack provisioned under "
                                 f"{provenance.prefix()}?")
     adir = Path(ctx.attempt_dir).resolve()  # the driver runs in it: paths must be absolute
-    train, test = (_positive_int(ctx, k) if _setting(ctx, k) is not None else None
+    train, test = (_positive_int(ctx, k) if setting(ctx, k) is not None else None
                    for k in ("train_images", "test_images"))
-    data = prepare_data(Path(data_dir) / str(dataset), train, test, adir)
+    folder = Path(data_dir) / str(dataset)
+    if ctx.dry_run:  # the counts of a data set visible from here, read and not copied
+        data = data_folder(folder, train, test, adir,
+                           record_counts(folder) if folder.is_dir() else (None, None))
+    else:
+        data = prepare_data(folder, train, test, adir)
     argv = command(ctx, spark_submit, data, env)
     # BigDL writes bigdl.log into its working directory: the attempt
     result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))

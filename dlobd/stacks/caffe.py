@@ -38,67 +38,105 @@ TEST_METRIC = {"accuracy": "top1_accuracy", "acc": "top1_accuracy", "accuracy_to
                "accuracy_top5": "top5_accuracy", "top5": "top5_accuracy", "loss": "test_loss"}
 
 
-def _parse(lines, cut) -> ParseResult:
-    result = ParseResult()
-    start = previous = None
-    day_shift = timedelta(0)
-    last_iter = -1
-    testing = None   # iteration of the test pass being reported
-    done = False
-    for no, line in lines:
-        g = GLOG.match(line)
-        if not g:
-            continue
-        try:  # without a year, 2000 (a leap year: any month-day parses)
+class GlogClock:
+    """The time stamps of one glog log as datetimes. Older glog stamps carry no year (2000
+    stands in, a leap year: any month-day parses), and a change of day is followed."""
+
+    def __init__(self):
+        self.previous = None
+        self.day_shift = timedelta(0)
+
+    def stamp(self, no: int, g: re.Match) -> datetime:
+        try:
             stamp = datetime.strptime(f"{g[2] or 2000}{g[3]}{g[4]} {g[5][:15]}",
-                                      "%Y%m%d %H:%M:%S.%f") + day_shift
+                                      "%Y%m%d %H:%M:%S.%f") + self.day_shift
         except ValueError:
-            raise LogError(f"line {no}: {line[:21]!r} is not a glog time stamp") from None
-        if previous and stamp < previous - timedelta(hours=12):
-            day_shift += timedelta(days=1)  # glog's month-day-time passed midnight
+            raise LogError(f"line {no}: {g[0][:21]!r} is not a glog time stamp") from None
+        if self.previous and stamp < self.previous - timedelta(hours=12):
+            self.day_shift += timedelta(days=1)  # glog's month-day-time passed midnight
             stamp += timedelta(days=1)
-        previous = stamp
-        message = g[7]
+        self.previous = stamp
+        return stamp
+
+
+class SolverLines:
+    """Caffe's solver lines (solver.cpp's glog messages) of one solver process, in order, as
+    rows of `result`: every Caffe-derived stack (Caffe, CaffeOnSpark's executors, S-Caffe)
+    reads them through this. Rows carry `task` when one is set. Raises LogError for
+    iterations out of order (two logs interleaved or concatenated)."""
+
+    def __init__(self, result: ParseResult, task: str | None = None):
+        self.result = result
+        self.task = task
+        self.start = None      # time of the first Iteration line (training or test pass)
+        self.last_iter = -1
+        self.last_stamp = None  # time of the last displayed training iteration
+        self.testing = None    # iteration of the test pass being reported
+        self.done = False
+
+    def read(self, no: int, stamp: datetime, message: str) -> bool:
+        """Read one glog message; True when it was a solver line."""
+        rows = self.result.rows
         if t := TRAIN.match(message):
             it = int(t[1])
-            if done:
+            if self.done:
                 raise LogError(f"line {no}: iteration {it} after 'Optimization Done.' "
                                "(two logs interleaved or concatenated?)")
-            if it <= last_iter:
-                raise LogError(f"line {no}: iteration {it} after iteration {last_iter} "
+            if it <= self.last_iter:
+                raise LogError(f"line {no}: iteration {it} after iteration {self.last_iter} "
                                "(two logs interleaved or concatenated?)")
-            start = start or stamp
-            wall = (stamp - start).total_seconds()
-            last_iter, testing = it, None
-            result.rows.append(row("loss", float(t[3]), step=it, wall_clock_s=wall))
+            self.start = self.start or stamp
+            wall = (stamp - self.start).total_seconds()
+            self.last_iter, self.last_stamp, self.testing = it, stamp, None
+            rows.append(row("loss", float(t[3]), step=it, wall_clock_s=wall, task=self.task))
             if t[2] is not None:
-                result.rows.append(row("steps_per_s", float(t[2]), step=it, wall_clock_s=wall))
-            result.rows.append(row("wall_clock_s", wall, step=it))
+                rows.append(row("steps_per_s", float(t[2]), step=it, wall_clock_s=wall, task=self.task))
+            rows.append(row("wall_clock_s", wall, step=it, task=self.task))
         elif t := TESTING.match(message):
             it = int(t[1])
-            if it < last_iter:
-                raise LogError(f"line {no}: test at iteration {it} after iteration {last_iter} "
+            if it < self.last_iter:
+                raise LogError(f"line {no}: test at iteration {it} after iteration {self.last_iter} "
                                "(two logs interleaved or concatenated?)")
-            testing = it
-            start = start or stamp
-        elif (t := TEST_OUT.match(message)) and testing is not None:
+            self.testing = it
+            self.start = self.start or stamp
+        elif (t := TEST_OUT.match(message)) and self.testing is not None:
             metric = TEST_METRIC.get(t[1])
             if metric:
-                result.rows.append(row(metric, float(t[2]), step=testing,
-                                       wall_clock_s=(stamp - start).total_seconds()))
+                rows.append(row(metric, float(t[2]), step=self.testing,
+                                wall_clock_s=(stamp - self.start).total_seconds(), task=self.task))
             else:
-                result.meta.setdefault("unmapped_test_outputs", set()).add(t[1])
+                self.result.meta.setdefault("unmapped_test_outputs", set()).add(t[1])
         elif DONE.match(message):
-            if done:
+            if self.done:
                 raise LogError(f"line {no}: a second 'Optimization Done.' (two logs concatenated?)")
-            done = True
-    if "unmapped_test_outputs" in result.meta:
-        result.meta["unmapped_test_outputs"] = sorted(result.meta["unmapped_test_outputs"])
+            self.done = True
+        else:
+            return False
+        return True
+
+    def training_span_s(self) -> float | None:
+        """Seconds from the first Iteration line to the last displayed training iteration."""
+        if self.start is None or self.last_stamp is None:
+            return None
+        return (self.last_stamp - self.start).total_seconds()
+
+    def close(self) -> None:
+        if "unmapped_test_outputs" in self.result.meta:
+            self.result.meta["unmapped_test_outputs"] = sorted(self.result.meta["unmapped_test_outputs"])
+
+
+def _parse(lines, cut) -> ParseResult:
+    result = ParseResult()
+    clock, solver = GlogClock(), SolverLines(result)
+    for no, line in lines:
+        if g := GLOG.match(line):
+            solver.read(no, clock.stamp(no, g), g[7])
+    solver.close()
     if not result.rows:
         return ParseResult.unparseable(
             f"{NO_LINES} Caffe's format: no glog 'Iteration N, loss = x' or 'Test net output' line")
-    return result.close(None if done else f"no 'Optimization Done.' line (last iteration {last_iter})",
-                        cut=cut)
+    return result.close(None if solver.done else
+                        f"no 'Optimization Done.' line (last iteration {solver.last_iter})", cut=cut)
 
 
 parse = line_parser(_parse)

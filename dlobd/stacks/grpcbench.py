@@ -79,6 +79,8 @@ BINARY = "tf_grpc_bench"
 FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (README "The floor")
 # a parameter server on another host gets this long to print where it listens
 SERVER_START_S = 30
+# where a dry run names the port a parameter server on another host will pick and print
+PORT_AT_LAUNCH = "PORT"
 
 
 def parse(text: str) -> ParseResult:
@@ -336,6 +338,11 @@ def _listening(proc: subprocess.Popen, log_path: Path, what: str) -> str:
         time.sleep(0.1)
 
 
+def server_argv(host: str, binary: str, mode: str, adir: Path, env: dict) -> list[str]:
+    """A parameter server on `host` over ssh, listening on a port its host picks."""
+    return ssh_argv(host, str(adir), env, [binary, "ps", "--listen", f"{host}:0", "--mode", mode])
+
+
 def start_servers(hosts: list[str], binary: str, mode: str, adir: Path,
                   env: dict) -> tuple[list[subprocess.Popen], list[str]]:
     """One `tf_grpc_bench ps` per host over ssh, its output in servers/ps-<i>.log; returns the
@@ -346,9 +353,8 @@ def start_servers(hosts: list[str], binary: str, mode: str, adir: Path,
     try:
         for i, host in enumerate(hosts):
             log_path = adir / "servers" / f"ps-{i}.log"
-            argv = ssh_argv(host, str(adir), env, [binary, "ps", "--listen", f"{host}:0", "--mode", mode])
             with open(log_path, "xb") as log:
-                procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                procs.append(subprocess.Popen(server_argv(host, binary, mode, adir, env), stdout=log, stderr=subprocess.STDOUT,
                                               stdin=subprocess.PIPE, start_new_session=True))
             addresses.append(_listening(procs[-1], log_path, f"parameter server {i} on {host}"))
     except BaseException:
@@ -371,8 +377,11 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     parameter_servers, workers = int(params.get("parameter_servers", 1)), int(params.get("workers", 1))
     worker_roles = [f"worker:{w}" for w in range(workers)]
     if link.address == "loopback":
-        with open(ctx.attempt_dir / "build.log", "x") as log:
-            binary = build(out=log)
+        if ctx.dry_run:
+            binary = build_dir() / BINARY
+        else:
+            with open(ctx.attempt_dir / "build.log", "x") as log:
+                binary = build(out=log)
         result = runs.run_command(ctx, command(binary, ctx.fixed, ctx.point), cwd=str(ctx.attempt_dir))
         result.hosts = [{"name": "localhost", "address": "127.0.0.1",
                          "roles": [f"ps:{i}" for i in range(parameter_servers)] + worker_roles}]
@@ -395,6 +404,18 @@ def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_ro
     binary = str(provenance.prefix() / "tf-grpc-bench" / "bin" / BINARY)
     adir = Path(ctx.attempt_dir).resolve()
     env = provenance.prefix_env()
+    if ctx.dry_run:
+        # each server picks its port on its host at launch: the dry run cannot know it
+        addresses = [f"{host}:{PORT_AT_LAUNCH}" for host in server_hosts]
+        result = runs.run_command(ctx, ssh_argv(client, str(adir), env,
+                                                command(binary, ctx.fixed, ctx.point, ps=addresses)),
+                                  cwd=str(adir))
+        result.extra["processes"] = [{"name": f"ps:{i}", "host": host,
+                                      "command": server_argv(host, binary, mode, adir, env)}
+                                     for i, host in enumerate(server_hosts)]
+        result.extra["notes"] = [f"{PORT_AT_LAUNCH}: the port each parameter server picks on "
+                                 "its host at launch and prints"]
+        return result
     servers, addresses = start_servers(server_hosts, binary, mode, adir, env)
     try:
         argv = command(binary, ctx.fixed, ctx.point, ps=addresses)
@@ -451,7 +472,7 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
     if strace is None:
         raise runs.NotRunnable("strace is not installed (Debian package strace)")
     python = provenance.stack_setting("DLOBD_PYTHON")
-    if not python or not Path(python).exists():
+    if not provenance.present(python):
         raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     n_ps, n_workers = int(fixed.get("parameter_servers", 2)), int(fixed.get("workers", 3))
     ports = iter(free_ports(1 + n_ps + n_workers))
@@ -463,8 +484,6 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
     if "image_size" in fixed:
         args += ["--image-size", str(fixed["image_size"])]
     adir = Path(ctx.attempt_dir).resolve()  # the chief runs in it: paths must be absolute
-    (adir / "strace").mkdir()
-    (adir / "tasks").mkdir()
 
     def traced(job, index):
         env = {**os.environ, "TF_CONFIG": json.dumps(
@@ -472,14 +491,22 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
         trace = adir / "strace" / f"{job}-{index}.txt"
         return [strace, *STRACE_ARGS, "-o", str(trace), *args], env
 
+    serving = [(job, i) for job, count in (("ps", n_ps), ("worker", n_workers)) for i in range(count)]
+    if ctx.dry_run:
+        argv, env = traced("chief", 0)
+        result = runs.run_command(ctx, argv, env=env, cwd=str(adir))
+        result.extra["processes"] = [{"name": f"{job}:{i}", "host": "127.0.0.1",
+                                      "command": traced(job, i)[0]} for job, i in serving]
+        return result
+    (adir / "strace").mkdir()
+    (adir / "tasks").mkdir()
     servers = []
     try:
-        for job, count in (("ps", n_ps), ("worker", n_workers)):
-            for i in range(count):
-                argv, env = traced(job, i)
-                with open(adir / "tasks" / f"{job}-{i}.log", "xb") as log:
-                    servers.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log,
-                                                    start_new_session=True))
+        for job, i in serving:
+            argv, env = traced(job, i)
+            with open(adir / "tasks" / f"{job}-{i}.log", "xb") as log:
+                servers.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log,
+                                                start_new_session=True))
         argv, env = traced("chief", 0)
         result = runs.run_command(ctx, argv, env=env, cwd=str(adir))
     finally:

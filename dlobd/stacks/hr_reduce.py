@@ -182,8 +182,9 @@ def build_dir(mpi: str) -> Path:
     return provenance.build_dir(f"hr-reduce-{mpi}")
 
 
-def mpi_tool(mpi: str, tool: str) -> str:
-    """The path of `tool` (mpicc or mpirun) of one MPI; NotRunnable says why it is absent."""
+def mpi_tool(mpi: str, tool: str, check: bool = True) -> str:
+    """The path of `tool` (mpicc or mpirun) of one MPI; NotRunnable says why it is absent.
+    With check False (a dry run) a user-given install's path is not looked at."""
     if mpi not in MPIS:
         raise ValueError(f"hr_reduce: unknown MPI {mpi!r}; known: {', '.join(MPIS)}")
     spec = MPIS[mpi]
@@ -193,14 +194,19 @@ def mpi_tool(mpi: str, tool: str) -> str:
             raise runs.NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
                                    "to its install directory")
         path = Path(home) / "bin" / tool
-        if not path.is_file():
+        if check and not provenance.present(path):
             raise runs.NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")
         return str(path)
-    found = shutil.which(spec[tool])
+    found = provenance.which(spec[tool])
     if not found:
         raise runs.NotRunnable(f"{spec[tool]} not found: install Debian's "
                                f"{'libopenmpi-dev' if mpi == 'openmpi' else 'libmpich-dev'}")
     return found
+
+
+def built_binary(mpi: str, gpu: bool = False) -> Path:
+    """Where ensure_built puts the benchmark binary for one MPI."""
+    return build_dir(f"{mpi}-cuda" if gpu else mpi) / "hr_reduce"
 
 
 def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> Path:
@@ -209,8 +215,8 @@ def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> P
     mpicc = mpi_tool(mpi, "mpicc")
     if not shutil.which("cmake"):
         raise runs.NotRunnable("cmake not found: it builds benchmarks/hr-reduce")
-    bdir = build_dir(f"{mpi}-cuda" if gpu else mpi)
-    binary = bdir / "hr_reduce"
+    binary = built_binary(mpi, gpu)
+    bdir = binary.parent
     sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".h", ".txt")]
     if binary.exists() and all(p.stat().st_mtime <= binary.stat().st_mtime for p in sources):
         return binary
@@ -239,10 +245,10 @@ def rank_placement(hosts: list[str], processes: int) -> list[tuple[str, int]]:
     return [(h, n) for h, n in placement if n]
 
 
-def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None) -> list[str]:
+def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None, check: bool = True) -> list[str]:
     """mpirun for `processes` ranks: on the hosts of `hostfile`, else on this host allowing
     more ranks than cores."""
-    cmd = [mpi_tool(mpi, "mpirun"), "-np", str(processes)]
+    cmd = [mpi_tool(mpi, "mpirun", check), "-np", str(processes)]
     if mpi == "openmpi":
         cmd[1:1] = ["--hostfile", str(hostfile)] if hostfile else ["--oversubscribe"]
         cmd[1:1] = ["--bind-to", "none"]
@@ -253,9 +259,13 @@ def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None) -> lis
     return cmd
 
 
-def write_hostfile(path: Path, mpi: str, placement: list[tuple[str, int]]) -> Path:
+def hostfile_text(mpi: str, placement: list[tuple[str, int]]) -> str:
     line = "{} slots={}\n" if mpi == "openmpi" else "{}:{}\n"  # OpenMPI's format, else Hydra's
-    path.write_text("".join(line.format(h, n) for h, n in placement))
+    return "".join(line.format(h, n) for h, n in placement)
+
+
+def write_hostfile(path: Path, mpi: str, placement: list[tuple[str, int]]) -> Path:
+    path.write_text(hostfile_text(mpi, placement))
     return path
 
 
@@ -309,14 +319,23 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     mpi, args = plan_point(ctx.point, ctx.fixed)
     processes = int(ctx.fixed.get("processes", 4))
     gpu = str(ctx.fixed.get("buffers", "host")) == "gpu"
-    binary = ensure_built(mpi, ctx.attempt_dir / "build.log", gpu=gpu)
+    if ctx.dry_run:
+        mpi_tool(mpi, "mpicc")  # what the build would need
+        binary = built_binary(mpi, gpu)
+    else:
+        binary = ensure_built(mpi, ctx.attempt_dir / "build.log", gpu=gpu)
     hosts = provenance.workers()
     # more than one worker: ranks spread over them; otherwise all on this host
     placement = rank_placement(hosts, processes) if len(hosts) > 1 else None
-    hostfile = (write_hostfile(ctx.attempt_dir / "hostfile", mpi, placement)
-                if placement else None)
+    hostfile = ctx.attempt_dir / "hostfile" if placement else None
+    if hostfile and not ctx.dry_run:
+        write_hostfile(hostfile, mpi, placement)
     command = mpirun_prefix(mpi, processes, hostfile) + [str(binary), *args]
     result = runs.run_command(ctx, command, cwd=str(ctx.attempt_dir))
+    if ctx.dry_run:
+        if placement:
+            result.extra["files"] = {"hostfile": hostfile_text(mpi, placement)}
+        return result
     if placement:
         ranks = f"{processes} ranks over {len(placement)} hosts"
         oversubscribed = False

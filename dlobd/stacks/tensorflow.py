@@ -362,19 +362,24 @@ def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: li
     for t in tasks:
         env = {"TF_CONFIG": json.dumps(tf_config(tasks, t, protocol), separators=(",", ":")),
                "TF_CPP_MIN_LOG_LEVEL": "1"}
-        argv = [python, str(WORKLOAD), *args]
-        if t.host in LOCAL_HOSTS:
-            t.argv, t.env = argv, env
-        else:
-            t.argv, t.env = ssh_argv(t.host, cwd, {**stack_vars, **env}, argv), {}
+        place(t, [python, str(WORKLOAD), *args], env, cwd, stack_vars)
     return tasks
 
 
-def _transport(network: str):
+def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) -> None:
+    """A task's command where it runs: here with `env` added to the supervisor's environment,
+    or on another host over ssh with the stack's variables and `env` on the command line."""
+    if task.host in LOCAL_HOSTS:
+        task.argv, task.env = argv, env
+    else:
+        task.argv, task.env = ssh_argv(task.host, cwd, {**stack_vars, **env}, argv), {}
+
+
+def transport(network: str, stack: str = "tensorflow"):
     """The point's TF protocol and, for an RDMA channel, the python of a TF build that has it."""
     from dlobd import networks, plan, provenance
 
-    link = networks.resolve("tensorflow", network)
+    link = networks.resolve(stack, network)
     lacking = plan.missing(link.needs)
     if lacking:
         raise runs.NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
@@ -382,8 +387,7 @@ def _transport(network: str):
     python = None
     if link.transport != "tcp":
         # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
-        var = "DLOBD_TF_RDMA_PYTHON"
-        python = provenance.prefix_env().get(var) or os.environ.get(var)
+        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
     return link, python
 
 
@@ -391,11 +395,11 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     from dlobd import hadoop, provenance
 
     network = str(ctx.point.get("network", "loopback"))
-    link, rdma_python = _transport(network)
+    link, rdma_python = transport(network)
     protocol = link.settings["protocol"]
     env = hadoop.stack_env()
     python = rdma_python or env.get("DLOBD_PYTHON")
-    if not python or not Path(python).exists():
+    if not provenance.present(python):
         raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     spec_model = str(ctx.point.get("model", ctx.spec.get("model")))
     model = MODELS.get(spec_model)
@@ -406,26 +410,42 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     data_dir = None
     if dataset in DATASETS:
         data_dir = str(Path(env.get("DLOBD_DATA_DIR", "")) / DATASETS[dataset])
-        if not env.get("DLOBD_DATA_DIR") or not Path(data_dir).is_dir():
+        if not env.get("DLOBD_DATA_DIR") or not provenance.present(data_dir):
             raise runs.NotRunnable(f"data set {dataset}: no {data_dir} (DLOBD_DATA_DIR; run `make provision`)")
     hosts = task_hosts(link, provenance.workers())
     adir = Path(ctx.attempt_dir).resolve()
+    for key in WORKER_KEYS:
+        runs.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))
     strategy, workers, ps = layout(ctx.point, ctx.fixed)
     tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
                        free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
                        str(adir), provenance.prefix_env())
-    (adir / "tasks").mkdir()
-    (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
-    result = runs.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
-                                    str(adir / PLAN_FILE)], env=env, cwd=str(adir))
-    if result.status == "failed":
-        result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
+    result = run_tasks(ctx, tasks, env)
+    if ctx.dry_run:
+        return result
     result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
                        else f"tensorflow {provenance.versions()['tensorflow']}"}
     result.labels = {"network": network, "protocol": protocol, "strategy": strategy,
                      "data": runs.data_label(dataset), **({"emulated": "true"} if link.emulated else {})}
     result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}
                     for h in dict.fromkeys(t.host for t in tasks)]
+    return result
+
+
+def run_tasks(ctx: runs.RunContext, tasks: list[Task], env: dict) -> runs.LaunchResult:
+    """Run the tasks of one TF cluster under the supervisor, the run's one command; a dry run
+    lists the tasks it would start (as the plan file names them) and writes nothing."""
+    adir = Path(ctx.attempt_dir).resolve()
+    if not ctx.dry_run:
+        (adir / "tasks").mkdir()
+        (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
+    result = runs.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
+                                    str(adir / PLAN_FILE)], env=env, cwd=str(adir))
+    if ctx.dry_run:
+        result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env}
+                                     for t in tasks]
+    elif result.status == "failed":
+        result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
     return result
 
 

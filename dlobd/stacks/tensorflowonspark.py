@@ -446,11 +446,14 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     input_mode(ctx.fixed)  # NotRunnable before any staging
     local = Path(env["DLOBD_DATA_DIR"]) / dataset
     # the executors read the training set from HDFS (spark mode: sc.binaryFiles/binaryRecords)
-    with open(ctx.attempt_dir / "prepare.log", "x", encoding="utf-8") as log:
-        log.write(f"{runs.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
-        log.flush()
-        data_uri = hadoop.hdfs_stage(local, f"{HDFS_DATA}/{dataset}")
-        log.write(f"{runs.now_iso()} staged: {data_uri}\n")
+    if ctx.dry_run:
+        data_uri = hadoop.hdfs_uri(f"{HDFS_DATA}/{dataset}")
+    else:
+        with open(ctx.attempt_dir / "prepare.log", "x", encoding="utf-8") as log:
+            log.write(f"{runs.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
+            log.flush()
+            data_uri = hadoop.hdfs_stage(local, f"{HDFS_DATA}/{dataset}")
+            log.write(f"{runs.now_iso()} staged: {data_uri}\n")
     command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where)
     env.update({"TZ": "UTC", "TF_CPP_MIN_LOG_LEVEL": "1",
                 "PYSPARK_PYTHON": where.python, "PYSPARK_DRIVER_PYTHON": where.python})

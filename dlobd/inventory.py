@@ -1,0 +1,230 @@
+"""An Ansible inventory as the cluster that `dlobd plan --inventory` and `dlobd dry-run` judge,
+without reaching any of its hosts.
+
+Ansible itself reads the inventory: one ad hoc `debug` task per host renders the variables
+below with the inventory's group_vars, host_vars and inheritance, the playbooks' own group_vars
+and any extra vars, in the precedence a play uses (`ansible-inventory --list` would leave derived
+values such as dlobd_python unrendered, and without --playbook-dir miss the playbooks'
+group_vars, which outrank an inventory's `all: vars:`). On the launch host (the first `namenode`
+host: experiments run from there, as from a head node) the task also renders the stack_env
+role's dlobd-env.sh template, so the settings a dry run sees are the ones provisioning writes
+into that file. Values only provisioning finds (where Spark was installed, the BigDL jars, the
+host's memory) stay references to the variable of dlobd-env.sh that carries them, e.g.
+`$SPARK_HOME`: the file on the launch host gives their values.
+
+How an inventory names the settings (docs/new-cluster.md):
+- per host: `dlobd_cluster_address` (its IPoIB address), `dlobd_cluster_interface`,
+  `dlobd_hardware` ({hca, ib_rate_gbps, gpus, gpu_model}: what the host has), `dlobd_prefix`;
+- groups `namenode`, `resourcemanager`, `workers`, `gpu`;
+- `dlobd_profile` (paper or modern) and `dlobd_install_method`, as for provisioning;
+- `dlobd_stack_settings`: the paths of the software the playbooks do not install, one entry
+  per setting the launchers read (STACK_SETTINGS below), e.g.
+  `{RDMA_SPARK_HOME: /opt/rdma-spark-0.9.5, DLOBD_TF_RDMA_PYTHON: /opt/tf-verbs/bin/python}`.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlobd import ROOT
+from dlobd.fabric import HARDWARE_FIELDS  # one list: the fabric role checks the same fields
+
+PLAYBOOKS = ROOT / "playbooks"
+ENV_TEMPLATE = PLAYBOOKS / "roles" / "stack_env" / "templates" / "dlobd-env.sh.j2"
+GROUPS = ("namenode", "resourcemanager", "workers", "gpu")
+HOST_VARS = ("dlobd_cluster_address", "dlobd_cluster_interface", "dlobd_hardware",
+             "dlobd_stack_settings", "dlobd_prefix", "dlobd_paper_stacks")
+
+# The settings of dlobd_stack_settings: name -> what it gives, and where to get it.
+STACK_SETTINGS = {
+    "RDMA_SPARK_HOME": "OSU RDMA-Spark (HiBD; registered download at hibd.cse.ohio-state.edu): "
+                       "an unpacked Spark distribution with bin/spark-submit and its conf/; "
+                       "network=rdma of BigDL and of HiBench's PageRank",
+    "RDMA_GRPC_HOME": "OSU RDMA-gRPC (HiDL; registered download at hidl.cse.ohio-state.edu): "
+                      "the prefix of its gRPC C++ build; network=grpc+rdma of TF-gRPC-Bench "
+                      "and of TensorFlow",
+    "DLOBD_TF_RDMA_PYTHON": "the python of a TensorFlow 1.x built from source with the verbs "
+                            "and MPI channels (grpc+verbs, grpc+mpi; linked against RDMA-gRPC "
+                            "for grpc+rdma); network=verbs, rdma, mpi, grpc+rdma of TensorFlow, "
+                            "TensorFlowOnSpark and tf_cnn_benchmarks",
+    "HIBENCH_HOME": "Intel HiBench built with its Spark PageRank (github.com/Intel-bigdata/HiBench)",
+    "MVAPICH2_HOME": "MVAPICH2 (mvapich.cse.ohio-state.edu): mpi_impl=mvapich2 of hr-reduce",
+    "MVAPICH2_GDR_HOME": "MVAPICH2-GDR (registered download at mvapich.cse.ohio-state.edu): "
+                         "CUDA-aware MPI of hr-reduce and S-Caffe at paper scale",
+    "TF_CNN_BENCHMARKS_HOME": "a checkout of github.com/tensorflow/benchmarks (the role "
+                              "tf_cnn_benchmarks clones it at the pinned commit): the "
+                              "directory holding scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py",
+}
+
+# Values only provisioning finds (role facts, the host's own facts), as the references to the
+# dlobd-env.sh variables that carry them; single quotes keep them literal when it is sourced.
+PROVISIONED = {
+    "spark_home": "'$SPARK_HOME'",
+    "spark_pythonpath": "",
+    "hadoop_classpath": "$DLOBD_HADOOP_CLASSPATH",  # the template quotes it itself
+    "dl_libs_bigdl_jar": "'$DLOBD_BIGDL_JAR'",
+    "dl_libs_bigdl_core_jar": "'$DLOBD_BIGDL_CORE_JAR'",
+    "dlobd_yarn_memory_mb": "'$DLOBD_YARN_MEMORY_MB'",
+    "dlobd_yarn_vcores": "'$DLOBD_YARN_VCORES'",
+    "dlobd_deb_arch": "'$(dpkg --print-architecture)'",
+}
+ANSIBLE_TIMEOUT_S = 300
+
+
+class InventoryError(ValueError):
+    """An inventory that cannot describe a cluster to plan for; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    address: str                 # dlobd_cluster_address: the IPoIB address on an IB cluster
+    interface: str | None        # dlobd_cluster_interface
+    hardware: dict               # dlobd_hardware, {} when the inventory declares none
+
+
+@dataclass(frozen=True)
+class Cluster:
+    source: Path
+    hosts: dict                  # name -> Host, every host of the inventory's groups
+    groups: dict                 # group -> tuple of host names
+    launch_host: str
+    settings: dict               # what dlobd-env.sh exports on the launch host
+    paper_stacks: tuple = ()     # the paper profile's stack roles site.yml runs (dlobd_paper_stacks)
+
+    def members(self, group: str) -> list[Host]:
+        return [self.hosts[name] for name in self.groups.get(group, ())]
+
+    @property
+    def prefix(self) -> Path:
+        return Path(self.settings["DLOBD_PREFIX"])
+
+
+def ansible_command() -> str:
+    """The `ansible` of the tooling venv this package runs in, else the one on PATH."""
+    beside = Path(sys.executable).with_name("ansible")
+    found = str(beside) if beside.is_file() else shutil.which("ansible")
+    if not found:
+        raise InventoryError("ansible is not installed (make setup installs ansible-core in .venv)")
+    return found
+
+
+def _expression() -> str:
+    """The debug message every host renders: its variables, the groups, and on the launch host
+    the stack environment file."""
+    fields = ", ".join(f"'{name}': {name} | default(None)" for name in HOST_VARS)
+    launch = "inventory_hostname == (groups['namenode'] | default([None], true))[0]"
+    env = (f"lookup('ansible.builtin.template', '{ENV_TEMPLATE}') "
+           f"if {launch} and (dlobd_prefix | default(None)) is not none else None")
+    return "{{ {" + fields + ", 'groups': groups, 'env': " + env + "} }}"
+
+
+def _render(path: Path, extra_vars: dict, out_dir: Path) -> dict:
+    """host -> rendered message, from Ansible's per-host result files (--tree)."""
+    argv = [ansible_command(), "-i", str(path), "--playbook-dir", str(PLAYBOOKS), "all",
+            "-m", "ansible.builtin.debug", "-a", "msg=" + _expression(),
+            "-e", json.dumps({**PROVISIONED, **extra_vars}), "--tree", str(out_dir)]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env,
+                              timeout=ANSIBLE_TIMEOUT_S, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        raise InventoryError(f"{path}: ansible did not read it within {ANSIBLE_TIMEOUT_S} s") from None
+    results = {}
+    for result_file in sorted(out_dir.iterdir()):
+        results[result_file.name] = json.loads(result_file.read_text())
+    failed = {host: r.get("msg") for host, r in results.items() if r.get("failed")}
+    if failed:
+        host, msg = next(iter(failed.items()))
+        raise InventoryError(f"{path}: Ansible cannot render the variables of host {host}: {msg}")
+    if proc.returncode != 0 or not results:
+        detail = (proc.stderr or proc.stdout).strip()[-1500:]
+        raise InventoryError(f"{path}: Ansible found no host to read (exit {proc.returncode}): "
+                             f"{detail or 'no output'}")
+    return {host: r["msg"] for host, r in results.items()}
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+def _host(name: str, values: dict, path: Path, several: bool) -> Host:
+    address = values.get("dlobd_cluster_address")
+    if not address:
+        raise InventoryError(f"{path}: host {name} has no dlobd_cluster_address")
+    if several and _is_loopback(str(address)):
+        raise InventoryError(f"{path}: host {name}: dlobd_cluster_address {address} is loopback "
+                             "in an inventory of several hosts: give each host the address its "
+                             "peers reach it at (the IPoIB address on an InfiniBand cluster)")
+    hardware = values.get("dlobd_hardware") or {}
+    if not isinstance(hardware, dict):
+        raise InventoryError(f"{path}: host {name}: dlobd_hardware must be a mapping of "
+                             f"{', '.join(HARDWARE_FIELDS)}, got {hardware!r}")
+    unknown = sorted(set(hardware) - set(HARDWARE_FIELDS))
+    if unknown:
+        raise InventoryError(f"{path}: host {name}: dlobd_hardware field(s) {', '.join(unknown)} "
+                             f"unknown (known: {', '.join(HARDWARE_FIELDS)})")
+    return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware))
+
+
+def _stack_settings(values: dict, where: str) -> dict:
+    given = values.get("dlobd_stack_settings") or {}
+    if not isinstance(given, dict):
+        raise InventoryError(f"{where}: dlobd_stack_settings must be a mapping of setting name "
+                             f"to path, got {given!r}")
+    unknown = sorted(set(given) - set(STACK_SETTINGS))
+    if unknown:
+        raise InventoryError(f"{where}: dlobd_stack_settings names {', '.join(unknown)}, which no "
+                             f"launcher reads (known: {', '.join(STACK_SETTINGS)})")
+    empty = sorted(k for k, v in given.items() if not isinstance(v, str) or not v.strip())
+    if empty:
+        raise InventoryError(f"{where}: dlobd_stack_settings {', '.join(empty)} must be a path")
+    return given
+
+
+@functools.lru_cache(maxsize=8)
+def load(path, prefix: str | None = None) -> Cluster:
+    """The cluster an inventory describes. `prefix` overrides every host's dlobd_prefix, as
+    `make provision DLOBD_PREFIX=...` does. Raises InventoryError naming what is wrong."""
+    from dlobd import provenance
+
+    path = Path(path)
+    if not path.exists():
+        raise InventoryError(f"{path}: no such inventory")
+    with tempfile.TemporaryDirectory(prefix="dlobd-inventory-") as tmp:
+        rendered = _render(path, {"dlobd_prefix": prefix} if prefix else {}, Path(tmp) / "tree")
+        groups = next(iter(rendered.values()))["groups"]
+        for group in ("namenode", "resourcemanager", "workers"):
+            if not groups.get(group):
+                raise InventoryError(f"{path}: group {group} has no host (the playbooks need "
+                                     "namenode, resourcemanager and workers)")
+        members = {name for group in GROUPS for name in groups.get(group, [])}
+        hosts = {name: _host(name, rendered[name], path, len(members) > 1) for name in sorted(members)}
+        launch = groups["namenode"][0]
+        values = rendered[launch]
+        if values.get("dlobd_prefix") is None:
+            raise InventoryError(
+                f"{path}: host {launch} has no dlobd_prefix the controller can know (the "
+                "playbooks' default is the remote user's home/dlobd-stack): set dlobd_prefix "
+                "in the inventory, or pass the prefix (DLOBD_PREFIX=... / --prefix)")
+        for name in sorted(members):
+            _stack_settings(rendered[name], f"{path}: host {name}")
+        env_file = Path(tmp) / "dlobd-env.sh"
+        env_file.write_text(values["env"])
+        settings = provenance.source_env(env_file, base={})
+    return Cluster(source=path, hosts=hosts,
+                   groups={g: tuple(groups.get(g, [])) for g in GROUPS},
+                   launch_host=launch, settings=settings,
+                   paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()))

@@ -1,0 +1,341 @@
+"""CaffeOnSpark: Yahoo's Caffe on Spark executors (github.com/yahoo/CaffeOnSpark at commit
+19df500, its caffe-public submodule yahoo/caffe at fc0a02e), the paper profile's build on
+Spark 1.6 and Java 8. One Caffe solver process per executor; the executors exchange
+gradients over sockets (`-connection ethernet`) or over InfiniBand verbs (`infiniband`).
+
+Parser: a run's logs are the driver's stderr (the attempt's stderr.log: client mode) and
+each executor's YARN container stderr (`containers/<container>/stderr`, kept by
+dlobd.hadoop.save_applications). Formats, from the sources named above:
+- log4j lines of CaffeOnSpark's Scala classes, in any layout with Spark 1.6's default time
+  stamp `yy/MM/dd HH:mm:ss` first (CaffeOnSpark.scala, CaffeProcessor.scala):
+    driver:   `rank = <r>, address = <...>, hostname = <host>` per executor;
+              `Requested # of executors: N actual # of executors:M. ...` (a failed start)
+    executor: `my rank is <r>`; `Model saving into file at the end of training:<path>`
+              (rank 0, once its solver has run every iteration); `Train solver exception`
+- Caffe's glog solver lines of each executor (solver.cpp's `Iteration N, loss = x`, and the
+  interleaved validation's `Iteration N, Testing net (#0)` / `Test net output #k: name = v`
+  from caffe-distri's CaffeNet.cpp), read by dlobd.stacks.caffe.SolverLines. CaffeOnSpark
+  steps its solvers one iteration at a time (Solver::Step(1)), so no `Optimization Done.`.
+Rows: per executor (task `rank:<r>`) the solver's loss, wall_clock_s, test accuracy/loss;
+its train_time_s (first to last displayed iteration). An executor log of rank 0 is finished
+with its model-saving line; other ranks print no end line (finished by design). A driver
+log gives events (rank placement) and no rows. With the run's YARN record (`yarn/*.json`)
+the run gets end_to_end_s, the application's submission to its end, and a failed or killed
+application makes the run unfinished, naming YARN's diagnostics.
+
+Launcher: `spark-submit --master yarn --deploy-mode client` of
+`com.yahoo.ml.caffe.CaffeOnSpark` from the build of the point's device, whose home the stack
+setting CAFFEONSPARK_HOME_<DEVICE> names (CPU_OPENBLAS, CPU_MKL, GPU, GPU_CUDNN; role
+caffeonspark): `<home>/lib/caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar` and the native
+libraries beside it (with CAFFEONSPARK_LIBRARY_PATH: CUDA, cuDNN, MKL) as the driver's
+library path and the executors' LD_LIBRARY_PATH. Options (caffe-grid's Config.scala):
+`-train -persistent -conf solver.prototxt -clusterSize <nodes> -devices <per node>
+-connection ethernet|infiniband -model <HDFS path>`; `-output` is read only by `-test` and
+`-features`, which these experiments do not run. On YARN CaffeOnSpark takes the cluster size
+from spark.executor.instances, so `--num-executors` is the point's nodes, one executor per
+node: each asks for every vcore of a NodeManager (DLOBD_YARN_VCORES). The solver and net
+are the project's (workloads/caffe-nets/, rendered per point into the attempt and shipped
+with `--files`): solver_mode CPU or GPU from the device, the per-node batch from the spec's
+batch rule (nodes x batch = 128), validation only where the metric is an accuracy. The data
+are LMDBs in HDFS (`/dlobd/data/lmdb/<dataset>/{train,test}`), staged from
+`$DLOBD_DATA_DIR/lmdb/<dataset>` (role caffeonspark); the ILSVRC12 subset is a registered
+download. The network axis goes through config/networks.yaml; CaffeOnSpark's RDMA
+connection exists only for GPU solvers (caffe-distri's RDMACaffeNet checks it).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import datetime
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from dlobd import hadoop, networks, plan, provenance, runs
+from dlobd.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, yarn_application_span
+from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
+
+LOG_FILES = ("stderr.log", "containers/*/stderr")
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads" / "caffe-nets"
+MAIN_CLASS = "com.yahoo.ml.caffe.CaffeOnSpark"
+JAR = "caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar"
+DEVICES = ("cpu-openblas", "cpu-mkl", "gpu", "gpu-cudnn")
+# the spec's batch rule: nodes x per-node batch = this global batch (DLoBD Sec. 4.1)
+GLOBAL_BATCH = 128
+# values the papers leave unstated (fig6, fig8): the launcher's choice, labelled on the run
+UNSTATED = {"nodes": 4, "device": "gpu"}
+EXECUTOR_MEMORY = "8g"
+# Caffe's blobs and the LMDB pages live outside the JVM heap
+EXECUTOR_OVERHEAD_MB = 6144
+DRIVER_MEMORY = "4g"
+
+# log4j, Spark 1.6's default layout: `16/01/20 12:34:56 INFO CaffeProcessor: my rank is 0`
+LOG4J_TIME = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\b")
+RANK_ADDRESS = re.compile(r"\brank = (\d+), address = (.*), hostname = (\S+)\s*$")
+MY_RANK = re.compile(r"\bmy rank is (\d+)\s*$")
+MODEL_SAVED = re.compile(r"\bModel saving into file at the end of training:(\S*)")
+EXECUTORS_SHORT = re.compile(r"\bRequested # of executors: (\d+) actual # of executors:(\d+)")
+SOLVER_FAILED = re.compile(r"\b(Train solver exception|Transformer thread failed)\b")
+JAVA_ERROR = re.compile(r"^((?:java|scala|org|com)\.[\w.$]*(?:Exception|Error))(?::\s*(.*))?")
+
+
+# ---------------------------------------------------------------------------- parser
+
+def _log4j_time(no: int, line: str) -> str | None:
+    m = LOG4J_TIME.match(line)
+    if not m:
+        return None
+    try:
+        return datetime.strptime(m[1], "%y/%m/%d %H:%M:%S").isoformat()
+    except ValueError:
+        raise LogError(f"line {no}: {m[1]!r} is not a log4j time stamp") from None
+
+
+def _parse(lines, cut) -> ParseResult:
+    result = ParseResult()
+    clock = GlogClock()
+    solver = SolverLines(result)
+    rank = None
+    saved = None
+    placed = {}
+    errors = []
+    for no, line in lines:
+        if g := GLOG.match(line):
+            solver.read(no, clock.stamp(no, g), g[7])
+            continue
+        if m := MY_RANK.search(line):
+            if rank is not None:
+                raise LogError(f"line {no}: a second 'my rank is' line (rank {rank} before, now {m[1]}): "
+                               "two executor logs interleaved or concatenated?")
+            rank = int(m[1])
+            solver.task = f"rank:{rank}"
+            result.events.append({"time": _log4j_time(no, line), "event": "executor_rank",
+                                  "detail": str(rank), "line": no})
+        elif m := RANK_ADDRESS.search(line):
+            r = int(m[1])
+            if r in placed:
+                raise LogError(f"line {no}: rank {r} placed twice (line {placed[r]['line']} first): "
+                               "two driver logs interleaved or concatenated?")
+            placed[r] = {"host": m[3], "line": no}
+            result.events.append({"time": _log4j_time(no, line), "event": "rank_placed",
+                                  "detail": f"{r}@{m[3]}", "line": no})
+        elif m := MODEL_SAVED.search(line):
+            if saved is not None:
+                raise LogError(f"line {no}: the model is saved a second time (line {saved} first): "
+                               "two logs concatenated?")
+            saved = no
+            result.meta["model_path"] = m[1]
+            result.events.append({"time": _log4j_time(no, line), "event": "model_saved", "line": no})
+        elif m := EXECUTORS_SHORT.search(line):
+            errors.append(f"{m[2]} of the {m[1]} requested executors registered")
+        elif m := SOLVER_FAILED.search(line):
+            errors.append(m[1])
+        elif m := JAVA_ERROR.match(line.strip()):
+            errors.append(m[0][:200])
+    solver.close()
+    if placed:
+        result.meta["ranks"] = {r: p["host"] for r, p in sorted(placed.items())}
+    if errors:
+        result.meta["error"] = "; ".join(dict.fromkeys(errors))
+    if not result.rows and not result.events:
+        reason = (f"{NO_LINES} CaffeOnSpark's format: no Caffe solver line and no CaffeOnSpark "
+                  "driver or executor line")
+        if errors:
+            reason += f"; the log shows {result.meta['error']}"
+        return ParseResult.unparseable(reason)
+    missing = None
+    if rank == 0 and saved is None:
+        missing = (f"rank 0 has no 'Model saving into file at the end of training' line "
+                   f"(last iteration {solver.last_iter})")
+    elif result.rows and rank is None:
+        missing = "solver lines without CaffeProcessor's 'my rank is' line"
+    result.close(missing, cut=cut)
+    if result.finished and rank is not None and (span := solver.training_span_s()) is not None:
+        result.rows.append(row("train_time_s", span, task=f"rank:{rank}"))
+    if errors and result.reason:
+        result.reason += f"; the log shows {result.meta['error']}"
+    return result
+
+
+parse = line_parser(_parse)
+
+
+# end_to_end_s and the application's final state from the run's YARN record
+parse_records = yarn_application_span
+
+
+# ---------------------------------------------------------------------------- launcher
+
+@functools.lru_cache(maxsize=1)
+def models() -> dict:
+    return yaml.safe_load((WORKLOADS / "models.yaml").read_text())
+
+
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(WORKLOADS)),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+def _value(ctx: runs.RunContext, name: str):
+    """The point's value, else the scale's fixed one; (value, label) where the paper left it
+    unstated and the launcher's own choice stands in."""
+    value = ctx.point.get(name, ctx.fixed.get(name))
+    if name in UNSTATED and (value is None or str(value).startswith("not stated")):
+        return UNSTATED[name], f"{UNSTATED[name]} (not stated by the paper: the launcher's choice)"
+    return value, None
+
+
+def plan_point(ctx: runs.RunContext) -> dict:
+    """Model, device, nodes, batch, network and connection of one point, checked; raises
+    NotRunnable for what the cluster lacks, ValueError for a bad point."""
+    labels = {}
+    model = str(ctx.point.get("model", ctx.spec.get("model")))
+    if model not in models():
+        raise ValueError(f"{ctx.spec['id']}: model {model!r} has no CaffeOnSpark net here "
+                         f"(workloads/caffe-nets/models.yaml has {', '.join(models())})")
+    device, label = _value(ctx, "device")
+    if label:
+        labels["device"] = label
+    if device not in DEVICES:
+        raise ValueError(f"{ctx.spec['id']}: device {device!r} is none of {', '.join(DEVICES)}")
+    nodes, label = _value(ctx, "nodes")
+    if label:
+        labels["nodes"] = label
+    nodes = int(nodes)
+    per_node = int(ctx.fixed.get("devices_per_node", 1))
+    if "batch_rule" in ctx.fixed:
+        if GLOBAL_BATCH % (nodes * per_node):
+            raise ValueError(f"{ctx.spec['id']}: the global batch {GLOBAL_BATCH} does not split over "
+                             f"{nodes} nodes x {per_node} devices")
+        batch = GLOBAL_BATCH // (nodes * per_node)
+    else:
+        batch = models()[model]["batch"]
+    network = str(ctx.point.get("network", ctx.fixed.get("network", "ipoib")))
+    connection = networks.require("caffeonspark", network).settings["connection"]
+    gpu = device.startswith("gpu")
+    if connection == "infiniband" and not gpu:
+        raise runs.NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "
+                               "works for GPU solvers only (caffe-distri's RDMACaffeNet)")
+    if gpu and (lacking := plan.missing(["gpu"])):
+        raise runs.NotRunnable(f"device {device}: " + "; ".join(lacking))
+    return {"model": model, "device": device, "nodes": nodes, "devices": per_node, "batch": batch,
+            "network": network, "connection": connection, "gpu": gpu, "labels": labels}
+
+
+def build_home(device: str) -> Path:
+    var = "CAFFEONSPARK_HOME_" + device.upper().replace("-", "_")
+    home = provenance.stack_setting(var)
+    if not home:
+        raise runs.NotRunnable(f"device {device}: no CaffeOnSpark build for it: set {var} to the "
+                               f"install of a build with that device (role caffeonspark, "
+                               f"caffeonspark_builds: [{device}])")
+    return Path(home)
+
+
+def placement(p: dict) -> list[str]:
+    """The workers the point's executors may land on; NotRunnable when too few (YARN places
+    executors on any NodeManager, so GPU points need every worker to have GPUs)."""
+    workers = provenance.workers()
+    if p["nodes"] > len(workers):
+        raise runs.NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} worker(s) "
+                               f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
+    if p["gpu"]:
+        gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+        without = [w for w in workers if w not in gpu_hosts]
+        if without:
+            raise runs.NotRunnable(f"device {p['device']}: YARN may place an executor on any worker, "
+                                   f"and worker(s) {' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: "
+                                   f"{' '.join(gpu_hosts) or 'unset'})")
+    return workers
+
+
+def hdfs_paths(dataset: str) -> dict:
+    """The HDFS paths of a data set's LMDBs."""
+    return {part: f"/dlobd/data/lmdb/{dataset}/{part}" for part in ("train", "test")}
+
+
+def hdfs_uri(path: str) -> str:
+    return (provenance.stack_setting("DLOBD_HDFS_URI") or "hdfs://").rstrip("/") + path
+
+
+def render(ctx: runs.RunContext, p: dict, uris: dict) -> dict:
+    """The solver and net of a point as text: {file name: text}."""
+    m = models()[p["model"]]
+    env = _templates()
+    net = env.get_template(m["template"]).render(
+        train_source=uris["train"], test_source=uris["test"], batch=p["batch"], test_batch=m["test_batch"],
+        input=m["input"], classes=int(ctx.fixed.get("classes", 10)))
+    validate = ctx.spec["metric"]["name"].endswith("accuracy")
+    solver = env.get_template("solver.prototxt.j2").render(
+        net="net.prototxt", solver=m["solver"], validate=validate, test_iter=m["test_iter"],
+        snapshot_prefix=p["model"], mode="GPU" if p["gpu"] else "CPU")
+    return {"solver.prototxt": solver, "net.prototxt": net}
+
+
+def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
+    spark_home = provenance.stack_setting("SPARK_HOME")
+    if not spark_home:
+        raise FileNotFoundError("SPARK_HOME is not set: is the paper profile's Spark 1.6 provisioned?")
+    libs = ":".join(filter(None, [str(home / "lib"), provenance.stack_setting("CAFFEONSPARK_LIBRARY_PATH")]))
+    cores = provenance.stack_setting("DLOBD_YARN_VCORES") or "1"
+    return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
+            "--num-executors", str(p["nodes"]), "--executor-cores", cores,
+            "--executor-memory", str(ctx.fixed.get("executor_memory", EXECUTOR_MEMORY)),
+            "--driver-memory", str(ctx.fixed.get("driver_memory", DRIVER_MEMORY)),
+            "--files", ",".join(str(f) for f in files),
+            "--conf", f"spark.yarn.executor.memoryOverhead={EXECUTOR_OVERHEAD_MB}",
+            "--conf", f"spark.driver.extraLibraryPath={libs}",
+            "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={libs}",
+            "--conf", "spark.dynamicAllocation.enabled=false",
+            "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=900s",
+            "--conf", "spark.task.maxFailures=1", "--conf", "spark.yarn.maxAppAttempts=1",
+            *hadoop.spark_conf(ctx),
+            "--class", MAIN_CLASS, str(home / "lib" / JAR),
+            "-train", "-persistent", "-conf", "solver.prototxt",
+            "-clusterSize", str(p["nodes"]), "-devices", str(p["devices"]),
+            "-connection", p["connection"], "-model", model_uri]
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    p = plan_point(ctx)
+    home = build_home(p["device"])
+    hosts = placement(p)
+    dataset = models()[p["model"]]["dataset"]
+    paths = hdfs_paths(dataset)
+    texts = render(ctx, p, {part: hdfs_uri(path) for part, path in paths.items()})
+    adir = Path(ctx.attempt_dir).resolve()
+    files = [adir / name for name in texts]
+    model_uri = hdfs_uri(f"/dlobd/models/{hadoop.app_tag(ctx)}/{p['model']}.caffemodel")
+    if not ctx.dry_run:
+        jar = home / "lib" / JAR
+        if not jar.is_file():
+            raise FileNotFoundError(f"{jar}: CaffeOnSpark's jar is missing (is the {p['device']} build "
+                                    "of the caffeonspark role installed?)")
+        local = Path(provenance.stack_setting("DLOBD_DATA_DIR") or "") / "lmdb" / dataset
+        if not (local / "train").is_dir():
+            if dataset == "imagenet-subset":
+                raise runs.NotRunnable(f"{local}: no LMDB of the first 10 ILSVRC12 classes: ImageNet is "
+                                       "a registered download (image-net.org); make train/ and test/ "
+                                       "LMDBs of its first 10 classes there with Caffe's convert_imageset")
+            raise FileNotFoundError(f"{local}/train: no LMDB of {dataset} (the caffeonspark role makes it)")
+        for part, path in paths.items():
+            hadoop.hdfs_stage(local / part, path)
+        for f, text in zip(files, texts.values()):
+            f.write_text(text)
+    argv = command(ctx, p, home, files, model_uri)
+    result = runs.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
+                              cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
+    result.versions = {"stack": f"caffeonspark 19df500 ({p['device']})"}
+    result.labels = {"data": runs.data_label(dataset), "network": p["network"],
+                     "connection": p["connection"], "device": p["device"],
+                     "batch_per_node": str(p["batch"]), **p["labels"]}
+    if ctx.dry_run:
+        result.hosts = [{"name": h, "address": h, "roles": ["workers"]} for h in hosts]
+    else:
+        result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
+                                                    hadoop.application_roles(ctx.attempt_dir))
+    return result

@@ -1,0 +1,281 @@
+"""MMLSpark 0.10 (Microsoft, github.com/Azure/mmlspark at tag v0.10) with CNTK 2.x: Spark
+2.2 turns the data into CNTK's text format and CNTKLearner trains CNTK's data-parallel SGD
+under OpenMPI 1.10 on the GPU hosts. The driver program is workloads/mmlspark/train.py, the
+network workloads/mmlspark/cifar10_convnet.cntk.
+
+How CNTKLearner trains (MMLSpark v0.10, src/cntk-train/.../CommandBuilders.scala): the driver
+writes the data and the configs into its `workingDir`, copies the key at
+`CNTKLearner.identityLocation` (an Azure blob path, wasb:///MML-GPU/identity) to
+~/.ssh/MML-GPU/identity, `scp`s the working directory to the first of `gpuMachines`, and runs
+`ssh -i <key> <username>@<host> 'export CLASSPATH=...; time mpirun --npernode <gpus> cntk
+configFile=...'` there; CNTK's stderr reaches the driver's stderr. What makes that work on
+bare metal, set per run here:
+- the key: train.py points identityLocation at the key the mmlspark role made
+  (MMLSPARK_SSH_KEY, authorized on every GPU host for the run's user);
+- `workingDir`: a node-local folder at the same path on every host
+  (MMLSPARK_WORKDIR_ROOT/<run tag>, default /tmp/dlobd-mmlspark);
+- the remote environment: MMLSpark runs `ssh`, `scp` and then `mpirun` by name, so the
+  driver's PATH starts with the role's wrapper folder (MMLSPARK_WRAPPERS). Its `ssh` puts the
+  run's settings (DLOBD_MMLSPARK_*) and the wrapper folder in front of the remote command;
+  its `mpirun`, found first on the GPU host, copies the working directory to the other GPU
+  hosts and runs OpenMPI 1.10's mpirun (MMLSPARK_MPI_HOME) over them all with a host file,
+  the point's byte transfer layer (`--mca btl`), `--tag-output`, and CNTK's `deviceId`
+  (CNTKLearner's override says "auto", which would pick a GPU for the CPU points).
+
+Parser: the driver's stderr.log holds Spark's and MMLSpark's log4j lines and, through
+mpirun, CNTK's, tagged `[<job>,<rank>]<stderr>:` by `--tag-output` (OpenMPI's IOF format);
+untagged lines count as rank 0. From CNTK's Source/SGDLib/SGD.cpp and Criterion.h (2.x):
+  [timestamp: ]Finished Epoch[ 3 of 20]: [Training] ce = 1.23456789 * 50000; errs = 43.210% * 50000;
+      totalSamplesSeen = 150000; learningRatePerSample = 0.0015625; epochTime=31.2049s
+  [timestamp: ]Finished Epoch[ 3 of 20]: [Validate] ce = ... * 10000; errs = 45.000% * 10000
+  [timestamp: ] Epoch[ 3 of 20]-Minibatch[ 101- 200, 51.20%]: ce = ... * 12800; errs = ...% * 12800;
+      time = 1.2345s; samplesPerSecond = 10368.4
+(the time stamp `%m/%d/%Y %H:%M:%S: ` with `timestamping = true`, as the project's BrainScript
+sets). Rows of rank 0: per epoch loss (the training criterion), epoch_time_s; per logged
+minibatch range throughput_records_per_s; top1_accuracy (1 - errs) of a validation; the run's
+train_time_s (sum of the epoch times) once every epoch finished. MMLSpark's
+`CNTK training finished` line ends the run; its end_to_end_s comes from the YARN record.
+
+Launcher: `spark-submit --master yarn --deploy-mode client --jars <every jar of
+MMLSPARK_JARS_DIR>` of train.py, the CNTK build of the point's device (CNTK_HOME_<DEVICE>:
+CPU_OPENBLAS, CPU_MKL, GPU_CUDNN), `nodes` GPU hosts (DLOBD_GPU_WORKERS) with
+DLOBD_GPUS_PER_NODE ranks each, the global minibatch 128 of the spec's batch rule, and the
+network axis as OpenMPI's BTL through config/networks.yaml.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from dlobd import hadoop, networks, plan, provenance, runs
+from dlobd.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, yarn_application_span
+
+LOG_FILES = ("stderr.log", "stdout.log")
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads" / "mmlspark"
+DEVICES = ("cpu-openblas", "cpu-mkl", "gpu-cudnn")
+GLOBAL_MINIBATCH = 128   # the spec's batch rule: nodes x per-node batch = 128
+EPOCHS = 20              # not stated by the paper: the BrainScript's learning-rate schedule spans 20
+UNSTATED_DEVICE = "gpu-cudnn"
+WORKDIR_ROOT = "/tmp/dlobd-mmlspark"
+
+NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
+MPI_TAG = re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr)>:(.*)$")
+CNTK_TIME = re.compile(r"^(\d\d/\d\d/\d{4} \d\d:\d\d:\d\d): ")
+FINISHED = re.compile(r"^Finished Epoch\[\s*(\d+) of (\d+)\]: \[(Training|Validate)\] (.*)$")
+MINIBATCH = re.compile(r"^\s*Epoch\[\s*(\d+) of (\d+)\]-Minibatch\[\s*(\d+)-\s*(\d+)(?:, [\d.]+%)?\]: (.*)$")
+CRITERION = re.compile(r"(\w+) = (" + NUM + r")(%?) \* (\d+)")
+EPOCH_TIME = re.compile(r"epochTime=(" + NUM + r")s")
+RATE = re.compile(r"samplesPerSecond = (" + NUM + r")")
+TRAINING_DONE = re.compile(r"\bCNTK training finished\b")
+CNTK_ERROR = re.compile(r"^EXCEPTION occurred: ?(.*)")
+
+
+# ---------------------------------------------------------------------------- parser
+
+def _criteria(text: str) -> dict:
+    """`ce = 1.2 * 500; errs = 43.2% * 500; ...` as {name: (value, is_percent, samples)}."""
+    return {m[1]: (float(m[2]), bool(m[3]), int(m[4])) for m in CRITERION.finditer(text)}
+
+
+class CntkEpochs:
+    """CNTK's epoch and minibatch lines of rank 0 (untagged lines count as rank 0) as rows of
+    `result`; LogError for epochs out of order. Lines of other ranks are counted, not read:
+    every rank prints the same aggregated criteria."""
+
+    def __init__(self, result: ParseResult):
+        self.result = result
+        self.last_epoch = 0
+        self.max_epochs = None
+        self.epoch_times = {}
+        self.ranks = set()
+
+    def read(self, no: int, line: str) -> None:
+        tag = MPI_TAG.match(line)
+        rank, text = (int(tag[2]), tag[3]) if tag else (0, line)
+        if tag:
+            self.ranks.add(rank)
+        text = CNTK_TIME.sub("", text, count=1)
+        if CNTK_ERROR.match(text.strip()):
+            self.result.meta.setdefault("errors", []).append(text.strip()[:200])
+        elif rank != 0:
+            return
+        elif f := FINISHED.match(text):
+            self._epoch(no, int(f[1]), int(f[2]), f[3], f[4])
+        elif m := MINIBATCH.match(text):
+            epoch = int(m[1])
+            if epoch <= self.last_epoch:
+                raise LogError(f"line {no}: a minibatch of epoch {epoch} after epoch {self.last_epoch} "
+                               "finished (two logs interleaved or concatenated?)")
+            if r := RATE.search(m[5]):
+                self.result.rows.append(row("throughput_records_per_s", float(r[1]), step=int(m[4]), epoch=epoch))
+
+    def _epoch(self, no: int, epoch: int, total: int, kind: str, text: str) -> None:
+        rows, meta = self.result.rows, self.result.meta
+        if self.max_epochs is not None and total != self.max_epochs:
+            raise LogError(f"line {no}: epoch {epoch} of {total} in a run of {self.max_epochs} epochs "
+                           "(two logs interleaved or concatenated?)")
+        self.max_epochs = total
+        crit = _criteria(text)
+        if kind == "Training":
+            if epoch <= self.last_epoch:
+                raise LogError(f"line {no}: epoch {epoch} finishes after epoch {self.last_epoch} "
+                               "(two logs interleaved or concatenated?)")
+            t = EPOCH_TIME.search(text)
+            if not crit or t is None:
+                raise LogError(f"line {no}: a 'Finished Epoch' line without its criterion or epochTime")
+            name, (value, _, _) = next(iter(crit.items()))
+            meta.setdefault("criterion", name)
+            rows.append(row("loss", value, epoch=epoch))
+            self.epoch_times[epoch] = float(t[1])
+            rows.append(row("epoch_time_s", float(t[1]), epoch=epoch))
+            self.last_epoch = epoch
+        else:
+            errors = [(v, n) for v, percent, n in crit.values() if percent]
+            if errors:
+                rows.append(row("top1_accuracy", 1 - errors[0][0] / 100, epoch=epoch))
+                meta["test_records"] = errors[0][1]
+
+    def missing(self) -> str | None:
+        """What the log lacks of a whole training, or None."""
+        if self.max_epochs is None or self.last_epoch < self.max_epochs:
+            return f"{self.last_epoch} of {self.max_epochs or '?'} epochs finished"
+        return None
+
+    def finish(self, problems, cut: bool) -> ParseResult:
+        """Close the result; a whole training gets its train_time_s (the sum of its epochs)."""
+        result = self.result
+        if self.ranks:
+            result.meta["mpi_ranks"] = len(self.ranks)
+        result.close(*problems, cut=cut)
+        if result.finished:
+            result.rows.append(row("train_time_s", round(sum(self.epoch_times.values()), 6), epoch=self.last_epoch))
+        elif result.meta.get("errors"):
+            result.reason += f"; the log shows {result.meta['errors'][0]}"
+        return result
+
+
+def _parse(lines, cut) -> ParseResult:
+    result = ParseResult()
+    epochs = CntkEpochs(result)
+    done = None
+    for no, line in lines:
+        if TRAINING_DONE.search(line):
+            if done is not None:
+                raise LogError(f"line {no}: a second 'CNTK training finished' (line {done} first): "
+                               "two driver logs concatenated?")
+            done = no
+        else:
+            epochs.read(no, line)
+    if not result.rows and done is None:
+        reason = f"{NO_LINES} CNTK's or MMLSpark's format: no 'Finished Epoch' or minibatch line"
+        if result.meta.get("errors"):
+            reason += f"; the log shows {result.meta['errors'][0]}"
+        return ParseResult.unparseable(reason)
+    return epochs.finish([epochs.missing(),
+                          None if done else "no 'CNTK training finished' line from MMLSpark"], cut)
+
+
+parse = line_parser(_parse)
+parse_records = yarn_application_span
+
+
+# ---------------------------------------------------------------------------- launcher
+
+def _setting(name: str, what: str) -> str:
+    value = provenance.stack_setting(name)
+    if not value:
+        raise runs.NotRunnable(f"{what}: set {name} (role mmlspark)")
+    return value
+
+
+def plan_point(ctx: runs.RunContext) -> dict:
+    labels = {}
+    device = ctx.point.get("device", ctx.fixed.get("device"))
+    if device is None or str(device).startswith("not stated"):
+        device = UNSTATED_DEVICE
+        labels["device"] = f"{device} (not stated by the paper; the slide's range suggests it)"
+    if device not in DEVICES:
+        raise ValueError(f"{ctx.spec['id']}: device {device!r} is none of {', '.join(DEVICES)}")
+    nodes = int(ctx.point.get("nodes", ctx.fixed.get("nodes", 1)))
+    network = str(ctx.point.get("network", ctx.fixed.get("network", "ipoib")))
+    btl = networks.require("mmlspark", network).settings["btl"]
+    gpu = device.startswith("gpu")
+    if gpu and (lacking := plan.missing(["gpu"])):
+        raise runs.NotRunnable(f"device {device}: " + "; ".join(lacking))
+    hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split() if gpu else provenance.workers()
+    if nodes > len(hosts):
+        raise runs.NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} "
+                               f"{'GPU host(s) (DLOBD_GPU_WORKERS)' if gpu else 'worker(s)'}")
+    per_node = int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1) if gpu else 1
+    ranks = nodes * per_node
+    if GLOBAL_MINIBATCH % ranks:
+        raise ValueError(f"{ctx.spec['id']}: the global minibatch {GLOBAL_MINIBATCH} does not split over {ranks} ranks")
+    return {"device": device, "nodes": nodes, "network": network, "btl": btl, "hosts": hosts[:nodes],
+            "per_node": per_node, "device_id": "auto" if gpu else "-1", "labels": labels}
+
+
+def remote_env(p: dict, cntk_home: str, mpi_home: str, wrappers: str) -> dict:
+    """What the ssh wrapper exports on the GPU host before MMLSpark's remote command."""
+    return {"PATH": f"{wrappers}:{cntk_home}/cntk/bin:{mpi_home}/bin:$PATH",
+            "LD_LIBRARY_PATH": f"{cntk_home}/cntk/lib:{cntk_home}/cntk/dependencies/lib:{mpi_home}/lib"
+                               "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+            "DLOBD_MMLSPARK_MPI_HOME": mpi_home,
+            "DLOBD_MMLSPARK_HOSTS": " ".join(p["hosts"]),
+            "DLOBD_MMLSPARK_BTL": p["btl"],
+            "DLOBD_MMLSPARK_TCP_IF": provenance.stack_setting("MMLSPARK_TCP_IF_INCLUDE") or "",
+            "DLOBD_MMLSPARK_DEVICE_ID": p["device_id"]}
+
+
+def command(ctx: runs.RunContext, p: dict, jars: list[str], workdir: str, key: str) -> list[str]:
+    spark_home = provenance.stack_setting("SPARK_HOME")
+    if not spark_home:
+        raise FileNotFoundError("SPARK_HOME is not set: is the paper profile's Spark 2.2 provisioned?")
+    data = Path(provenance.stack_setting("DLOBD_DATA_DIR") or "") / "cifar10"
+    return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
+            "--num-executors", str(p["nodes"]), "--driver-memory", str(ctx.fixed.get("driver_memory", "8g")),
+            "--jars", ",".join(jars),
+            "--conf", "spark.dynamicAllocation.enabled=false", "--conf", "spark.yarn.maxAppAttempts=1",
+            *hadoop.spark_conf(ctx),
+            str(WORKLOADS / "train.py"),
+            "--data-dir", str(data), "--brainscript", str(WORKLOADS / "cifar10_convnet.cntk"),
+            "--epochs", str(int(ctx.fixed.get("epochs", EPOCHS))), "--minibatch", str(GLOBAL_MINIBATCH),
+            "--gpu-machine", f"{p['hosts'][0]},{p['per_node']}",
+            "--working-dir", f"file:{workdir}", "--identity", f"file://{key}"]
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    p = plan_point(ctx)
+    var = "CNTK_HOME_" + p["device"].upper().replace("-", "_")
+    cntk_home = _setting(var, f"device {p['device']}: no CNTK 2.x build for it (a site install: "
+                              "CNTK's binary releases, github.com/Microsoft/CNTK/releases)")
+    mpi_home = _setting("MMLSPARK_MPI_HOME", "OpenMPI 1.10 for CNTK's data-parallel SGD")
+    jars_dir = _setting("MMLSPARK_JARS_DIR", "MMLSpark 0.10's jars (from the mmlspark Maven repository)")
+    key = _setting("MMLSPARK_SSH_KEY", "the ssh key CNTKLearner uses to reach the GPU host")
+    wrappers = _setting("MMLSPARK_WRAPPERS", "the ssh/scp/mpirun wrappers that carry the run's settings")
+    workdir = f"{provenance.stack_setting('MMLSPARK_WORKDIR_ROOT') or WORKDIR_ROOT}/{hadoop.app_tag(ctx)}"
+    if ctx.dry_run:
+        jars = [f"{jars_dir}/*.jar"]
+    else:
+        jars = sorted(str(j) for j in Path(jars_dir).glob("*.jar"))
+        if not any(Path(j).name.startswith("mmlspark_") for j in jars):
+            raise FileNotFoundError(f"{jars_dir}: no mmlspark_*.jar (is the mmlspark role provisioned?)")
+    env = None
+    if not ctx.dry_run:
+        env = {**hadoop.stack_env(), "PATH": f"{wrappers}:{hadoop.stack_env().get('PATH', '')}",
+               "DLOBD_MMLSPARK_REMOTE_ENV": "; ".join(
+                   f"export {k}={shlex.quote(v) if '$' not in v else v}"
+                   for k, v in remote_env(p, cntk_home, mpi_home, wrappers).items())}
+    argv = command(ctx, p, jars, workdir, key)
+    result = runs.run_command(ctx, argv, env=env, cwd=str(Path(ctx.attempt_dir).resolve()),
+                              yarn_tag=hadoop.app_tag(ctx))
+    result.versions = {"stack": f"mmlspark 0.10 + cntk ({p['device']})"}
+    result.labels = {"data": "cifar10", "network": p["network"], "btl": p["btl"], "device": p["device"],
+                     "ranks": f"{p['nodes'] * p['per_node']} ({p['per_node']} per node)", **p["labels"]}
+    result.extra["remote_env"] = remote_env(p, cntk_home, mpi_home, wrappers)
+    result.hosts = [{"name": h, "address": h, "roles": ["gpu" if p["device"].startswith("gpu") else "workers"]}
+                    for h in p["hosts"]]
+    return result

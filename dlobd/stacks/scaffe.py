@@ -1,0 +1,259 @@
+"""S-Caffe (Awan et al., PPoPP 2017), released by OSU's HiDL project as OSU-Caffe: Caffe
+co-designed with MVAPICH2-GDR, one MPI rank per GPU, CUDA-aware MPI for the model broadcast
+and the gradient reduce; and the frameworks the paper compares it with: single-process
+multi-GPU Caffe, CNTK's data-parallel SGD over MPI and Inspur's Caffe-MPI.
+
+All are registered or site installs given by path: SCAFFE_HOME (OSU-Caffe; its `bin/caffe`),
+MVAPICH2_GDR_HOME (its MPI, as hr_reduce reads it), CAFFE_HOME (NVIDIA/BVLC Caffe with
+`-gpu`), CNTK_HOME_GPU_CUDNN with MMLSPARK_MPI_HOME (CNTK's binary release and the OpenMPI
+1.10 it is built against), INSPUR_CAFFE_HOME. The designs of Fig. 13 (SC-B, SC-OB) and the
+reduce variants of Table 2 (SC-B with MPI's reduce, or with HR's CC-8, CB-4, CB-8) are build
+choices of the authors' S-Caffe, not switches of the OSU-Caffe 0.9 binary: each needs its
+build, SCAFFE_HOME_<DESIGN> (SCAFFE_HOME_SC_B, SCAFFE_HOME_SC_OB, SCAFFE_HOME_CC_8, ...).
+
+Launcher: MVAPICH2-GDR's mpirun (Hydra, `-f <hostfile>`: hr_reduce's placement and host-file
+code) with `-prepend-rank`, one rank per GPU over the inventory's GPU hosts
+(DLOBD_GPU_WORKERS, DLOBD_GPUS_PER_NODE ranks each), MV2_USE_CUDA=1, of
+`caffe train -solver <attempt>/solver.prototxt -gpu all -scal strong|weak` (OSU-Caffe's
+options as the HiDL user guide names them: `-scal` says whether the solver's batch is the
+global one split over the ranks or each rank's; its source is not public, so the flags could
+not be checked against it here). Single-process Caffe runs on the first GPU host over ssh
+with `-gpu 0,..,n-1`, only when the GPUs fit one host. The nets are workloads/caffe-nets/
+(Caffe's own Data layer on an LMDB, or ImageData on a list of image files on Lustre for
+`s-caffe`), the solver the model's reference one with the point's iterations and batch.
+
+Parser: the ranks' output through `-prepend-rank` (`[<rank>] <line>`, Hydra) or OpenMPI's
+`--tag-output` (`[<job>,<rank>]<stderr>:`); untagged lines count as rank 0. Rank 0's Caffe
+solver lines (dlobd.stacks.caffe.SolverLines: NVIDIA Caffe, which OSU-Caffe is based on,
+prints `Iteration N (x iter/s, ...), loss = y`) give loss and steps_per_s; its first to last
+iteration (or `Optimization Done.`) train_time_s. OSU-Caffe prints no per-phase times that
+any available source documents, so no time_breakdown_s is read. CNTK ranks' lines go through
+dlobd.stacks.mmlspark's reader. With the run's `global_batch` label (run.json), parse_records
+turns steps_per_s into images_per_s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jinja2
+
+from dlobd import plan, provenance, runs
+from dlobd.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, ssh_argv
+from dlobd.stacks import mmlspark
+from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
+from dlobd.stacks.caffeonspark import WORKLOADS as NETS, models
+from dlobd.stacks.hr_reduce import hostfile_text, mpirun_prefix, rank_placement
+
+LOG_FILES = ("stdout.log", "stderr.log")
+
+CNTK_CONFIG = Path(__file__).resolve().parents[2] / "workloads" / "scaffe" / "alexnet.cntk"
+FRAMEWORKS = ("s-caffe", "s-caffe-l", "caffe", "cntk", "inspur-caffe")
+# model of each experiment where the spec names none: the launcher's choice, labelled
+UNSTATED_MODEL = "googlenet"
+UNSTATED_GPUS = 16
+DESIGN_AXES = ("design", "algorithm")
+DESIGN_BUILD = {"none": "SC_B", "sc-b": "SC_B", "sc-ob": "SC_OB", "cc-8": "CC_8", "cb-4": "CB_4", "cb-8": "CB_8"}
+HYDRA_TAG = re.compile(r"^\[(\d+)\] (.*)$")
+
+
+# ---------------------------------------------------------------------------- parser
+
+def _parse(lines, cut) -> ParseResult:
+    result = ParseResult()
+    clock, solver = GlogClock(), SolverLines(result)
+    cntk = mmlspark.CntkEpochs(result)
+    tagged = set()
+    for no, line in lines:
+        if "Epoch[" in line or "EXCEPTION occurred" in line:
+            cntk.read(no, line)  # CNTK's ranks, tagged by OpenMPI
+            continue
+        rank, text = 0, line
+        if t := HYDRA_TAG.match(line):
+            rank, text = int(t[1]), t[2]
+            tagged.add(rank)
+        if rank == 0 and (g := GLOG.match(text)):  # every rank logs its solver: rank 0 stands for the run
+            solver.read(no, clock.stamp(no, g), g[7])
+    solver.close()
+    if tagged:
+        result.meta["mpi_ranks"] = len(tagged)
+    if not result.rows:
+        return ParseResult.unparseable(f"{NO_LINES} S-Caffe's, Caffe's or CNTK's format: no rank-0 glog "
+                                       "'Iteration N, loss = x' line and no CNTK epoch line")
+    if cntk.max_epochs is not None:
+        return cntk.finish([cntk.missing()], cut)
+    result.close(None if solver.done else f"no 'Optimization Done.' line (last iteration {solver.last_iter})",
+                 cut=cut)
+    if result.finished and (span := solver.training_span_s()):
+        result.rows.append(row("train_time_s", span))
+        result.meta["iterations"] = solver.last_iter
+    return result
+
+
+parse = line_parser(_parse)
+
+
+def parse_records(run_dir, result: ParseResult) -> None:
+    """images_per_s from the solver's rate and the run's global batch (run.json's labels)."""
+    path = Path(run_dir) / runs.RUN_JSON
+    if not path.is_file():
+        return
+    try:
+        batch = int((json.loads(path.read_text()).get("labels") or {}).get("global_batch") or 0)
+    except (json.JSONDecodeError, ValueError, OSError) as exc:
+        raise LogError(f"{runs.RUN_JSON}: unreadable global_batch label: {exc}") from None
+    if not batch:
+        return
+    rates = [r for r in result.rows if r["metric"] == "steps_per_s"]
+    result.rows += [{**row("images_per_s", r["value"] * batch, step=r["step"]), "log": r.get("log")}
+                    for r in rates]
+    spans = [r for r in result.rows if r["metric"] == "train_time_s"]
+    if spans and result.meta.get("iterations"):
+        result.rows.append({**row("images_per_s", result.meta["iterations"] * batch / spans[0]["value"]),
+                            "log": spans[0].get("log")})
+
+
+# ---------------------------------------------------------------------------- launcher
+
+def _gpus_per_node() -> int:
+    return int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
+
+
+def plan_point(ctx: runs.RunContext) -> dict:
+    labels = {}
+    framework = str(ctx.point.get("framework", "s-caffe"))
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"{ctx.spec['id']}: framework {framework!r} is none of {', '.join(FRAMEWORKS)}")
+    model = str(ctx.spec.get("model"))
+    if model not in models():
+        model = UNSTATED_MODEL
+        labels["model"] = f"{model} (not stated by the paper: the launcher's choice)"
+    gpus = ctx.point.get("gpus")
+    if gpus is None:
+        gpus = UNSTATED_GPUS
+        labels["gpus"] = f"{gpus} (not stated by the paper: the launcher's choice)"
+    gpus = int(gpus)
+    if lacking := plan.missing(["gpu", "infiniband"]):
+        raise runs.NotRunnable("; ".join(lacking))
+    # Fig. 8 sets S-Caffe reading image files from Lustre (s-caffe) against LMDB (s-caffe-l)
+    images = framework == "s-caffe" and "s-caffe-l" in (
+        ctx.spec.get("scales", {}).get(ctx.scale, {}).get("matrix", {}).get("framework", []))
+    if images and (lacking := plan.missing(["lustre"])):
+        raise runs.NotRunnable("s-caffe reads image files from Lustre: " + "; ".join(lacking))
+    per_node = int(ctx.fixed.get("gpus_per_node", _gpus_per_node()))
+    hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+    if framework == "caffe" and gpus > per_node:
+        raise runs.NotRunnable(f"single-process Caffe drives the GPUs of one node: {gpus} GPUs > "
+                               f"{per_node} per node")
+    if -(-gpus // per_node) > len(hosts):
+        raise runs.NotRunnable(f"{gpus} GPUs at {per_node} per node need {-(-gpus // per_node)} GPU hosts; "
+                               f"the cluster has {len(hosts)} (DLOBD_GPU_WORKERS)")
+    # Caffe-MPI's rank 0 is its parameter server, which takes no GPU
+    ranks = gpus + (1 if framework == "inspur-caffe" else 0)
+    placement = rank_placement(hosts[:-(-gpus // per_node)], ranks)
+    design = next((str(ctx.point[a]) for a in DESIGN_AXES if a in ctx.point), None)
+    iterations = int(ctx.fixed.get("iterations", models()[model]["solver"]["max_iter"]))
+    batch = ctx.fixed.get("batch")
+    global_batch = int(batch) if str(batch).isdigit() else models()[model]["batch"] * gpus
+    return {"framework": framework, "model": model, "gpus": gpus, "ranks": ranks, "placement": placement,
+            "design": design, "images": images,
+            "iterations": iterations, "global_batch": global_batch, "labels": labels}
+
+
+def _home(var: str, what: str) -> str:
+    home = provenance.stack_setting(var)
+    if not home:
+        raise runs.NotRunnable(f"{what}: set {var} to its install (a registered or site download)")
+    return home
+
+
+def caffe_home(p: dict) -> str:
+    if p["framework"] == "caffe":
+        return _home("CAFFE_HOME", "single-process multi-GPU Caffe (NVIDIA's or BVLC's)")
+    if p["framework"] == "inspur-caffe":
+        return _home("INSPUR_CAFFE_HOME", "Inspur Caffe-MPI (github.com/Caffe-MPI)")
+    if p["design"] is not None:
+        build = DESIGN_BUILD.get(p["design"].lower())
+        if build is None:
+            raise ValueError(f"S-Caffe design {p['design']!r} is none of {', '.join(DESIGN_BUILD)}")
+        return _home(f"SCAFFE_HOME_{build}", f"S-Caffe's {p['design']} design is a build of the authors' "
+                                             "S-Caffe, not a switch of the OSU-Caffe 0.9 release")
+    return _home("SCAFFE_HOME", "OSU-Caffe (S-Caffe; hidl.cse.ohio-state.edu, registration)")
+
+
+def data_sources(p: dict) -> dict:
+    dataset = models()[p["model"]]["dataset"]
+    if p["images"]:
+        root = _home("SCAFFE_IMAGENET_LIST", "ILSVRC12 as image files on Lustre with train.txt/val.txt "
+                                             "lists (image-net.org, registration)")
+        return {"train": f"{root}/train.txt", "test": f"{root}/val.txt", "kind": "images"}
+    if dataset == "cifar10":
+        root = f"{provenance.stack_setting('DLOBD_DATA_DIR') or ''}/lmdb/cifar10"
+    else:
+        root = _home("SCAFFE_IMAGENET_LMDB", "ILSVRC12 as train/ and val/ LMDBs (image-net.org, registration)")
+        return {"train": f"{root}/train", "test": f"{root}/val", "kind": "lmdb"}
+    return {"train": f"{root}/train", "test": f"{root}/test", "kind": "lmdb"}
+
+
+def render(p: dict, sources: dict) -> dict:
+    m = models()[p["model"]]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(NETS)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    per_rank = max(1, p["global_batch"] // p["gpus"])
+    net = env.get_template(m["template"]).render(
+        data_kind=sources["kind"], train_source=sources["train"], test_source=sources["test"],
+        batch=per_rank, test_batch=m["test_batch"], input=m["input"],
+        classes=10 if m["dataset"] == "cifar10" else 1000)
+    solver = env.get_template("solver.prototxt.j2").render(
+        net="net.prototxt", solver={**m["solver"], "max_iter": p["iterations"]}, validate=False,
+        test_iter=m["test_iter"], snapshot_prefix=p["model"], mode="GPU")
+    return {"solver.prototxt": solver, "net.prototxt": net}
+
+
+def command(ctx: runs.RunContext, p: dict, adir: Path, check: bool) -> tuple[list[str], dict | None]:
+    """The command of a point, and the host file it needs ({path: text}) when it has one."""
+    hostfile = adir / "hostfile"
+    solver = str(adir / "solver.prototxt")
+    if p["framework"] == "caffe":
+        host = p["placement"][0][0]
+        argv = [f"{caffe_home(p)}/bin/caffe", "train", "-solver", solver,
+                "-gpu", ",".join(str(i) for i in range(p["gpus"]))]
+        return ssh_argv(host, str(adir), {}, argv), None
+    if p["framework"] == "cntk":
+        cntk = _home("CNTK_HOME_GPU_CUDNN", "CNTK 2.x GPU build (github.com/Microsoft/CNTK/releases)")
+        mpi = _home("MMLSPARK_MPI_HOME", "the OpenMPI 1.10 CNTK's binary release is built against")
+        argv = [f"{mpi}/bin/mpirun", "-np", str(p["gpus"]), "--hostfile", str(hostfile), "--tag-output",
+                "-x", "LD_LIBRARY_PATH", f"{cntk}/cntk/bin/cntk", f"configFile={CNTK_CONFIG}",
+                f"minibatchSize={p['global_batch']}", f"mapFile={_home('SCAFFE_IMAGENET_MAP', 'ILSVRC12 map files for CNTK (image-net.org, registration)')}",
+                f"outputDir={adir}/cntk"]
+        return argv, {hostfile: hostfile_text("openmpi", p["placement"])}
+    mpi = mpirun_prefix("mvapich2-gdr", p["ranks"], hostfile, check=check)
+    argv = [*mpi, "-prepend-rank", "-genv", "MV2_USE_CUDA", "1", f"{caffe_home(p)}/bin/caffe", "train",
+            "-solver", solver]
+    if p["framework"] != "inspur-caffe":
+        argv += ["-gpu", "all", "-scal", str(ctx.fixed.get("scaling", "strong"))]
+    return argv, {hostfile: hostfile_text("mvapich2-gdr", p["placement"])}
+
+
+def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+    p = plan_point(ctx)
+    adir = Path(ctx.attempt_dir).resolve()
+    texts = {} if p["framework"] == "cntk" else render(p, data_sources(p))
+    argv, extra_files = command(ctx, p, adir, check=not ctx.dry_run)
+    if not ctx.dry_run:
+        for name, text in texts.items():
+            (adir / name).write_text(text)
+        for path, text in (extra_files or {}).items():
+            path.write_text(text)
+    result = runs.run_command(ctx, argv, cwd=str(adir), keep_stdin=p["framework"] == "caffe")
+    result.versions = {"stack": f"{p['framework']} ({p['design'] or 'release'})"}
+    result.labels = {"framework": p["framework"], "gpus": str(p["gpus"]), "global_batch": str(p["global_batch"]),
+                     "model": p["model"], **p["labels"]}
+    if extra_files:
+        result.extra["hostfile"] = next(iter(extra_files.values()))
+    result.hosts = [{"name": h, "address": h, "roles": [f"gpu x{n}"]} for h, n in p["placement"]]
+    return result
+

@@ -1,0 +1,239 @@
+"""CaffeOnSpark without a cluster: the spark-submit command of every paper-scale point of its
+experiments on a fake 16-node InfiniBand GPU cluster (a dry run: nothing is written or run),
+the reasons a point is not runnable, the nets and solvers it renders, and the parser on
+constructed logs (tests/data/constructed-logs/caffeonspark, format from CaffeOnSpark's and
+Caffe's sources; no real run could be had here) and damaged copies of them."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dlobd import runs, stacks
+from dlobd.stacks import caffeonspark
+from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
+
+LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeonspark"
+SPECS = ("dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig6a", "dlobd-fig6b", "dlobd-fig8a", "dlobd-fig8b")
+SETTINGS = {
+    "SPARK_HOME": "/opt/spark-1.6.2", "DLOBD_HDFS_URI": "hdfs://192.0.2.10:19820", "DLOBD_YARN_VCORES": "28",
+    "DLOBD_GPU_WORKERS": " ".join(WORKERS), "CAFFEONSPARK_LIBRARY_PATH": "/usr/local/cuda/lib64",
+    **{f"CAFFEONSPARK_HOME_{d}": f"/opt/cos/{d.lower()}" for d in ("CPU_OPENBLAS", "CPU_MKL", "GPU", "GPU_CUDNN")},
+}
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    install(monkeypatch, SETTINGS)
+
+
+def test_the_specs_are_the_stacks():
+    from dlobd import spec
+
+    mine = {sid for sid, s in spec.load_all(caffeonspark.WORKLOADS.parents[1]).items()
+            if s.data["stack"] == "caffeonspark" and "scales" in s.data}
+    assert mine == set(SPECS)
+
+
+@pytest.mark.parametrize("spec_id, point", paper_points(*SPECS))
+def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
+    ctx = context(tmp_path, spec_id, point)
+    result = caffeonspark.launch(ctx)
+    argv = result.command
+    assert result.status == "dry run" and not ctx.attempt_dir.exists()  # nothing written
+    assert argv[:5] == ["/opt/spark-1.6.2/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client"]
+    device = result.labels["device"].split()[0]
+    nodes = int(option(argv, "--num-executors"))
+    assert option(argv, "-clusterSize") == str(nodes) and option(argv, "--executor-cores") == "28"
+    if "nodes" in point:
+        assert nodes == point["nodes"]
+    else:  # the paper states no node count: the launcher's choice, labelled
+        assert nodes == caffeonspark.UNSTATED["nodes"] and "not stated" in result.labels["nodes"]
+    home = f"/opt/cos/{device.replace('-', '_')}"
+    assert option(argv, "--class") == "com.yahoo.ml.caffe.CaffeOnSpark"
+    assert argv[argv.index("--class") + 2] == f"{home}/lib/{caffeonspark.JAR}"
+    confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+    assert f"spark.executorEnv.LD_LIBRARY_PATH={home}/lib:/usr/local/cuda/lib64" in confs
+    assert f"spark.driver.extraLibraryPath={home}/lib:/usr/local/cuda/lib64" in confs
+    assert any(c.startswith("spark.yarn.tags=dlobd-") for c in confs)
+    network = point.get("network", ctx.fixed.get("network"))
+    assert option(argv, "-connection") == ("infiniband" if network == "rdma" else "ethernet")
+    assert option(argv, "-devices") == "1" and option(argv, "-conf") == "solver.prototxt"
+    assert {"-train", "-persistent"} <= set(argv)
+    assert option(argv, "-model").startswith("hdfs://192.0.2.10:19820/dlobd/models/dlobd-")
+    files = option(argv, "--files").split(",")
+    assert [Path(f).name for f in files] == ["solver.prototxt", "net.prototxt"]
+    if "batch_rule" in ctx.fixed:  # nodes x batch = 128
+        assert int(result.labels["batch_per_node"]) * nodes == 128
+    hosts = [h["address"] for h in result.hosts]
+    assert hosts == WORKERS and not any(h.startswith("127.") for h in hosts)
+
+
+@pytest.mark.parametrize("device, mode", [("cpu-mkl", "CPU"), ("gpu-cudnn", "GPU")])
+def test_solver_and_net_follow_the_point(tmp_path, cluster, device, mode):
+    ctx = context(tmp_path, "dlobd-fig4b", {"device": device, "nodes": 4})
+    p = caffeonspark.plan_point(ctx)
+    texts = caffeonspark.render(ctx, p, {"train": "hdfs://n/train", "test": "hdfs://n/test"})
+    solver, net = texts["solver.prototxt"], texts["net.prototxt"]
+    assert f"solver_mode: {mode}" in solver and 'net: "net.prototxt"' in solver
+    assert "test_interval" not in solver  # end-to-end time: no validation
+    assert re.findall(r"batch_size: (\d+)", net) == ["32", "100"]  # 128 / 4 nodes; the test batch
+    assert 'source: "hdfs://n/train"' in net and 'source_class: "com.yahoo.ml.caffe.LMDB"' in net
+
+
+def test_accuracy_experiments_validate(tmp_path, cluster):
+    ctx = context(tmp_path, "dlobd-fig6b", {"network": "ipoib"})
+    p = caffeonspark.plan_point(ctx)
+    texts = caffeonspark.render(ctx, p, {"train": "t", "test": "v"})
+    assert "test_interval: 4000" in texts["solver.prototxt"] and "test_iter: 10" in texts["solver.prototxt"]
+    net = texts["net.prototxt"]
+    assert net.count('type: "Concat"') == 9  # nine inception modules
+    assert net.count("num_output: 10\n") == 3  # two auxiliary classifiers and the last
+
+
+@pytest.mark.parametrize("model", sorted(caffeonspark.models()))
+def test_every_net_renders_with_both_data_layers(tmp_path, cluster, model):
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2})
+    ctx.point["model"] = model
+    texts = caffeonspark.render(ctx, caffeonspark.plan_point(ctx), {"train": "t", "test": "v"})
+    # CaffeOnSpark's Config needs a TRAIN and a TEST data layer in the net
+    assert texts["net.prototxt"].count("include { phase: TRAIN }") == 1
+    assert texts["net.prototxt"].count('type: "MemoryData"') == 2
+    assert texts["net.prototxt"].count("{") == texts["net.prototxt"].count("}")
+
+
+def test_rdma_needs_a_gpu_solver(tmp_path, cluster):
+    ctx = context(tmp_path, "dlobd-fig8b", {"device": "cpu-openblas"})
+    ctx.fixed["network"] = "rdma"
+    with pytest.raises(runs.NotRunnable, match="RDMA connection works for GPU solvers only"):
+        caffeonspark.launch(ctx)
+
+
+def test_rdma_without_an_hca_is_not_runnable(tmp_path, monkeypatch):
+    install(monkeypatch, SETTINGS, infiniband="no InfiniBand HCA (/sys/class/infiniband is empty or absent)",
+            rdma="no InfiniBand HCA")
+    ctx = context(tmp_path, "dlobd-fig5a", {"model": "lenet", "device": "gpu", "network": "rdma", "nodes": 2})
+    with pytest.raises(runs.NotRunnable, match="network rdma: needs infiniband: no InfiniBand HCA"):
+        caffeonspark.launch(ctx)
+
+
+def test_missing_build_names_its_variable(tmp_path, monkeypatch):
+    install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != "CAFFEONSPARK_HOME_CPU_MKL"})
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1})
+    with pytest.raises(runs.NotRunnable, match="set CAFFEONSPARK_HOME_CPU_MKL"):
+        caffeonspark.launch(ctx)
+
+
+def test_gpu_points_need_gpus(tmp_path, monkeypatch):
+    install(monkeypatch, SETTINGS, gpu="no GPU (/dev/nvidia* absent)")
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 1})
+    with pytest.raises(runs.NotRunnable, match="needs gpu: no GPU"):
+        caffeonspark.launch(ctx)
+    cpu = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
+    assert cpu.status == "dry run"
+
+
+def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):
+    install(monkeypatch, SETTINGS, workers=WORKERS[:8])
+    with pytest.raises(runs.NotRunnable, match="16 nodes: the cluster has 8 worker"):
+        caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 16}))
+    install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:15])})
+    with pytest.raises(runs.NotRunnable, match=rf"worker\(s\) {WORKERS[15]} have no GPU"):
+        caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2}))
+
+
+def test_unknown_model_is_refused(tmp_path, cluster):
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2})
+    ctx.point["model"] = "resnet50"
+    with pytest.raises(ValueError, match="model 'resnet50' has no CaffeOnSpark net"):
+        caffeonspark.plan_point(ctx)
+
+
+# ---------------------------------------------------------------- parser
+
+def values(result, metric, **where):
+    return [r["value"] for r in result.rows if r["metric"] == metric
+            and all(r.get(k) == v for k, v in where.items())]
+
+
+def test_a_finished_run():
+    r = stacks.parse_run("caffeonspark", LOGS / "lenet-2-nodes")
+    assert (r.status, r.finished, r.reason) == ("ok", True, None)
+    assert values(r, "end_to_end_s") == [55.5]  # the YARN record: submission to end
+    assert [x["step"] for x in r.rows if x["metric"] == "loss" and x["task"] == "rank:0"] == list(range(0, 1000, 100))
+    assert values(r, "top1_accuracy", task="rank:0") == [0.9712, 0.9803]
+    assert values(r, "test_loss", step=1000) == [0.0611]
+    assert values(r, "train_time_s", task="rank:1") == [pytest.approx(21.800995)]
+    assert r.meta["ranks"] == {0: "host-a", 1: "host-b"}
+    assert {e["event"] for e in r.events} == {"rank_placed", "executor_rank", "model_saved"}
+
+
+def test_a_failed_run_names_the_error_and_yarn_diagnostics():
+    r = stacks.parse_run("caffeonspark", LOGS / "cifar10-quick-failed")
+    assert r.status == "ok" and not r.finished
+    assert "no 'Model saving" in r.reason and "Train solver exception" in r.reason
+    assert "ended FINISHED/FAILED: User class threw exception" in r.reason
+    assert values(r, "loss") == [2.30259, 1.95011]
+    assert values(r, "train_time_s") == values(r, "end_to_end_s") == []
+
+
+def test_a_damaged_yarn_record_makes_the_run_unparseable(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(LOGS / "lenet-2-nodes", run)
+    (run / "yarn" / "application_1488448000000_0007.json").write_text("{\"id\": \"applic")
+    r = stacks.parse_run("caffeonspark", run)
+    assert r.status == "unparseable" and "not a ResourceManager application record" in r.reason
+
+
+RANK0 = "lenet-2-nodes/containers/container_1488448000000_0007_01_000002/stderr"
+RANK1 = "lenet-2-nodes/containers/container_1488448000000_0007_01_000003/stderr"
+
+
+def lines_of(rel):
+    return (LOGS / rel).read_text().splitlines(keepends=True)
+
+
+def test_rank0_cut_before_saving_is_not_finished():
+    lines = lines_of(RANK0)
+    cut = caffeonspark.parse("".join(lines[:-1]))
+    whole = caffeonspark.parse("".join(lines))
+    assert cut.status == "ok" and not cut.finished and "before the run's end" in cut.reason
+    assert cut.rows == [x for x in whole.rows if x["metric"] != "train_time_s"]
+
+
+def test_cut_mid_line_never_reads_the_half_line():
+    lines = lines_of(RANK1)
+    half = lines[-1][: len(lines[-1]) // 2]
+    r = caffeonspark.parse("".join(lines[:-1]) + half)
+    assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
+    assert max(x["step"] for x in r.rows if x["metric"] == "loss") == 800
+
+
+@pytest.mark.parametrize("damaged, reason", [
+    ("", "empty log"), ("\x00\x01binary\x02" * 20, "binary data"),
+    ("17/03/02 10:15:02 INFO SparkContext: Running Spark version 1.6.2\n", "no line of"),
+])
+def test_empty_binary_and_foreign_logs(damaged, reason):
+    r = caffeonspark.parse(damaged)
+    assert r.status == "unparseable" and r.reason.startswith(reason)
+
+
+def test_interleaved_executor_logs_are_unparseable():
+    a, b = lines_of(RANK0), lines_of(RANK1)
+    r = caffeonspark.parse("".join(x for pair in zip(a, b) for x in pair))
+    assert r.status == "unparseable" and "interleaved" in r.reason and re.search(r"line \d+", r.reason)
+
+
+def test_concatenated_driver_logs_are_unparseable():
+    text = (LOGS / "lenet-2-nodes" / "stderr.log").read_text()
+    r = caffeonspark.parse(text * 2)
+    assert r.status == "unparseable" and "placed twice" in r.reason
+
+
+FILES = sorted(p for p in LOGS.rglob("*") if p.is_file() and p.suffix != ".json")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LOGS)))
+def test_random_damage_never_crashes(path):
+    assert_random_damage_is_handled(caffeonspark.parse, path.read_text(), seed=path.name, times=25)

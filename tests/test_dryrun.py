@@ -1,0 +1,221 @@
+"""Dry runs of the existing launchers (RunContext.dry_run): no side effect, the real command.
+
+Each case launches one point twice on a provisioned-looking prefix of its own: once as a dry
+run, with every way of starting a program made to fail the test and the files under the test's
+folder compared before and after; then for real, with the run's process, its samplers and
+YARN replaced by stand-ins that record what they were given (and, where a real launch builds,
+stages or starts servers on other hosts, those steps replaced by what they return). Both give
+the same command, and the dry run writes nothing.
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlobd import ROOT, hadoop, plan, provenance, runs
+from dlobd.stacks import bigdl, grpcbench, hr_reduce, tensorflow, tensorflowonspark
+
+WORKERS = "127.0.0.2 127.0.0.3"
+
+
+def spec(name):
+    return yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text())
+
+
+def cifar_files(folder: Path, records: int) -> None:
+    folder.mkdir(parents=True)
+    for name in bigdl.TRAIN_FILES + (bigdl.TEST_FILE,):
+        (folder / name).write_bytes(bytes(bigdl.RECORD_BYTES * records))
+
+
+@pytest.fixture
+def prefix(tmp_path, monkeypatch):
+    """A prefix with the dlobd-env.sh provisioning writes and the files launchers look for."""
+    pre = tmp_path / "prefix"
+    python = pre / "python" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    jars = pre / "jars" / "bigdl"
+    jars.mkdir(parents=True)
+    for jar in ("bigdl-dllib.jar", "bigdl-core.jar"):
+        (jars / jar).write_bytes(b"")
+    cifar_files(pre / "data" / "cifar10-synthetic", 10)
+    (pre / "data" / "mnist").mkdir()
+    env = {"DLOBD_PREFIX": pre, "DLOBD_PYTHON": python, "DLOBD_PYTHON_HOME": python.parent.parent,
+           "SPARK_HOME": pre / "spark", "DLOBD_DATA_DIR": pre / "data",
+           "DLOBD_BIGDL_JAR": jars / "bigdl-dllib.jar", "DLOBD_BIGDL_CORE_JAR": jars / "bigdl-core.jar",
+           "DLOBD_BIGDL_VERSION": "2.4.0", "DLOBD_HDFS_URI": "hdfs://127.0.0.1:19820",
+           "DLOBD_CLUSTER_ADDRESS": "127.0.0.1", "DLOBD_WORKERS": "127.0.0.1"}
+    (pre / "etc").mkdir()
+    (pre / "etc" / "dlobd-env.sh").write_text("".join(f"export {k}={v}\n" for k, v in env.items()))
+    monkeypatch.setenv("DLOBD_PREFIX", str(pre))
+    # every capability present: what is judged here is the launchers, not this machine
+    monkeypatch.setattr(plan, "missing", lambda needs: [])
+    provenance.provisioned_env.cache_clear()
+    yield pre
+    provenance.provisioned_env.cache_clear()
+
+
+@pytest.fixture
+def workers(monkeypatch):
+    """Two worker hosts (addresses of this machine; no traffic is sent to them)."""
+    env = {**provenance.provisioned_env(), "DLOBD_WORKERS": WORKERS}
+    monkeypatch.setattr(provenance, "prefix_env", lambda: env)
+
+
+def context(tmp_path, experiment, point, dry_run, scale="local"):
+    data = spec(experiment)
+    attempt = runs.next_attempt(tmp_path / "runs", "local", scale, experiment, point)
+    if not dry_run:
+        attempt.mkdir(parents=True)
+    return runs.RunContext(spec=data, scale=scale, cluster="local", point=point, attempt_dir=attempt,
+                           runs_dir=tmp_path / "runs", fixed=dict(data["scales"][scale]["fixed"]),
+                           time_limit_s=data["scales"][scale].get("time_limit_s"), dry_run=dry_run)
+
+
+def tree(root: Path) -> set:
+    return {(str(p), p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def forbidden(*args, **kwargs):
+    raise AssertionError(f"a dry run started a program: {args[0] if args else kwargs}")
+
+
+class Recorded:
+    """A stand-in for the run's process: records its command and exits 0."""
+
+    commands = []
+
+    def __init__(self, argv, **kwargs):
+        Recorded.commands.append(list(argv))
+        self.pid, self.returncode, self.stdin = 999999, 0, None
+
+    def wait(self, timeout=None):
+        return 0
+
+    def poll(self):
+        return 0
+
+
+def dry_and_real(tmp_path, monkeypatch, module, experiment, point, scale="local"):
+    """(dry-run result, real result, command the real run started)."""
+    provenance.prefix_env()  # dlobd-env.sh is read (by bash) before the guard
+    before = tree(tmp_path)
+    with monkeypatch.context() as guard:
+        guard.setattr(subprocess, "Popen", forbidden)
+        guard.setattr(subprocess, "run", forbidden)
+        dry = module.launch(context(tmp_path, experiment, point, True, scale))
+    assert dry.status == "dry run", dry.reason
+    assert tree(tmp_path) == before, "the dry run wrote files"
+    assert not (tmp_path / "runs").exists()
+
+    Recorded.commands = []
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
+        argv, 0, "strace -- version 6.1\n", ""))  # version probes
+    monkeypatch.setattr(runs, "start_samplers", lambda ctx, pid: [])
+    monkeypatch.setattr(runs, "stop_samplers", lambda samplers: None)
+    monkeypatch.setattr(hadoop, "save_applications", lambda tag, attempt_dir: [])
+    real = module.launch(context(tmp_path, experiment, point, False, scale))
+    assert real.status == "ok", real.reason
+    return dry, real, Recorded.commands[-1]
+
+
+def test_bigdl(tmp_path, monkeypatch, prefix):
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, bigdl, "dlobd-fig7a", {"network": "loopback"})
+    assert dry.command == real.command == started
+    assert dry.cwd == real.cwd
+    # the subset the real run copied is where the dry run's command reads
+    assert Path(dry.command[dry.command.index("-f") + 1], bigdl.TRAIN_FILES[0]).is_file()
+
+
+def test_tensorflowonspark(tmp_path, monkeypatch, prefix):
+    staged = []
+    monkeypatch.setattr(hadoop, "hdfs_stage",
+                        lambda local, path: staged.append(path) or hadoop.hdfs_uri(path))
+    point = {"workload": "mnist", "network": "loopback", "gpus": 2}
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, tensorflowonspark, "dlobd-fig5b", point)
+    assert dry.command == real.command == started
+    assert staged == ["/dlobd/data/mnist"]  # only the real run staged its data
+    assert "hdfs://127.0.0.1:19820/dlobd/data/mnist" in dry.command
+
+
+def test_tensorflow_across_hosts(tmp_path, monkeypatch, prefix, workers):
+    # the ports are the OS's choice at launch: the stand-in gives both runs the same
+    monkeypatch.setattr(tensorflow, "free_ports", lambda n: list(range(41000, 41000 + n)))
+    point = {"network": "eth-10g-emulated", "nodes": 2}
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, tensorflow, "dlobd-fig11", point)
+    assert dry.command == real.command == started
+    written = json.loads((Path(real.cwd) / tensorflow.PLAN_FILE).read_text())["tasks"]
+    assert [p["command"] for p in dry.extra["processes"]] == [t["argv"] for t in written]
+    assert [p["host"] for p in dry.extra["processes"]] == [t["host"] for t in written]
+    assert {p["host"] for p in dry.extra["processes"]} == set(WORKERS.split())
+
+
+def test_grpcbench_on_loopback(tmp_path, monkeypatch, prefix):
+    monkeypatch.setattr(grpcbench, "build", lambda out=None: grpcbench.build_dir() / grpcbench.BINARY)
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, grpcbench, "tfgrpc-fig7", {"network": "loopback"})
+    assert dry.command == real.command == started
+
+
+def test_grpcbench_across_hosts(tmp_path, monkeypatch, prefix, workers):
+    servers = []
+
+    def started_servers(hosts, binary, mode, adir, env):
+        servers.extend(grpcbench.server_argv(h, binary, mode, adir, env) for h in hosts)
+        return [], [f"{h}:4242" for h in hosts]
+
+    monkeypatch.setattr(grpcbench, "start_servers", started_servers)
+    point = {"network": "eth-10g-emulated", "payload_scheme": "skew"}
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, grpcbench, "tfgrpc-fig14", point)
+    port = f":{grpcbench.PORT_AT_LAUNCH}"
+    assert [a.replace(port, ":4242") for a in dry.command] == real.command == started
+    assert [p["command"] for p in dry.extra["processes"]] == servers
+    assert [p["host"] for p in dry.extra["processes"]] == ["127.0.0.2", "127.0.0.2"]
+
+
+def test_grpcbench_capture(tmp_path, monkeypatch, prefix):
+    monkeypatch.setattr(grpcbench, "_stop", lambda procs: None)
+    monkeypatch.setattr(grpcbench, "free_ports", lambda n: list(range(42000, 42000 + n)))
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, grpcbench, "tfgrpc-fig4", {"model": "alexnet"})
+    assert dry.command == real.command == started
+    # the parameter servers and workers the real run started before its chief
+    assert [p["command"] for p in dry.extra["processes"]] == Recorded.commands[:-1]
+
+
+def test_hr_reduce_across_hosts(tmp_path, monkeypatch, prefix, workers):
+    monkeypatch.setattr(hr_reduce, "ensure_built", lambda mpi, log, gpu=False: hr_reduce.built_binary(mpi, gpu))
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, hr_reduce, "scaffe-fig11", {"algorithm": "cb-4"})
+    assert dry.command == real.command == started
+    assert dry.extra["files"]["hostfile"] == (Path(real.cwd) / "hostfile").read_text()
+    assert dry.extra["files"]["hostfile"] == "127.0.0.2 slots=4\n127.0.0.3 slots=4\n"
+
+
+def test_runs_launch_dry_run_writes_no_attempt(tmp_path, prefix):
+    data = spec("tfgrpc-fig7")
+    result = runs.launch(data, "local", {"network": "loopback"}, tmp_path / "runs", dry_run=True)
+    assert result.status == "dry run" and result.command[1] == "run"
+    assert Path(result.cwd) == runs.next_attempt(tmp_path / "runs", "local", "local", "tfgrpc-fig7",
+                                                 {"network": "loopback"})
+    assert not (tmp_path / "runs").exists()
+
+
+def test_runs_launch_dry_run_gives_the_reason_of_a_point_it_cannot_run(tmp_path, monkeypatch):
+    data = spec("scaffe-fig8")  # no local scale that runs: the spec says why
+    reason = data["scales"]["local"]["reason"]
+    result = runs.launch(data, "local", {"framework": "caffe", "gpus": 8}, tmp_path / "runs", dry_run=True)
+    assert (result.status, result.reason, result.command) == ("not runnable", reason, None)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_command_in_a_dry_run_opens_nothing(tmp_path):
+    ctx = runs.RunContext(spec={}, scale="local", cluster="local", point={}, attempt_dir=tmp_path / "nowhere",
+                          runs_dir=tmp_path, dry_run=True)
+    result = runs.run_command(ctx, ("echo", "hi"), cwd="/x")
+    assert (result.command, result.status, result.cwd) == (["echo", "hi"], "dry run", "/x")
+    assert os.listdir(tmp_path) == []

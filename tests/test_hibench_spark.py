@@ -1,0 +1,401 @@
+"""HiBench PageRank (dlobd/stacks/hibench_spark.py): the hibench.report parser, the launcher's
+commands at every point of slides-pagerank-32nodes/-64nodes, the synthetic graph, and the
+project's PySpark PageRank run in Spark local mode against an independent computation.
+
+Report inputs: tests/data/logs/hibench_spark/ holds reports of real runs of
+workloads/pagerank/spark_pagerank.py (tests/data/logs/README.md). HiBench's own lines below
+(`hibench_report`) are made here, not measured: their layout is that of HiBench's
+`gen_report` in bin/functions/workload_functions.sh (printf with hibench.report.formats
+"%-12s %-10s %-8s %-20s %-20s %-20s %-20s\\n" of its conf/hibench.conf; the header written
+only when the file is new; Duration from bc with scale=3, which drops the leading zero below
+one second; throughputs from bc's integer division), at github.com/Intel-bigdata/HiBench
+v7.1.1 (b5628352).
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlobd import ROOT, networks, plan, provenance, runs, spec, stacks
+from dlobd.stacks import hibench_spark as hb
+
+LOGS = Path(__file__).resolve().parent / "data" / "logs" / "hibench_spark"
+REAL = sorted(LOGS.glob("*/report/hibench.report"))
+SPECS = ("slides-pagerank-32nodes", "slides-pagerank-64nodes")
+HIBENCH_FORMAT = "%-12s %-10s %-8s %-20s %-20s %-20s %-20s\n"
+
+
+def hibench_report(*lines) -> str:
+    """A report as HiBench's gen_report lays it out: the header, then one line per run."""
+    header = ("Type", "Date", "Time", "Input_data_size", "Duration(s)", "Throughput(bytes/s)", "Throughput/node")
+    return "".join(HIBENCH_FORMAT % tuple(fields) for fields in (header, *lines))
+
+
+SCALA_LINE = ("ScalaSparkPagerank", "2017-03-02", "10:11:12", "2620000000", "123.456", "21222464", "663202")
+
+
+def values(result, metric):
+    return [r["value"] for r in result.rows if r["metric"] == metric]
+
+
+# ---------------------------------------------------------------- parser
+
+def test_real_reports_of_the_project_program():
+    assert REAL, f"no report under {LOGS}"
+    for path in REAL:
+        r = stacks.parse_file("hibench_spark", path)
+        assert (r.status, r.finished, r.reason) == ("ok", True, None)
+        line = path.read_text().splitlines()[1].split()
+        assert r.meta["workload"] == "PySparkPagerank" == line[0]
+        assert values(r, "end_to_end_s") == [float(line[4])]
+        assert values(r, "input_bytes_per_s") == [float(line[5])]
+        # the program's arithmetic is HiBench's: whole bytes per second over the duration
+        assert int(line[5]) == int(line[3]) * 1000 // round(float(line[4]) * 1000)
+        assert r.meta["input_bytes"] == int(line[3]) and all(x["step"] is None for x in r.rows)
+
+
+def test_parse_run_reads_the_attempts_report():
+    whole = stacks.parse_run("hibench_spark", REAL[0].parent.parent)
+    assert whole.status == "ok" and whole.finished
+    assert {r["log"] for r in whole.rows} == {"report/hibench.report"}
+
+
+def test_hibench_scala_line():
+    r = hb.parse(hibench_report(SCALA_LINE))
+    assert (r.status, r.finished) == ("ok", True)
+    assert values(r, "end_to_end_s") == [123.456] and values(r, "input_bytes_per_s") == [21222464.0]
+    assert r.meta == {"workload": "ScalaSparkPagerank", "date": "2017-03-02", "time": "10:11:12",
+                      "input_bytes": 2620000000, "throughput_per_node_bytes_per_s": 663202}
+
+
+def test_bc_prints_durations_below_a_second_without_the_zero():
+    r = hb.parse(hibench_report(("ScalaSparkPagerank", "2017-03-02", "10:11:12", "1024", ".512", "2000", "1000")))
+    assert values(r, "end_to_end_s") == [0.512]
+
+
+@pytest.mark.parametrize("text, reason", [
+    (hibench_report(), "no line of hibench.report's format with a result: the column header (line 1) but no "
+                       "report line"),
+    (hibench_report(SCALA_LINE)[:-30], "no line of hibench.report's format with a result"),
+    (hibench_report(SCALA_LINE, SCALA_LINE), "line 3: a second report line (the first is on line 2)"),
+    (hibench_report(SCALA_LINE) * 2, "line 3: a second column header (the first is on line 1): two reports "
+                                     "interleaved or concatenated?"),
+    (hibench_report(SCALA_LINE).replace("123.456", "12x.4"), "line 2: Duration(s) '12x.4' is not a value"),
+    (hibench_report(SCALA_LINE).replace("663202", "663202 extra"), "line 2: 8 columns, a hibench.report line has 7"),
+    (HIBENCH_FORMAT % SCALA_LINE, "line 1: a line before the column header"),
+    ("x" + hibench_report(SCALA_LINE), "line 1: a line before the column header"),  # a damaged header
+])
+def test_damaged_reports_are_unparseable_naming_why(text, reason):
+    r = hb.parse(text)
+    assert r.status == "unparseable" and r.rows == []
+    assert reason in r.reason
+
+
+def test_cut_line_after_the_result_is_not_finished():
+    text = hibench_report(SCALA_LINE) + "ScalaSparkPagerank 2017-03-02 10:2"
+    r = hb.parse(text)
+    assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
+    assert r.rows == hb.parse(hibench_report(SCALA_LINE)).rows
+
+
+def test_two_real_reports_interleaved_or_concatenated():
+    a, b = (p.read_text().splitlines(keepends=True) for p in REAL[:2])
+    mixed = "".join(x for pair in zip(a, b) for x in pair)
+    r = hb.parse(mixed)
+    assert r.status == "unparseable" and "line 2: a second column header" in r.reason
+    assert "interleaved" in r.reason
+    r = hb.parse(REAL[0].read_text() * 2)
+    assert r.status == "unparseable" and "concatenated" in r.reason
+
+
+# ---------------------------------------------------------------- launcher
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch):
+    """A stack environment without a prefix behind it: Spark at /opt/spark, no HiBench."""
+    monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path / "no-prefix"))
+    for name, value in {"SPARK_HOME": "/opt/spark", "DLOBD_PYTHON": "/stack/bin/python",
+                        "DLOBD_DATA_DIR": str(tmp_path / "data"), "DLOBD_HDFS_URI": "hdfs://10.0.0.1:19820",
+                        "DLOBD_WORKERS": "10.0.0.2 10.0.0.3"}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("HIBENCH_HOME", "RDMA_SPARK_HOME", "HIBENCH_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    provenance.prefix_env.cache_clear()
+    yield tmp_path
+    provenance.prefix_env.cache_clear()
+
+
+@pytest.fixture
+def hibench(cluster, monkeypatch):
+    """HIBENCH_HOME naming a folder with HiBench's PageRank scripts and a site configuration."""
+    home = cluster / "hibench"
+    for script in ("prepare/prepare.sh", "spark/run.sh"):
+        (home / hb.HIBENCH_PAGERANK / script).parent.mkdir(parents=True, exist_ok=True)
+        (home / hb.HIBENCH_PAGERANK / script).write_text("")
+    (home / "conf").mkdir()
+    (home / "conf" / "hibench.conf").write_text("hibench.scale.profile tiny\nhibench.report.dir ${hibench.home}/report\n")
+    (home / "conf" / "spark.conf").write_text("hibench.spark.home /opt/spark\nhibench.yarn.executor.num 2\n")
+    monkeypatch.setenv("HIBENCH_HOME", str(home))
+    return home
+
+
+def context(tmp_path, spec_id, point, scale="local", dry_run=True) -> runs.RunContext:
+    data = spec.load_all(ROOT)[spec_id].data
+    attempt = tmp_path / "runs" / spec.point_id(point) / "attempt-001"
+    attempt.mkdir(parents=True)
+    return runs.RunContext(spec=data, scale=scale, cluster="test", point=dict(point), attempt_dir=attempt,
+                           runs_dir=tmp_path / "runs", fixed=dict(data["scales"][scale].get("fixed", {})),
+                           dry_run=dry_run)
+
+
+def points(scale, network):
+    specs = spec.load_all(ROOT)
+    return [(sid, p) for sid in SPECS for _, p in specs[sid].points(scale) if p["network"] == network]
+
+
+def option(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def settings(text: str) -> dict:
+    """HiBench's reading of a conf file: key, whitespace, value; '#' lines are comments."""
+    out = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _, value = line.strip().partition(" ")
+            out[key] = value.strip()
+    return out
+
+
+@pytest.mark.parametrize("spec_id, point", points("local", "loopback"))
+def test_local_points_run_the_project_program_on_yarn(cluster, spec_id, point):
+    ctx = context(cluster, spec_id, point)
+    result = hb.launch(ctx)
+    argv = result.command
+    executors = 1 if spec_id.endswith("32nodes") else 2
+    pages = {"huge": 5000, "bigdata": 50000, "gigantic": 30000}[point["datasize"]]
+    assert (result.status, argv[:5]) == ("dry run", ["/opt/spark/bin/spark-submit", "--master", "yarn",
+                                                     "--deploy-mode", "client"])
+    assert (option(argv, "--num-executors"), option(argv, "--executor-cores")) == (str(executors), str(2 // executors))
+    assert argv[argv.index(str(hb.PROGRAM)) - 2:argv.index(str(hb.PROGRAM))] == [
+        "--conf", f"spark.eventLog.dir={(ctx.attempt_dir / 'spark-events').resolve().as_uri()}"]
+    graph = f"hdfs://10.0.0.1:19820/dlobd/data/pagerank-hibench-shaped-synthetic/pages-{pages}-seed-1/Input"
+    assert option(argv, "--input") == graph and option(argv, "--edges") == graph + "/edges"
+    assert option(argv, "--output").startswith("hdfs://10.0.0.1:19820/dlobd/output/pagerank/dlobd-")
+    assert (option(argv, "--iterations"), option(argv, "--partitions"), option(argv, "--nodes")) == ("3", "4", "2")
+    assert option(argv, "--report-dir") == str(ctx.attempt_dir.resolve() / "report")
+    assert "spark.pyspark.python=/stack/bin/python" in argv
+    assert result.labels["data"] == "synthetic, HiBench-shaped PageRank graph"
+    assert result.labels["pages"].startswith(f"{pages:,} (HiBench's {point['datasize']}: ")
+    assert result.labels["spark"] == "vanilla"
+    assert list(ctx.attempt_dir.iterdir()) == []  # a dry run writes nothing
+
+
+@pytest.mark.parametrize("spec_id, point", points("local", "loopback"))
+def test_with_hibench_the_local_points_run_hibench_at_the_shrunk_size(hibench, spec_id, point):
+    ctx = context(hibench.parent, spec_id, point, dry_run=False)
+    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), "/opt/spark", "/opt/spark/conf"))
+    pages = {"huge": 5000, "bigdata": 50000, "gigantic": 30000}[point["datasize"]]
+    assert conf["hibench.scale.profile"] == "dlobd" and conf["hibench.pagerank.dlobd.pages"] == str(pages)
+    assert conf["hibench.pagerank.dlobd.num_iterations"] == "3"
+    assert conf["hibench.report.dir"] == str(ctx.attempt_dir.resolve() / "report")
+    assert conf["hibench.default.map.parallelism"] == conf["hibench.default.shuffle.parallelism"] == "4"
+
+
+@pytest.mark.parametrize("network", ["ipoib", "rdma"])
+@pytest.mark.parametrize("spec_id, point", points("paper", "ipoib"))
+def test_paper_points_run_hibench_with_the_networks_spark(hibench, monkeypatch, spec_id, point, network):
+    """The paper's points as a cluster with an HCA runs them (the HCA check is the one part
+    taken as given here)."""
+    rdma_spark = hibench.parent / "rdma-spark"
+    monkeypatch.setenv("RDMA_SPARK_HOME", str(rdma_spark))
+    monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    ctx = context(hibench.parent, spec_id, {**point, "network": network}, scale="paper")
+    result = hb.launch(ctx)
+    conf_dir = ctx.attempt_dir.resolve() / "hibench-conf"
+    scripts = hibench / hb.HIBENCH_PAGERANK
+    assert result.command == ["env", f"HIBENCH_CONF_FOLDER={conf_dir}", "bash", "-c", 'set -e; "$1"; "$2"',
+                              "hibench-pagerank", str(scripts / "prepare" / "prepare.sh"), str(scripts / "spark" / "run.sh")]
+    assert result.labels["spark"] == ("rdma-spark" if network == "rdma" else "vanilla")
+    nodes = 32 if spec_id.endswith("32nodes") else 64
+    home = rdma_spark if network == "rdma" else Path("/opt/spark")
+    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), str(home), str(home / "conf")))
+    assert conf["hibench.scale.profile"] == point["datasize"] and "hibench.pagerank.dlobd.pages" not in conf
+    assert (conf["hibench.yarn.executor.num"], conf["hibench.yarn.executor.cores"]) == (str(nodes), "24")
+    assert conf["hibench.default.map.parallelism"] == conf["hibench.default.shuffle.parallelism"] == str(24 * nodes)
+    assert conf["hibench.spark.master"] == "yarn" and conf["spark.yarn.tags"].startswith("dlobd-")
+    assert conf["spark.eventLog.dir"] == (ctx.attempt_dir / "spark-events").resolve().as_uri()
+    assert result.labels["data"] == "synthetic, HiBench's PageRank generator"
+    assert result.labels["pages"] == f"{hb.PROFILES[point['datasize']][0]:,} (HiBench's {point['datasize']} profile)"
+    assert list(ctx.attempt_dir.iterdir()) == []
+
+
+def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibench, monkeypatch):
+    """HiBench reads its conf folder's *.conf in sorted name order, a later value winning
+    (load_config.py parse_conf): the run's file must sort last. Its --properties-file replaces
+    spark-defaults.conf, so the Spark's defaults are in it, without the secret."""
+    monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    spark_conf = hibench.parent / "spark-conf"
+    spark_conf.mkdir()
+    (spark_conf / "spark-defaults.conf").write_text(
+        "# site defaults\nspark.driver.host   192.168.100.1\nspark.authenticate true\n"
+        "spark.authenticate.secret s3cr3t\nspark.eventLog.dir=file:///site/events\n"
+        "spark.yarn.jars local:/opt/spark/jars/*\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_conf))
+    ctx = context(hibench.parent, SPECS[0], {"network": "ipoib", "datasize": "huge"}, scale="paper", dry_run=False)
+    monkeypatch.setattr(runs, "run_command", lambda ctx, argv, **kw: runs.LaunchResult(argv, "ok"))
+    hb.launch(ctx)
+    conf_dir = ctx.attempt_dir / "hibench-conf"
+    merged = {}
+    for path in sorted(conf_dir.glob("*.conf")):
+        merged.update(settings(path.read_text()))
+    assert sorted(p.name for p in conf_dir.iterdir()) == ["hibench.conf", "spark.conf", hb.RUN_CONF]
+    assert merged["hibench.scale.profile"] == "huge" and merged["hibench.yarn.executor.num"] == "32"
+    assert merged["hibench.report.dir"] == str(ctx.attempt_dir.resolve() / "report")
+    assert (conf_dir / "spark.conf").read_text() == (hibench / "conf" / "spark.conf").read_text()
+    assert merged["spark.driver.host"] == "192.168.100.1" and merged["spark.yarn.jars"] == "local:/opt/spark/jars/*"
+    assert merged["spark.eventLog.dir"] == (ctx.attempt_dir / "spark-events").resolve().as_uri()
+    assert "spark.authenticate.secret" not in merged and "s3cr3t" not in (conf_dir / hb.RUN_CONF).read_text()
+
+
+def test_hibench_profiles_without_hibench_are_not_runnable(cluster, monkeypatch):
+    monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    ctx = context(cluster, SPECS[1], {"network": "ipoib", "datasize": "bigdata"}, scale="paper")
+    with pytest.raises(runs.NotRunnable, match=r"HiBench's bigdata profile \(50,000,000 pages\) needs HiBench's "
+                                               r"own generator: HIBENCH_HOME is unset"):
+        hb.launch(ctx)
+
+
+def test_hibench_home_without_hibench_is_named(cluster, monkeypatch):
+    monkeypatch.setenv("HIBENCH_HOME", str(cluster))
+    ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
+    with pytest.raises(runs.NotRunnable, match=r"HIBENCH_HOME=.*: no bin/workloads/websearch/pagerank/spark/run.sh"):
+        hb.launch(ctx)
+
+
+@pytest.mark.parametrize("spec_id, point", points("local", "rdma"))
+def test_rdma_here_is_not_runnable_naming_the_hca_and_rdma_spark(cluster, spec_id, point):
+    if not plan.missing(["infiniband"]):
+        pytest.skip("this machine has an InfiniBand HCA")
+    scale = spec.load_all(ROOT)[spec_id].scale("local")
+    assert any("rdma-spark" in m for m in plan.point_missing(scale, point))  # caught before any launch
+    with pytest.raises(runs.NotRunnable) as err:
+        hb.launch(context(cluster, spec_id, point))
+    assert str(err.value).startswith("network rdma: ")
+    assert "no InfiniBand HCA" in str(err.value) and "RDMA_SPARK_HOME" in str(err.value)
+
+
+@pytest.mark.parametrize("fixed, message", [
+    ({"datasize": "enormous"}, "datasize 'enormous' is not a HiBench PageRank profile"),
+    ({"cores": 3}, "3 cores do not split evenly over 2 executors"),
+    ({"pages": {"huge": 5000}}, "'pages' names no page count for datasize gigantic"),
+    ({"iterations": 0}, "'iterations' must be a positive whole number, got 0"),
+])
+def test_bad_points_are_refused_with_the_reason(cluster, fixed, message):
+    ctx = context(cluster, SPECS[1], {"network": "loopback", "datasize": "gigantic"})
+    ctx.fixed.update(fixed)
+    ctx.point.update({k: v for k, v in fixed.items() if k == "datasize"})
+    with pytest.raises(ValueError, match=message):
+        hb.plan_point(ctx)
+
+
+# ---------------------------------------------------------------- the synthetic graph
+
+def test_graph_is_made_once_with_hibenchs_shape(tmp_path):
+    folder = tmp_path / "graph"
+    with open(tmp_path / "prepare.log", "w") as log:
+        hb.make_graph(folder, 2000, sys.executable, log)
+        mtime = (folder / "Input" / "edges" / "part-00000").stat().st_mtime_ns
+        hb.make_graph(folder, 2000, sys.executable, log)
+    assert (folder / "Input" / "edges" / "part-00000").stat().st_mtime_ns == mtime
+    assert "using" in (tmp_path / "prepare.log").read_text()
+    edges = np.loadtxt(folder / "Input" / "edges" / "part-00000", dtype=np.int64)
+    links = np.bincount(edges[:, 0], minlength=2000)
+    # floor(0.05 * page length), the length Gaussian(800, 80): mean 39.5, standard deviation 4
+    assert 39 < links.mean() < 40 and 3.5 < links.std() < 4.5
+    hits = np.bincount(edges[:, 1], minlength=2000)
+    # Zipf(0.5): page 0 is linked about (100 / 1) ** 0.5 = 10 times as often as page 99
+    assert 6 < hits[0] / hits[99] < 15 and edges.max() < 2000
+    assert np.loadtxt(folder / "Input" / "vertices" / "part-00000", dtype=np.int64).tolist() == list(range(2000))
+    assert "SYNTHETIC" in os.listdir(folder) and not list(tmp_path.glob("*.partial*"))
+
+
+def test_a_failed_generation_leaves_no_graph(tmp_path):
+    with open(tmp_path / "prepare.log", "w") as log, pytest.raises(RuntimeError, match="exited with status"):
+        hb.make_graph(tmp_path / "graph", 0, sys.executable, log)
+    assert not (tmp_path / "graph").exists() and not list(tmp_path.glob("graph.partial*"))
+    assert "pages must be at least 1" in (tmp_path / "prepare.log").read_text()
+
+
+# ---------------------------------------------------------------- the PageRank program
+
+def spark_pagerank_reference(edges: np.ndarray, iterations: int) -> dict:
+    """SparkPageRank's recurrence with numpy: distinct links; ranks of the pages with links
+    start at 1; a page's new rank is 0.15 + 0.85 * the rank / out-degree its linkers send;
+    only pages some ranked page links to keep a rank."""
+    edges = np.unique(edges, axis=0)
+    n = int(edges.max()) + 1
+    src, dst = edges[:, 0], edges[:, 1]
+    degree = np.bincount(src, minlength=n)
+    ranked = degree > 0
+    rank = ranked.astype(float)
+    for _ in range(iterations):
+        received = np.bincount(dst, weights=rank[src] / degree[src], minlength=n)
+        reached = np.zeros(n, dtype=bool)
+        reached[dst[ranked[src]]] = True
+        rank, ranked = np.where(reached, 0.15 + 0.85 * received, 0.0), reached
+    return {int(page): float(rank[page]) for page in np.flatnonzero(ranked)}
+
+
+def local_spark():
+    """spark-submit and the Python of Spark's workers: the provisioned stack's, else
+    SPARK_HOME and PYSPARK_PYTHON of the environment (e.g. a venv with pyspark)."""
+    home = provenance.stack_setting("SPARK_HOME")
+    python = provenance.stack_setting("PYSPARK_PYTHON")
+    submit = Path(home, "bin", "spark-submit") if home else None
+    if not (submit and submit.is_file() and python and shutil.which("java")):
+        pytest.skip("no Spark to run the PageRank program in local mode: needs SPARK_HOME with "
+                    "bin/spark-submit, PYSPARK_PYTHON (a Python with pyspark 3.5) and java on PATH "
+                    "(the provisioned stack, or `pip install 'pyspark==3.5.*'` and SPARK_HOME=<its "
+                    "pyspark folder>)")
+    return str(submit), python
+
+
+def test_program_ranks_match_an_independent_computation(tmp_path):
+    submit, python = local_spark()
+    graph = tmp_path / "graph"
+    subprocess.run([sys.executable, str(hb.GENERATOR), "pagerank-synthetic", "--out", str(graph),
+                    "--pages", "300", "--seed", "5"], check=True, capture_output=True)
+    # two hand-made links more: a page nobody links to, and a link given twice
+    with open(graph / "Input" / "edges" / "part-00000", "a") as fh:
+        fh.write("300\t7\n300\t7\n")
+    env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.local.dir={tmp_path}", "--conf", "spark.driver.host=127.0.0.1",
+         str(hb.PROGRAM), "--edges", str(graph / "Input" / "edges"), "--input", str(graph / "Input"),
+         "--output", str(tmp_path / "ranks"), "--iterations", "3", "--partitions", "2",
+         "--report-dir", str(tmp_path / "report"), "--nodes", "2"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = {}
+    for part in glob.glob(str(tmp_path / "ranks" / "part-*")):
+        for line in Path(part).read_text().splitlines():
+            page, rank = line.split("\t")
+            got[int(page)] = float(rank)
+    expected = spark_pagerank_reference(np.loadtxt(graph / "Input" / "edges" / "part-00000", dtype=np.int64), 3)
+    assert got.keys() == expected.keys() and 300 not in got
+    assert max(abs(got[p] - expected[p]) / expected[p] for p in got) < 1e-12
+    report = stacks.parse_file("hibench_spark", tmp_path / "report" / "hibench.report")
+    assert (report.status, report.finished, report.meta["workload"]) == ("ok", True, "PySparkPagerank")
+    size = sum(p.stat().st_size for p in (graph / "Input").rglob("*") if p.is_file())
+    assert report.meta["input_bytes"] == size
+    duration = values(report, "end_to_end_s")[0]
+    assert values(report, "input_bytes_per_s") == [size * 1000 // round(duration * 1000)]
+    assert report.meta["throughput_per_node_bytes_per_s"] == values(report, "input_bytes_per_s")[0] // 2

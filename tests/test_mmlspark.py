@@ -1,0 +1,224 @@
+"""MMLSpark 0.10 / CNTK without a cluster: the spark-submit command and the GPU hosts' settings
+of every paper-scale point of dlobd-fig4c and dlobd-fig5c on a fake 16-node cluster (a dry
+run), the reasons a point is not runnable, and the parser on a constructed log
+(tests/data/constructed-logs/mmlspark: format from MMLSpark's, CNTK's and OpenMPI's sources;
+no real run could be had here) and damaged copies of it."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import jinja2
+
+import pytest
+
+from dlobd import runs, stacks
+from dlobd.stacks import mmlspark
+from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
+
+LOG = Path(__file__).resolve().parent / "data" / "constructed-logs" / "mmlspark" / "cifar10-2-nodes"
+SETTINGS = {
+    "SPARK_HOME": "/opt/spark-2.2.0", "DLOBD_DATA_DIR": "/srv/dlobd/data", "DLOBD_GPU_WORKERS": " ".join(WORKERS),
+    "DLOBD_GPUS_PER_NODE": "1", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3", "MMLSPARK_JARS_DIR": "/opt/mmlspark/jars",
+    "MMLSPARK_SSH_KEY": "/srv/dlobd/etc/mmlspark/identity", "MMLSPARK_WRAPPERS": "/srv/dlobd/libexec/mmlspark",
+    **{f"CNTK_HOME_{d}": f"/opt/cntk-{d.lower()}" for d in ("CPU_OPENBLAS", "CPU_MKL", "GPU_CUDNN")},
+}
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    install(monkeypatch, SETTINGS)
+
+
+@pytest.mark.parametrize("spec_id, point", paper_points("dlobd-fig4c", "dlobd-fig5c"))
+def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
+    ctx = context(tmp_path, spec_id, point)
+    result = mmlspark.launch(ctx)
+    argv = result.command
+    assert result.status == "dry run" and not ctx.attempt_dir.exists()
+    assert argv[:5] == ["/opt/spark-2.2.0/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client"]
+    assert option(argv, "--jars") == "/opt/mmlspark/jars/*.jar"
+    assert argv[argv.index("--jars") + 1:].index(str(mmlspark.WORKLOADS / "train.py")) > 0
+    nodes = point["nodes"]
+    assert option(argv, "--gpu-machine") == f"{WORKERS[0]},1"
+    assert option(argv, "--minibatch") == "128" and option(argv, "--data-dir") == "/srv/dlobd/data/cifar10"
+    assert option(argv, "--working-dir").startswith("file:/tmp/dlobd-mmlspark/dlobd-")
+    assert option(argv, "--identity") == "file:///srv/dlobd/etc/mmlspark/identity"
+    remote = result.extra["remote_env"]
+    assert remote["DLOBD_MMLSPARK_HOSTS"].split() == WORKERS[:nodes]
+    network = point.get("network", "ipoib")
+    assert remote["DLOBD_MMLSPARK_BTL"] == ("self,sm,openib" if network == "rdma" else "self,sm,tcp")
+    device = point.get("device", "gpu-cudnn")
+    assert remote["DLOBD_MMLSPARK_DEVICE_ID"] == ("auto" if device == "gpu-cudnn" else "-1")
+    assert remote["PATH"].startswith(f"/srv/dlobd/libexec/mmlspark:/opt/cntk-{device.replace('-', '_')}/cntk/bin:")
+    if "device" not in point:
+        assert "not stated" in result.labels["device"]
+    assert [h["address"] for h in result.hosts] == WORKERS[:nodes]
+
+
+def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
+    install(monkeypatch, {**SETTINGS, "DLOBD_GPUS_PER_NODE": "4"})
+    result = mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 8}))
+    assert option(result.command, "--gpu-machine") == f"{WORKERS[0]},4"
+    assert result.labels["ranks"] == "32 (4 per node)"
+
+
+@pytest.mark.parametrize("drop, message", [
+    ("CNTK_HOME_CPU_MKL", "no CNTK 2.x build for it.*set CNTK_HOME_CPU_MKL"),
+    ("MMLSPARK_MPI_HOME", "OpenMPI 1.10.*set MMLSPARK_MPI_HOME"),
+    ("MMLSPARK_JARS_DIR", "mmlspark Maven repository.*set MMLSPARK_JARS_DIR"),
+    ("MMLSPARK_SSH_KEY", "set MMLSPARK_SSH_KEY"),
+])
+def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, message):
+    install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
+    with pytest.raises(runs.NotRunnable, match=message):
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 2}))
+
+
+def test_rdma_without_an_hca_and_too_few_gpu_hosts(tmp_path, monkeypatch):
+    install(monkeypatch, SETTINGS, infiniband="no InfiniBand HCA", rdma="no InfiniBand HCA")
+    with pytest.raises(runs.NotRunnable, match="network rdma: needs infiniband"):
+        mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 2}))
+    install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:4])})
+    with pytest.raises(runs.NotRunnable, match=r"8 nodes: the cluster has 4 GPU host\(s\)"):
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 8}))
+
+
+def test_brainscript_template_takes_the_run_values():
+    text = (mmlspark.WORKLOADS / "cifar10_convnet.cntk").read_text()
+    assert set(re.findall(r"\$\{(\w+)\}", text)) == {"epochs", "minibatch"}
+    assert "timestamping = true" in text and 'parallelizationMethod = "DataParallelSGD"' in text
+
+
+# ---------------------------------------------------------------- parser
+
+def values(result, metric, **where):
+    return [r["value"] for r in result.rows if r["metric"] == metric
+            and all(r.get(k) == v for k, v in where.items())]
+
+
+def lines():
+    return (LOG / "stderr.log").read_text().splitlines(keepends=True)
+
+
+def test_a_finished_run_reads_rank_0():
+    r = stacks.parse_run("mmlspark", LOG)
+    assert (r.status, r.finished, r.reason) == ("ok", True, None)
+    assert values(r, "loss") == [1.88412597, 1.40117188, 1.18027344]
+    assert values(r, "epoch_time_s") == [31.2049, 30.8877, 31.0415]  # rank 1's 31.2102 ... ignored
+    assert values(r, "train_time_s") == [pytest.approx(93.1341)]
+    assert values(r, "end_to_end_s") == [230.25]
+    assert values(r, "throughput_records_per_s", epoch=1) == [3106.0, 3214.3]
+    assert r.meta["mpi_ranks"] == 2 and r.meta["criterion"] == "ce"
+
+
+def test_untagged_cntk_lines_and_a_validation():
+    text = ("11/20/2017 09:32:36: Finished Epoch[ 1 of 1]: [Training] ce = 1.5 * 100; errs = 50.000% * 100; "
+            "totalSamplesSeen = 100; learningRatePerSample = 0.001; epochTime=2.5s\n"
+            "11/20/2017 09:32:37: Finished Epoch[ 1 of 1]: [Validate] ce = 1.7 * 50; errs = 40.000% * 50\n"
+            "17/11/20 09:33:40 INFO CNTKLearner: CNTK training finished\n")
+    r = mmlspark.parse(text)
+    assert (r.status, r.finished) == ("ok", True)
+    assert values(r, "top1_accuracy") == [pytest.approx(0.6)] and r.meta["test_records"] == 50
+
+
+def test_cut_before_the_last_epoch():
+    text = lines()
+    end = next(i for i, line in enumerate(text) if "Finished Epoch[ 3 of 3]" in line)
+    r = mmlspark.parse("".join(text[:end]))
+    assert r.status == "ok" and not r.finished
+    assert "2 of 3 epochs finished" in r.reason and "no 'CNTK training finished'" in r.reason
+    assert values(r, "train_time_s") == []
+
+
+def test_cut_mid_line():
+    text = lines()
+    i = next(i for i, line in enumerate(text) if "Finished Epoch[ 2 of 3]" in line)
+    r = mmlspark.parse("".join(text[:i]) + text[i][:40])
+    assert r.status == "ok" and "cut mid-line" in r.reason and values(r, "loss") == [1.88412597]
+
+
+def test_concatenated_and_interleaved_logs_are_unparseable():
+    r = mmlspark.parse("".join(lines()) * 2)
+    assert r.status == "unparseable" and "concatenated" in r.reason
+    other = [line.replace("of 3]", "of 5]") for line in lines()]
+    r = mmlspark.parse("".join(x for pair in zip(lines(), other) for x in pair))
+    assert r.status == "unparseable" and re.search(r"line \d+", r.reason) and "interleaved" in r.reason
+
+
+def test_a_cntk_failure_is_named():
+    text = ("[1,0]<stderr>:EXCEPTION occurred: Reader: could not open file /tmp/x\n"
+            "17/11/20 09:33:40 INFO SparkContext: Invoking stop() from shutdown hook\n")
+    r = mmlspark.parse(text)
+    assert r.status == "unparseable" and "EXCEPTION occurred: Reader: could not open" in r.reason
+
+
+@pytest.mark.parametrize("damaged, reason", [("", "empty log"), ("\x00" * 64, "binary data"),
+                                             ("hello\n", "no line of")])
+def test_empty_binary_foreign(damaged, reason):
+    r = mmlspark.parse(damaged)
+    assert r.status == "unparseable" and r.reason.startswith(reason)
+
+
+def test_random_damage_never_crashes():
+    assert_random_damage_is_handled(mmlspark.parse, "".join(lines()), seed=5)
+
+
+# ---------------------------------------------------------------- the role's wrappers
+
+WRAPPERS = Path(__file__).resolve().parents[1] / "playbooks" / "roles" / "mmlspark" / "templates"
+
+
+def wrapper(tmp_path, name):
+    text = jinja2.Template((WRAPPERS / f"{name}.j2").read_text()).render(ansible_managed="test")
+    path = tmp_path / "wrappers" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def recorder(folder: Path, name: str) -> Path:
+    """A stand-in for a program that records its arguments, one per line, in <name>.calls."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" >> "{folder}/{name}.calls"\necho --- >> "{folder}/{name}.calls"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_ssh_wrapper_puts_the_run_settings_before_the_remote_command(tmp_path):
+    ssh = wrapper(tmp_path, "ssh")
+    fake = tmp_path / "bin"
+    recorder(fake, "ssh")
+    env = {"PATH": f"{ssh.parent}:{fake}:/usr/bin:/bin", "DLOBD_MMLSPARK_REMOTE_ENV": "export A=1; export B='x y'"}
+    subprocess.run([str(ssh), "-i", "/k", "u@h", "''time mpirun --npernode 2 cntk configFile=/w/b.cntk''"],
+                   env=env, check=True)
+    calls = (fake / "ssh.calls").read_text().split("---\n")[0].splitlines()
+    assert calls == ["-i", "/k", "u@h", "export A=1; export B='x y'; ''time mpirun --npernode 2 cntk configFile=/w/b.cntk''"]
+    # without the run's settings (the hosts' own ssh calls) it passes everything through
+    subprocess.run([str(ssh), "h2", "true"], env={"PATH": env["PATH"]}, check=True)
+    assert (fake / "ssh.calls").read_text().split("---\n")[1].splitlines() == ["h2", "true"]
+
+
+def test_mpirun_wrapper_spreads_the_working_directory_and_runs_over_every_host(tmp_path):
+    mpirun = wrapper(tmp_path, "mpirun")
+    fake = tmp_path / "bin"
+    for name in ("ssh", "scp"):
+        recorder(fake, name)
+    mpi_home = tmp_path / "ompi"
+    recorder(mpi_home / "bin", "mpirun")
+    work = tmp_path / "work" / "run1"
+    work.mkdir(parents=True)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "DLOBD_MMLSPARK_MPI_HOME": str(mpi_home),
+           "DLOBD_MMLSPARK_HOSTS": "192.0.2.11 192.0.2.12", "DLOBD_MMLSPARK_BTL": "self,sm,openib",
+           "DLOBD_MMLSPARK_TCP_IF": "", "DLOBD_MMLSPARK_DEVICE_ID": "-1"}
+    subprocess.run([str(mpirun), "--npernode", "2", "cntk", f"configFile={work}/baseConfig.cntk",
+                    f"configFile={work}/overrideConfig.cntk"], env=env, check=True)
+    assert (work / "dlobd-hostfile").read_text() == "192.0.2.11 slots=2\n192.0.2.12 slots=2\n"
+    scp = (fake / "scp.calls").read_text().split("---\n")
+    assert [c.splitlines()[-1] for c in scp if c] == [f"192.0.2.11:{work.parent}/", f"192.0.2.12:{work.parent}/"]
+    run = (mpi_home / "bin" / "mpirun.calls").read_text().splitlines()
+    assert run[:6] == ["--hostfile", f"{work}/dlobd-hostfile", "--mca", "btl", "self,sm,openib", "--tag-output"]
+    assert run[-3:] == [f"configFile={work}/overrideConfig.cntk", "deviceId=-1", "---"]
+    assert "--npernode" in run and "cntk" in run
