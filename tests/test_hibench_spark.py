@@ -126,9 +126,9 @@ def cluster(tmp_path, monkeypatch):
         monkeypatch.setenv(name, value)
     for name in ("HIBENCH_HOME", "RDMA_SPARK_HOME", "HIBENCH_VERSION"):
         monkeypatch.delenv(name, raising=False)
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
     yield tmp_path
-    provenance.prefix_env.cache_clear()
+    provenance.provisioned_env.cache_clear()
 
 
 @pytest.fixture

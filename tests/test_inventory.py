@@ -136,10 +136,14 @@ def test_capabilities_are_the_declared_ones(example, other):
         caps = plan.capabilities()
     assert caps["infiniband"][0] and caps["gpu"][0] and caps["paper-profile"][0]
     assert "4 GPU(s) (K80) on node03, node04" in caps["gpu"][1]
-    assert not caps["eth-10g-emulated"][0] and not caps["caffeonspark"][0]
+    assert not caps["eth-10g-emulated"][0]
+    # the example runs the caffeonspark and mmlspark roles (dlobd_paper_stacks), the other none
+    assert caps["caffeonspark"] == (True, "installed by the caffeonspark role (dlobd_paper_stacks); not checked from here")
+    assert caps["cntk"][0]
     with provenance.inventory_in_use(other):
         caps = plan.capabilities()
     assert not caps["rdma-spark"][0] and "RDMA_SPARK_HOME is not in" in caps["rdma-spark"][1]
+    assert not caps["caffeonspark"][0] and "dlobd_paper_stacks" in caps["caffeonspark"][1]
     assert "24 GPU(s) (V100)" in caps["gpu"][1]
 
 

@@ -45,7 +45,9 @@ def test_plan_counts_specs_with_paper_values(capsys):
     import argparse
 
     from dlobd import plan
-    plan.run(argparse.Namespace(root=ROOT, scale="local", quiet=True))
+    parser = argparse.ArgumentParser()
+    plan.register(parser)  # the command's own options and defaults
+    plan.run(parser.parse_args(["--root", str(ROOT), "--scale", "local", "--quiet"]))
     specs = spec.load_all(ROOT)
     n = sum(1 for s in specs.values() if s.paper_values())
     assert f"paper values: {n} of 55 specs carry numbers their paper states" in capsys.readouterr().out
