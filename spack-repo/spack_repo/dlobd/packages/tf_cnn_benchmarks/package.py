@@ -11,10 +11,9 @@ class TfCnnBenchmarks(Package):
     git = "https://github.com/tensorflow/benchmarks.git"
     license("Apache-2.0")
 
-    # NO COMMIT FOUND FROM HERE: GitHub cannot be reached from the machine that wrote this
-    # recipe; the branch for TF 1.x-era releases is named (a branch is not a checksum): replace
-    # it with a commit before relying on it.
-    version("cnn_tf_v1.15_compatible", branch="cnn_tf_v1.15_compatible")
+    # the head of the repository's cnn_tf_v1.15_compatible branch (TF 1.x-era flags), the commit
+    # the tf_cnn_benchmarks role clones
+    version("aef6daa", commit="aef6daa90a467a1fc7ce8395cd0067e5fda1ecff")
 
     depends_on("python", type="run")
     depends_on("py-tensorflow", type="run")
