@@ -432,6 +432,9 @@ def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_ro
 
 # ---------------------------------------------------------------- capture (tfgrpc-fig4)
 
+# how long a server over ssh gets to end by itself once its pipe is closed
+PIPE_GRACE_S = 5
+
 WORKLOAD = SOURCE_DIR.parents[1] / "workloads" / "tensorflow" / "train_distributed.py"
 # spec model name -> the project's TF workload model (VGG-16 is not among them)
 CAPTURE_MODELS = {"resnet50": "resnet50", "alexnet": "alexnet", "inception3": "inception_v3"}
@@ -441,19 +444,30 @@ CAPTURE_FIXED = {"capture", "parameter_servers", "workers", "batch", "steps", "i
 STRACE_ARGS = ["-f", "-qq", "-v", "-e", "trace=sendmsg", "-s", "0"]
 
 
-def _stop(procs) -> None:
-    """End processes and their groups: SIGTERM, SIGKILL after 10 s. An ssh client's pipe is
-    closed first, which ends its remote side (stacks.ssh_argv)."""
-    for p in procs:
-        if p.stdin:
-            p.stdin.close()
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
+def _wait(procs, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
     for p in procs:
         try:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            pass
+
+
+def _stop(procs) -> None:
+    """End processes and their groups. An ssh client's pipe is closed first, which ends its
+    remote side (stacks.ssh_argv); the client exits once its remote task has, so it gets
+    PIPE_GRACE_S for that before SIGTERM reaches its group (a TERM first would end the client
+    and leave the task still shutting down). Then SIGTERM, and SIGKILL after 10 s."""
+    piped = [p for p in procs if p.stdin]
+    for p in piped:
+        p.stdin.close()
+    _wait(piped, PIPE_GRACE_S)
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    _wait(procs, 10)
+    for p in procs:
+        if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
 

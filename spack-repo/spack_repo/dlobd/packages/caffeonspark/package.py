@@ -57,8 +57,8 @@ class Caffeonspark(MakefilePackage, CudaPackage):
             lines.append("CPU_ONLY := 1")
         if spec.satisfies("+cudnn"):
             lines.append("USE_CUDNN := 1")
-        if spec.satisfies("~infiniband"):
-            lines.append("INFINIBAND := 0")
+        # caffe-distri compiles its RDMA synchronizer only with INFINIBAND := 1
+        lines.append(f"INFINIBAND := {1 if spec.satisfies('+infiniband') else 0}")
         with open(config, "a") as f:
             f.write("\n".join(lines) + "\n")
 
@@ -68,3 +68,5 @@ class Caffeonspark(MakefilePackage, CudaPackage):
     def install(self, spec, prefix):
         install_tree("caffe-grid/target", prefix.lib)
         install_tree("caffe-public/distribute", prefix)
+        # the JNI libraries the executors load: libcaffedistri.so and liblmdbjni.so
+        install_tree("caffe-distri/distribute/lib", prefix.lib)
