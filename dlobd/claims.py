@@ -30,6 +30,7 @@ import pandas as pd
 import yaml
 
 from dlobd import ROOT, metrics, substitutions
+from dlobd.spec import REPEAT
 
 VERDICTS = ("holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable")
 
@@ -864,9 +865,10 @@ class _Evaluator:
             return None
         return runs
 
-    def run_rows(self, ref: Ref, env: dict, text: str):
+    def run_rows(self, ref: Ref, env: dict, text: str, repeats: bool = False):
         """(rows of the ref's metric in the newest ok run of its point, all rows of that run,
-        run id, metric), or None after recording why it is missing."""
+        run id, metric), or None after recording why it is missing. With `repeats`, a list
+        of those, one per repeat of the point that has an ok run (the scale's `repeats`)."""
         spec, table = self.table(ref.experiment)
         if table.empty:
             self._no_results(spec)
@@ -879,13 +881,32 @@ class _Evaluator:
         if runs is None:
             return None
         open_axes = {}
-        for axis in sorted(axes - set(point)):
+        for axis in sorted((axes | {REPEAT}) - set(point)):
             values = {fmt(r[axis]) for r in runs if axis in r and not pd.isna(r[axis])}
             if len(values) > 1:
                 open_axes[axis] = sorted(values)
+        repeated = open_axes.pop(REPEAT, None)
         if open_axes:
             left = "; ".join(f"{a} ({', '.join(v)})" for a, v in open_axes.items())
             raise CheckError(f"ambiguous selection {where}: axes left open: {left}")
+        if repeated and not repeats:
+            raise CheckError(f"{where}: the point has {len(repeated)} repeats; name one "
+                             f"(`{REPEAT}=N`) for a series or a time")
+        groups = [[r for r in runs if fmt(r.get(REPEAT)) == v] for v in repeated or ()] or [runs]
+        metric = spec["metric"]["name"] if ref.metric == "y" else ref.metric
+        missing_before = len(self.missing)
+        found = [f for f in (self._newest_ok(table, group, metric, row_sels, where)
+                             for group in groups) if f is not None]
+        if not found:
+            return None
+        if len(groups) > 1:
+            # repeats without a value: the others still give the point's value; say which
+            self.inputs.extend((f"{where}: a repeat without a value", m)
+                               for m in self.missing[missing_before:])
+            del self.missing[missing_before:]
+        return found if repeats else found[0]
+
+    def _newest_ok(self, table: _Table, runs: list, metric: str, row_sels: dict, where: str):
         ok = [r for r in runs if r["status"] == "ok"]
         if not ok:
             last = runs[-1]
@@ -895,7 +916,6 @@ class _Evaluator:
             return None
         run_id = ok[-1]["run_id"]
         run = table.rows[run_id]
-        metric = spec["metric"]["name"] if ref.metric == "y" else ref.metric
         rows = table.values.get((run_id, metric), run.iloc[:0])
         for column, value in row_sels.items():
             rows = rows[_matches(rows[column], value)] if column in rows.columns else rows.iloc[:0]
@@ -909,11 +929,24 @@ class _Evaluator:
     # -- values
 
     def ref_value(self, ref: Ref, env: dict):
+        """The ref's metric reduced over its run; over a point's repeats, their median."""
         text = show(ref, env)
-        found = self.run_rows(ref, env, text)
+        found = self.run_rows(ref, env, text, repeats=True)
         if found is None:
             return self._input(text, MISSING)
-        rows, _, run_id, metric = found
+        values = [self._reduced(ref, rows, run_id, metric, text)
+                  for rows, _, run_id, metric in found]
+        values = [v for v in values if not _is_missing(v)]
+        if not values:
+            return self._input(text, MISSING)
+        if len(found) > 1:
+            median = float(pd.Series(values).median())
+            self.inputs.append((f"{text} over {len(values)} repeats",
+                                f"median {fmt(median)} (min {fmt(min(values))}, max {fmt(max(values))})"))
+            return self._input(text, median)
+        return self._input(text, values[0])
+
+    def _reduced(self, ref: Ref, rows: pd.DataFrame, run_id: str, metric: str, text: str):
         spec, _ = self.table(ref.experiment)
         if metric == spec["metric"]["name"]:
             how, over = spec["metric"]["reduce"], spec["metric"].get("over")
@@ -927,15 +960,14 @@ class _Evaluator:
                 if over in rows.columns else rows.iloc[:0]
             if rows.empty:
                 self.missing.append(f"{text}: run {run_id} has no {metric} rows with {over}")
-                return self._input(text, MISSING)
+                return MISSING
         else:
             order = [c for c in ("epoch", "step") if c in rows.columns]
             if order:   # rows without epoch/step (run totals) come last
                 rows = rows.sort_values(order, kind="stable", na_position="last")
         values = rows["value"]
-        value = {"last": lambda: values.iloc[-1], "sum": values.sum, "mean": values.mean,
-                 "median": values.median, "max": values.max, "min": values.min}[how]()
-        return self._input(text, float(value))
+        return float({"last": lambda: values.iloc[-1], "sum": values.sum, "mean": values.mean,
+                      "median": values.median, "max": values.max, "min": values.min}[how]())
 
     def _input(self, text: str, value):
         self.inputs.append((text, value))

@@ -231,6 +231,9 @@ class Context:
             parts.append("SYNTHETIC DATA")
         if self.emulated():
             parts.append("EMULATED NETWORK (shaped veth links, not IPoIB/RDMA)")
+        repeats = int(self.scale.get("repeats", 1))
+        if repeats > 1:
+            parts.append(f"{repeats} repeats a point: mean, bars min–max")
         substituted = substitutions.footer(self.spec, self.scale_name)
         if substituted:
             parts.append(substituted)
@@ -392,7 +395,7 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
         width = 0.8 / max(len(skeys), 1)
         for i, skey in enumerate(skeys):
             sframe = _select(pframe, series, skey)
-            ys, pos = [], []
+            ys, pos, spread = [], [], []
             for j, xv in enumerate(xs):
                 cell = where(sframe, x, xv) if x in sframe else sframe
                 if lines:
@@ -401,7 +404,9 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     xpos = j - 0.4 + width * (i + 0.5)
                 okc = cell[cell["status"] == "ok"]
                 if not okc.empty:
-                    ys.append(float(okc["value"].astype(float).mean()))
+                    cell_values = okc["value"].astype(float)
+                    ys.append(float(cell_values.mean()))
+                    spread.append((ys[-1] - cell_values.min(), cell_values.max() - ys[-1]))
                     pos.append(xpos)
                 elif not cell.empty:
                     _status_note(ax, xpos, cell)
@@ -409,10 +414,12 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     point = dict(zip(list(ctx.plot.get("panels") or []), pkey))
                     _empty_slot_note(ax, xpos, ctx, {**point, **dict(zip(series, skey)), x: xv})
             label = _legend_label(series, skey)
+            # repeats of a point: the mean, and a bar from the lowest to the highest run
+            yerr = list(zip(*spread)) if any(lo or hi for lo, hi in spread) else None
             if lines:
-                ax.plot(pos, ys, marker="o", label=label)
+                ax.errorbar(pos, ys, yerr=yerr, marker="o", capsize=3, label=label)
             elif pos:
-                ax.bar(pos, ys, width=width * 0.95, label=label)
+                ax.bar(pos, ys, width=width * 0.95, yerr=yerr, capsize=3, label=label)
         for p in _paper_points(ctx):
             at = p["at"]
             if not all(same(pkey_v, at.get(n, pkey_v)) for n, pkey_v in

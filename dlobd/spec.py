@@ -38,6 +38,9 @@ SCHEMA_PATH = Path(__file__).with_name("schemas") / "experiment.schema.json"
 
 # Row columns every experiment's results carry besides its axes (docs/runs-and-results.md).
 ROW_COLUMNS = frozenset({"step", "epoch", "wall_clock_s"})
+# The point key a scale's `repeats` adds (1..N): independent runs of the same setting, whose
+# spread the figures draw and whose median the claims read.
+REPEAT = "repeat"
 
 
 def load_schema() -> dict:
@@ -75,17 +78,22 @@ def _matches(point: dict, partial: dict) -> bool:
 
 
 def expand(scale: dict) -> list[tuple[str, dict]]:
-    """The points of one scale: the matrix's cartesian product minus `exclude`; none for a
-    scale without a matrix (not runnable there)."""
+    """The points of one scale: the matrix's cartesian product minus `exclude`, each
+    `repeats` times (as `repeat` 1..N) when the scale asks for repeats; none for a scale
+    without a matrix (not runnable there)."""
     if "matrix" not in scale:
         return []
     matrix = scale["matrix"] or {}
     axes = sorted(matrix)
+    repeats = int(scale.get("repeats", 1))
     points = []
     for values in itertools.product(*(matrix[a] for a in axes)):
         point = dict(zip(axes, values))
-        if not any(_matches(point, ex) for ex in scale.get("exclude", [])):
-            points.append((point_id(point), point))
+        if any(_matches(point, ex) for ex in scale.get("exclude", [])):
+            continue
+        for repeat in range(1, repeats + 1) if repeats > 1 else (None,):
+            full = point if repeat is None else {**point, REPEAT: repeat}
+            points.append((point_id(full), full))
     return sorted(points, key=lambda p: p[0])
 
 

@@ -652,3 +652,27 @@ def test_claims_module_never_uses_eval_or_exec():
     attrs = {n.func.attr for n in ast.walk(ast.parse(source))
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     assert not attrs & {"eval", "exec", "query"}      # pandas' eval/query evaluate strings too
+
+
+def test_repeats_of_a_point_are_read_as_their_median():
+    spec = {**SPEC, "scales": {**SPEC["scales"], "local": {**SPEC["scales"]["local"], "repeats": 3}}}
+    rows = table([({"device": "gpu", "nodes": 1, "repeat": r}, v) for r, v in ((1, 90.0), (2, 130.0), (3, 100.0))]
+                 + [({"device": "cpu-mkl", "nodes": 1, "repeat": 1}, 95.0),
+                    ({"device": "cpu-mkl", "nodes": 1, "repeat": 2}, ("failed", "exit 1"))])
+    v = verdict("approx(y[device=gpu, nodes=1], 100, rtol=0.001)", rows, spec=spec)
+    assert v.verdict == "holds"    # the median, neither the newest (100 by chance) nor the mean (106.7)
+    v = verdict("approx(y[device=gpu, nodes=1], 106.7, rtol=0.01)", rows, spec=spec)
+    assert v.verdict == "differs"
+    inputs = dict(v.inputs)
+    assert inputs["y[device=gpu, nodes=1] over 3 repeats"] == "median 100 (min 90, max 130)"
+    # a repeat that failed leaves the ok one; the failure is listed among what was read
+    v = verdict("y[device=cpu-mkl, nodes=1] < 96", rows, spec=spec)
+    assert v.verdict == "holds"
+    assert any("repeat-2" in m and "is failed: exit 1" in m for _, m in v.inputs)
+
+
+def test_a_series_of_a_repeated_point_must_name_its_repeat():
+    rows = table([({"device": "gpu", "nodes": 1, "repeat": r}, 10.0 * r) for r in (1, 2)])
+    v = verdict("time_to(end_to_end_s[device=gpu, nodes=1] >= 10) > 0", rows)
+    assert v.verdict == "not checkable"
+    assert "the point has 2 repeats; name one (`repeat=N`)" in v.reason

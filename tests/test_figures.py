@@ -265,3 +265,22 @@ def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
     assert (tmp_path / "u.png").stat().st_size > 5000
     empty = figures.draw_utilisation(SPEC, "local", table.iloc[0:0], tmp_path / "e.png")
     assert empty.get_suptitle().endswith("no monitor samples")
+
+
+def test_repeats_of_a_point_are_drawn_as_mean_with_their_spread(tmp_path):
+    spec = copy.deepcopy(SPEC)
+    spec["scales"]["local"]["repeats"] = 3
+    rows = []
+    for repeat, value in ((1, 90.0), (2, 120.0), (3, 105.0)):
+        point = {"network": "loopback", "cores": 1, "repeat": repeat}
+        rows.append({"experiment": SPEC["id"], **point, "metric": "epoch_time_s", "value": value,
+                     "unit": "s", "run_id": f"local/local/{SPEC['id']}/r{repeat}/attempt-001",
+                     "status": "ok", "cluster": "local", "scale": "local", "data_label": "synthetic"})
+    fig = figures.draw(spec, "local", spec["scales"]["local"], pd.DataFrame(rows),
+                       tmp_path / "f.png", tmp_path / "f.pdf")
+    ax = fig.axes[0]
+    assert [p.get_height() for p in ax.patches] == pytest.approx([105.0])
+    (bar,) = [c for c in ax.collections if c.get_segments()]      # the error bar's line
+    (segment,) = bar.get_segments()
+    assert [y for _, y in segment] == pytest.approx([90.0, 120.0])
+    assert "3 repeats a point: mean, bars min–max" in _texts(fig)

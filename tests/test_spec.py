@@ -466,3 +466,10 @@ def test_slide_copy_has_no_matrix_of_its_own(tree):
     assert tree.errors("slides-bigdl-epoch") == [
         "experiments/slides-bigdl-epoch.yaml: (top): a spec with data_from takes its axes and scales from "
         "dlobd-fig7a: remove axes"]
+
+
+def test_repeats_expand_every_point_that_many_times():
+    scale = {"matrix": {"network": ["loopback", "rdma"]}, "exclude": [{"network": "rdma"}], "repeats": 3}
+    assert spec.expand(scale) == [(f"network-loopback_repeat-{r}", {"network": "loopback", "repeat": r})
+                                  for r in (1, 2, 3)]
+    assert spec.expand({**scale, "repeats": 1}) == [("network-loopback", {"network": "loopback"})]
