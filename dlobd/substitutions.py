@@ -80,11 +80,27 @@ def _device(spec: dict, scale: str) -> str | None:
     return None
 
 
+def _model_and_data(spec: dict, scale: str) -> list[str]:
+    """A model or data set the scale trains instead of the paper's (synthetic data of the
+    paper's shape is not a substitution: the figures mark it SYNTHETIC)."""
+    local = _scale(spec, scale)
+    out = []
+    model = (local.get("fixed") or {}).get("model")
+    if model and spec.get("model") and model != spec["model"]:
+        out.append(f"model {model} for {spec['model']}")
+    # data set ids only: a spec's dataset may be prose ("GPU buffers of varying size")
+    data, paper = str(local.get("dataset") or "").removesuffix("-synthetic"), str(spec.get("dataset") or "")
+    if re.fullmatch(r"[\w-]+", data) and re.fullmatch(r"[\w-]+", paper) and \
+            data not in paper and paper not in data:
+        out.append(f"data {data} for {paper}")
+    return out
+
+
 def substitutions(spec: dict, scale: str, cpus: int | None = None) -> list[str]:
     """Everything the scale stands in with for the paper's setting, for footers and the report."""
     if scale == "paper":
         return []
-    out = axis_map(spec, scale)
+    out = axis_map(spec, scale) + _model_and_data(spec, scale)
     out += [s for s in (_mpi_standin(spec, scale), oversubscribed(spec, scale, cpus),
                         _device(spec, scale)) if s]
     return out

@@ -54,9 +54,10 @@ def test_command_of_every_local_point(tmp_path, jars, spec_id, point):
     assert argv[:5] == ["/opt/spark/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client"]
     assert option(argv, "--num-executors") == "1"
     assert option(argv, "--executor-cores") == str(cores)
-    assert option(argv, "--executor-memory") == bigdl.EXECUTOR_MEMORY
+    assert option(argv, "--executor-memory") == ctx.fixed.get("executor_memory", bigdl.EXECUTOR_MEMORY)
     assert option(argv, "--driver-memory") == bigdl.DRIVER_MEMORY
-    assert option(argv, "--class") == "com.intel.analytics.bigdl.dllib.models.vgg.Train"
+    model = ctx.fixed.get("model", ctx.spec["model"])
+    assert option(argv, "--class") == bigdl.MODELS[model].main
     assert option(argv, "--jars") == jars["DLOBD_BIGDL_CORE_JAR"]
     # the application jar comes right after the main class, the main's options after it
     assert argv[argv.index("--class") + 2] == jars["DLOBD_BIGDL_JAR"]
@@ -104,7 +105,7 @@ def test_missing_jar_is_named(tmp_path, jars):
 
 
 def test_other_models_are_not_runnable(tmp_path, jars):
-    ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"})
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 1})
     ctx.spec = {**ctx.spec, "model": "resnet50"}
     with pytest.raises(runs.NotRunnable, match="model resnet50: no BigDL training main"):
         bigdl.command(ctx, "spark-submit", tmp_path, jars)
@@ -201,3 +202,44 @@ def test_damaged_data_set_is_named(cifar, tmp_path):
     (broken / "test_batch.bin").unlink()
     with pytest.raises(FileNotFoundError, match=r"test_batch.bin: missing"):
         bigdl.prepare_data(broken, 8, 3, tmp_path / "attempt")
+
+
+def write_idx(folder: Path, train: int, test: int) -> None:
+    """Tiny IDX files in MNIST's layout (4x4 images): image i is all bytes i, its label i % 10."""
+    folder.mkdir()
+    for (images, labels), count in ((bigdl.IDX_TRAIN, train), (bigdl.IDX_TEST, test)):
+        pixels = b"".join(bytes([i]) * 16 for i in range(count))
+        (folder / images).write_bytes(b"\0\0\x08\x03" + b"".join(n.to_bytes(4, "big") for n in (count, 4, 4)) + pixels)
+        (folder / labels).write_bytes(b"\0\0\x08\x01" + count.to_bytes(4, "big") + bytes(i % 10 for i in range(count)))
+
+
+def test_mnist_subset_keeps_the_first_images_and_labels_with_their_count(tmp_path):
+    mnist = tmp_path / "mnist"
+    write_idx(mnist, 12, 5)
+    (tmp_path / "attempt").mkdir()
+    data = bigdl.prepare_data(mnist, 8, 3, tmp_path / "attempt", bigdl.MnistIdx)
+    assert bigdl.MnistIdx.counts(data) == (8, 3)
+    images = (data / "train-images-idx3-ubyte").read_bytes()
+    assert images[16:] == b"".join(bytes([i]) * 16 for i in range(8))
+    assert (data / "t10k-labels-idx1-ubyte").read_bytes()[8:] == bytes([0, 1, 2])
+    assert "(MNIST IDX)" in (tmp_path / "attempt" / "prepare.log").read_text()
+
+
+def test_a_damaged_mnist_file_is_named(tmp_path):
+    mnist = tmp_path / "mnist"
+    write_idx(mnist, 12, 5)
+    with open(mnist / "train-labels-idx1-ubyte", "ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte: 21 bytes, but its header says 12 records of 1 bytes"):
+        bigdl.MnistIdx.counts(mnist)
+    (mnist / "t10k-images-idx3-ubyte").write_bytes(b"PK\x03\x04")
+    with pytest.raises(ValueError, match="t10k-images-idx3-ubyte: not an IDX file"):
+        bigdl.MnistIdx._header(mnist / "t10k-images-idx3-ubyte")
+
+
+def test_lenet_takes_its_learning_rate_as_its_main_wants_it(tmp_path, jars):
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 2}, model="lenet5",
+                  learning_rate=0.1)
+    argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
+    assert option(argv, "--class") == "com.intel.analytics.bigdl.dllib.models.lenet.Train"
+    assert option(argv, "-r") == "0.1" and "-l" not in argv

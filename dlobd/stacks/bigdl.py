@@ -19,14 +19,16 @@ accuracy and test_loss of the validation; train_time_s (the last epoch's wall cl
 the log reaches the end of its last epoch. BigDL prints no end-of-training line, so a log
 cut exactly between two epochs reads as finished: the run's exit status tells the rest.
 
-Launcher: the point's model's Scala main (VGG-16: `models.vgg.Train`) from $DLOBD_BIGDL_JAR
+Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`;
+the scale's `model` setting may stand in for the spec's model) from $DLOBD_BIGDL_JAR
 (with $DLOBD_BIGDL_CORE_JAR) through `spark-submit --master yarn` in client mode, so the
 driver, which reads the training data from a local folder and logs DistriOptimizer's lines,
 writes them into the attempt's stderr.log. Settings: `executors` (default 1) and `cores`
 (the point's or the fixed value: total executor cores, split evenly over the executors),
 `batch` (a multiple of the total cores, as BigDL requires), `epochs`, optional
 `learning_rate`, `driver_memory`/`executor_memory`. The data is
-$DLOBD_DATA_DIR/<the scale's dataset> in CIFAR-10 binary format; with `train_images` /
+$DLOBD_DATA_DIR/<the scale's dataset>, in CIFAR-10 binary format for VGG and in MNIST's IDX
+files for LeNet; with `train_images` /
 `test_images` the first that many records of it are copied into the attempt's `data/` and
 trained on instead. The network axis goes through config/networks.yaml: vanilla Spark over
 TCP, or OSU RDMA-Spark (an installed Spark distribution at $RDMA_SPARK_HOME with its own
@@ -35,6 +37,7 @@ conf/, so SPARK_HOME and SPARK_CONF_DIR switch to it), which needs an InfiniBand
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from dlobd import hadoop, provenance, runs
@@ -134,12 +137,13 @@ parse = line_parser(_parse)
 
 # ---------------------------------------------------------------- launcher
 
-# the spec's model -> BigDL's Scala training main for it
-MAINS = {"vgg16": "com.intel.analytics.bigdl.dllib.models.vgg.Train"}
 # CIFAR-10 binary format, as BigDL's CIFAR mains read it from their -f folder
 RECORD_BYTES = 1 + 3 * 32 * 32
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_FILE = "test_batch.bin"
+# MNIST's IDX files, as BigDL's LeNet main reads them from its -f folder: (images, labels)
+IDX_TRAIN = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
+IDX_TEST = ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 # VGG's executor ran out of Java heap with 1g while training and with 2g when it sends the
 # trained model (which carries every layer's activations of its batch share) back at the
 # end (one or two cores, batch 16); the client-mode driver only holds the model and the
@@ -152,12 +156,115 @@ def _positive_int(ctx: runs.RunContext, name: str, default=None) -> int:
     return positive_whole(ctx, name, default, "BigDL")
 
 
-def main_class(ctx: runs.RunContext) -> str:
-    model = str(ctx.spec.get("model"))
-    if model not in MAINS:
+class CifarBinary:
+    """CIFAR-10's binary version: five training files and one test file of 3073-byte records."""
+
+    name = "CIFAR-10 binary"
+
+    @staticmethod
+    def _records(path: Path) -> int:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: missing (a CIFAR-10 binary data set has "
+                                    f"{', '.join(TRAIN_FILES)} and {TEST_FILE})")
+        size = path.stat().st_size
+        if size % RECORD_BYTES:
+            raise ValueError(f"{path}: {size} bytes is not a whole number of {RECORD_BYTES}-byte "
+                             "CIFAR-10 records")
+        return size // RECORD_BYTES
+
+    @classmethod
+    def counts(cls, folder: Path) -> tuple[int, int]:
+        return (sum(cls._records(folder / name) for name in TRAIN_FILES),
+                cls._records(folder / TEST_FILE))
+
+    @staticmethod
+    def _first(paths, count: int) -> bytes:
+        out = bytearray()
+        for path in paths:
+            if len(out) >= count * RECORD_BYTES:
+                break
+            with open(path, "rb") as fh:
+                out += fh.read(count * RECORD_BYTES - len(out))
+        return bytes(out)
+
+    @classmethod
+    def write_subset(cls, folder: Path, subset: Path, n_train: int, n_test: int) -> None:
+        # all chosen training records in the first file; BigDL reads the other four empty
+        (subset / TRAIN_FILES[0]).write_bytes(cls._first([folder / n for n in TRAIN_FILES], n_train))
+        for name in TRAIN_FILES[1:]:
+            (subset / name).write_bytes(b"")
+        (subset / TEST_FILE).write_bytes(cls._first([folder / TEST_FILE], n_test))
+
+
+class MnistIdx:
+    """MNIST's IDX files: a big-endian header (magic, count, and for images rows and columns),
+    then one byte per label or per pixel."""
+
+    name = "MNIST IDX"
+
+    @staticmethod
+    def _header(path: Path) -> tuple[int, int, int]:
+        """(count, header bytes, bytes per record) of one IDX file, checked against its size."""
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: missing (an MNIST data set has "
+                                    f"{', '.join(IDX_TRAIN + IDX_TEST)})")
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            if len(head) < 4 or head[:2] != b"\0\0" or head[2] != 0x08:
+                raise ValueError(f"{path}: not an IDX file of unsigned bytes (magic {head.hex()})")
+            dims = [int.from_bytes(fh.read(4), "big") for _ in range(head[3])]
+        header, record = 4 + 4 * len(dims), math.prod(dims[1:])
+        if path.stat().st_size != header + dims[0] * record:
+            raise ValueError(f"{path}: {path.stat().st_size} bytes, but its header says "
+                             f"{dims[0]} records of {record} bytes")
+        return dims[0], header, record
+
+    @classmethod
+    def _count(cls, folder: Path, pair: tuple[str, str]) -> int:
+        images, labels = (cls._header(folder / name)[0] for name in pair)
+        if images != labels:
+            raise ValueError(f"{folder}: {pair[0]} has {images} images, {pair[1]} {labels} labels")
+        return images
+
+    @classmethod
+    def counts(cls, folder: Path) -> tuple[int, int]:
+        return cls._count(folder, IDX_TRAIN), cls._count(folder, IDX_TEST)
+
+    @classmethod
+    def write_subset(cls, folder: Path, subset: Path, n_train: int, n_test: int) -> None:
+        for pair, count in ((IDX_TRAIN, n_train), (IDX_TEST, n_test)):
+            for name in pair:
+                _, header, record = cls._header(folder / name)
+                with open(folder / name, "rb") as fh:
+                    head, body = bytearray(fh.read(header)), fh.read(count * record)
+                head[4:8] = count.to_bytes(4, "big")
+                (subset / name).write_bytes(bytes(head) + body)
+
+
+@dataclass(frozen=True)
+class Model:
+    main: str           # BigDL's Scala training main
+    data: type          # the format its main reads from its -f folder
+    rate_option: str    # how that main takes the learning rate
+
+
+# the spec's (or the scale's `model` setting's) model -> how BigDL trains it
+MODELS = {
+    "vgg16": Model("com.intel.analytics.bigdl.dllib.models.vgg.Train", CifarBinary, "-l"),
+    "lenet5": Model("com.intel.analytics.bigdl.dllib.models.lenet.Train", MnistIdx, "-r"),
+}
+
+
+def model_of(ctx: runs.RunContext) -> Model:
+    model = str(setting(ctx, "model", ctx.spec.get("model")))
+    if model not in MODELS:
         raise runs.NotRunnable(f"model {model}: no BigDL training main for it here "
-                               f"(known: {', '.join(MAINS)})")
-    return MAINS[model]
+                               f"(known: {', '.join(MODELS)})")
+    return MODELS[model]
+
+
+def main_class(ctx: runs.RunContext) -> str:
+    return model_of(ctx).main
 
 
 def plan_resources(ctx: runs.RunContext) -> dict:
@@ -175,32 +282,6 @@ def plan_resources(ctx: runs.RunContext) -> dict:
             "batch": batch, "epochs": _positive_int(ctx, "epochs")}
 
 
-def _records(path: Path) -> int:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing (a CIFAR-10 binary data set has "
-                                f"{', '.join(TRAIN_FILES)} and {TEST_FILE})")
-    size = path.stat().st_size
-    if size % RECORD_BYTES:
-        raise ValueError(f"{path}: {size} bytes is not a whole number of {RECORD_BYTES}-byte "
-                         "CIFAR-10 records")
-    return size // RECORD_BYTES
-
-
-def _first_records(paths, count: int) -> bytes:
-    out = bytearray()
-    for path in paths:
-        if len(out) >= count * RECORD_BYTES:
-            break
-        with open(path, "rb") as fh:
-            out += fh.read(count * RECORD_BYTES - len(out))
-    return bytes(out)
-
-
-def record_counts(folder: Path) -> tuple[int, int]:
-    """(training, test) records of a CIFAR-10 binary data set folder."""
-    return sum(_records(folder / name) for name in TRAIN_FILES), _records(folder / TEST_FILE)
-
-
 def data_folder(folder: Path, train_images: int | None, test_images: int | None,
                 attempt_dir: Path, have: tuple = (None, None)) -> Path:
     """The folder BigDL trains from: the data set's own, or, when `train_images` or
@@ -212,15 +293,14 @@ def data_folder(folder: Path, train_images: int | None, test_images: int | None,
 
 
 def prepare_data(folder: Path, train_images: int | None, test_images: int | None,
-                 attempt_dir: Path) -> Path:
+                 attempt_dir: Path, data=CifarBinary) -> Path:
     """The folder to train from (data_folder), made: the first `train_images` / `test_images`
-    records of `folder` copied into `<attempt>/data` (BigDL reads every record of its folder).
-    What was made is written to `<attempt>/prepare.log`."""
+    records of `folder` (format `data`) written into `<attempt>/data` (BigDL reads every
+    record of its folder). What was made is written to `<attempt>/prepare.log`."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: data set folder not found (is the datasets role "
                                 "provisioned? see workloads/data/make_datasets.py)")
-    train = [folder / name for name in TRAIN_FILES]
-    have_train, have_test = record_counts(folder)
+    have_train, have_test = data.counts(folder)
     for what, want, have in (("train_images", train_images, have_train),
                              ("test_images", test_images, have_test)):
         if want is not None and want > have:
@@ -233,13 +313,9 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
             return folder
         subset.mkdir()
         n_train, n_test = train_images or have_train, test_images or have_test
-        # all chosen training records in the first file; BigDL reads the other four empty
-        (subset / TRAIN_FILES[0]).write_bytes(_first_records(train, n_train))
-        for name in TRAIN_FILES[1:]:
-            (subset / name).write_bytes(b"")
-        (subset / TEST_FILE).write_bytes(_first_records([folder / TEST_FILE], n_test))
-        log.write(f"subset of {folder} in {subset}: the first {n_train} of {have_train} train "
-                  f"and the first {n_test} of {have_test} test records\n")
+        data.write_subset(folder, subset, n_train, n_test)
+        log.write(f"subset of {folder} ({data.name}) in {subset}: the first {n_train} of "
+                  f"{have_train} train and the first {n_test} of {have_test} test records\n")
     return subset
 
 
@@ -265,7 +341,7 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
             "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", main, jars["DLOBD_BIGDL_JAR"],
             "-f", str(data), "-b", str(r["batch"]), "-e", str(r["epochs"])]
     if (rate := setting(ctx, "learning_rate")) is not None:
-        argv += ["-l", str(float(rate))]
+        argv += [model_of(ctx).rate_option, str(float(rate))]
     return argv
 
 
@@ -273,7 +349,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     env = hadoop.stack_env()
     spark_submit, env, flavour = spark_install(ctx, env)
     # a bad point fails before any data is copied
-    main_class(ctx)
+    model = model_of(ctx)
     plan_resources(ctx)
     dataset = ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset", ctx.spec.get("dataset"))
     data_dir = env.get("DLOBD_DATA_DIR")
@@ -286,9 +362,9 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     folder = Path(data_dir) / str(dataset)
     if ctx.dry_run:  # the counts of a data set visible from here, read and not copied
         data = data_folder(folder, train, test, adir,
-                           record_counts(folder) if folder.is_dir() else (None, None))
+                           model.data.counts(folder) if folder.is_dir() else (None, None))
     else:
-        data = prepare_data(folder, train, test, adir)
+        data = prepare_data(folder, train, test, adir, model.data)
     argv = command(ctx, spark_submit, data, env)
     # BigDL writes bigdl.log into its working directory: the attempt
     result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
