@@ -406,18 +406,22 @@ def _found_gpus(fp: dict) -> str:
     return f"{gpus['count']} x " + " + ".join(sorted({d["model"] for d in gpus["devices"]}))
 
 
+def declaration_errors(hardware) -> list[str]:
+    """What is wrong with a dlobd_hardware declaration itself, before any host is looked at."""
+    if not isinstance(hardware, dict):
+        return [f"dlobd_hardware: expected a mapping of {', '.join(HARDWARE_FIELDS)}, "
+                f"found {hardware!r}"]
+    return [f"dlobd_hardware.{field}: not a field the fabric role checks "
+            f"(fields: {', '.join(HARDWARE_FIELDS)})" for field in hardware if field not in HARDWARE_FIELDS]
+
+
 def check(fp: dict, hardware: dict | None, networks: list | None, links: dict | None,
           host: str) -> list[str]:
     """Every way the host differs from its inventory: `host: field: expected X, found Y`."""
     hardware = hardware or {}
-    out = []
+    out = [f"{host}: {e}" for e in declaration_errors(hardware)]
     if not isinstance(hardware, dict):
-        return [f"{host}: dlobd_hardware: expected a mapping of {', '.join(HARDWARE_FIELDS)}, "
-                f"found {hardware!r}"]
-    for field in hardware:
-        if field not in HARDWARE_FIELDS:
-            out.append(f"{host}: dlobd_hardware.{field}: not a field the fabric role checks "
-                       f"(fields: {', '.join(HARDWARE_FIELDS)})")
+        return out
     active = _active_ports(fp)
     if "hca" in hardware:
         want = str(hardware["hca"])

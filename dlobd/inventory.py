@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlobd import ROOT
-from dlobd.fabric import HARDWARE_FIELDS  # one list: the fabric role checks the same fields
+from dlobd import fabric  # one check of a dlobd_hardware declaration: the fabric role's
 
 PLAYBOOKS = ROOT / "playbooks"
 ENV_TEMPLATE = PLAYBOOKS / "roles" / "stack_env" / "templates" / "dlobd-env.sh.j2"
@@ -169,13 +169,9 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
                              "in an inventory of several hosts: give each host the address its "
                              "peers reach it at (the IPoIB address on an InfiniBand cluster)")
     hardware = values.get("dlobd_hardware") or {}
-    if not isinstance(hardware, dict):
-        raise InventoryError(f"{path}: host {name}: dlobd_hardware must be a mapping of "
-                             f"{', '.join(HARDWARE_FIELDS)}, got {hardware!r}")
-    unknown = sorted(set(hardware) - set(HARDWARE_FIELDS))
-    if unknown:
-        raise InventoryError(f"{path}: host {name}: dlobd_hardware field(s) {', '.join(unknown)} "
-                             f"unknown (known: {', '.join(HARDWARE_FIELDS)})")
+    errors = fabric.declaration_errors(hardware)
+    if errors:
+        raise InventoryError(f"{path}: host {name}: " + "; ".join(errors))
     return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware))
 
 

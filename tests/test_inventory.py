@@ -113,7 +113,7 @@ def test_bad_settings_are_named(tmp_path, changes, message):
 
 @pytest.mark.parametrize("host_vars, message", [
     ({"dlobd_cluster_address": "127.0.0.1"}, "host ibm-a4: dlobd_cluster_address 127.0.0.1 is loopback"),
-    ({"dlobd_hardware": {"hca": "mlx5", "gpu": 4}}, "host ibm-a4: dlobd_hardware field(s) gpu unknown"),
+    ({"dlobd_hardware": {"hca": "mlx5", "gpu": 4}}, "host ibm-a4: dlobd_hardware.gpu: not a field the fabric role checks"),
 ])
 def test_bad_hosts_are_named(tmp_path, host_vars, message):
     path = write_other(tmp_path)
