@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from dlobd import ROOT, inventory, plan, spec
+from dlobd import ROOT, fabric, inventory, plan, spec
 from dlobd.appendix import natural_key, write_generated
 
 OUT = Path("docs") / "new-cluster.md"
@@ -57,7 +57,7 @@ def render(root: Path = ROOT) -> str:
     table = rows(root)
     return env.get_template("new-cluster.md.j2").render(
         rows=table, n_specs=len(spec.load_all(root)), stack_settings=inventory.STACK_SETTINGS,
-        hardware_fields=inventory.HARDWARE_FIELDS, provisioned=plan.PROVISIONED,
+        hardware_fields=fabric.HARDWARE_FIELDS, provisioned=plan.PROVISIONED,
         software_settings=plan.SOFTWARE_SETTINGS, paper_roles=plan.PAPER_ROLES, undeclared=plan.UNDECLARED,
         total_hours=sum(r["hours"] for r in table))
 

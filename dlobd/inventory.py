@@ -50,8 +50,10 @@ STACK_SETTINGS = {
                        "an unpacked Spark distribution with bin/spark-submit and its conf/; "
                        "network=rdma of BigDL and of HiBench's PageRank",
     "RDMA_GRPC_HOME": "OSU RDMA-gRPC (HiDL; registered download at hidl.cse.ohio-state.edu): "
-                      "the prefix of its gRPC C++ build; network=grpc+rdma of TF-gRPC-Bench "
-                      "and of TensorFlow",
+                      "the prefix of its gRPC C++ build (lib/pkgconfig/grpc++.pc); the "
+                      "grpc_bench role builds TF-gRPC-Bench against it into "
+                      "<prefix>/tf-grpc-bench-rdma, which network=grpc+rdma points run; "
+                      "TensorFlow's grpc+rdma points too",
     "DLOBD_TF_RDMA_PYTHON": "the python of a TensorFlow 1.x built from source with the verbs "
                             "and MPI channels (grpc+verbs, grpc+mpi; linked against RDMA-gRPC "
                             "for grpc+rdma); network=verbs, rdma, mpi, grpc+rdma of TensorFlow, "

@@ -11,6 +11,7 @@ import pytest
 
 from dlobd import networks, plan, runs, spec
 from dlobd.stacks import bigdl
+from datafiles import write_idx
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ("dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b")
@@ -202,15 +203,6 @@ def test_damaged_data_set_is_named(cifar, tmp_path):
     (broken / "test_batch.bin").unlink()
     with pytest.raises(FileNotFoundError, match=r"test_batch.bin: missing"):
         bigdl.prepare_data(broken, 8, 3, tmp_path / "attempt")
-
-
-def write_idx(folder: Path, train: int, test: int) -> None:
-    """Tiny IDX files in MNIST's layout (4x4 images): image i is all bytes i, its label i % 10."""
-    folder.mkdir()
-    for (images, labels), count in ((bigdl.IDX_TRAIN, train), (bigdl.IDX_TEST, test)):
-        pixels = b"".join(bytes([i]) * 16 for i in range(count))
-        (folder / images).write_bytes(b"\0\0\x08\x03" + b"".join(n.to_bytes(4, "big") for n in (count, 4, 4)) + pixels)
-        (folder / labels).write_bytes(b"\0\0\x08\x01" + count.to_bytes(4, "big") + bytes(i % 10 for i in range(count)))
 
 
 def test_mnist_subset_keeps_the_first_images_and_labels_with_their_count(tmp_path):

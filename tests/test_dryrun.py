@@ -18,6 +18,7 @@ import yaml
 
 from dlobd import ROOT, hadoop, plan, provenance, runs
 from dlobd.stacks import bigdl, grpcbench, hr_reduce, tensorflow, tensorflowonspark
+from datafiles import write_idx
 
 WORKERS = "127.0.0.2 127.0.0.3"
 
@@ -45,7 +46,7 @@ def prefix(tmp_path, monkeypatch):
     for jar in ("bigdl-dllib.jar", "bigdl-core.jar"):
         (jars / jar).write_bytes(b"")
     cifar_files(pre / "data" / "cifar10-synthetic", 10)
-    (pre / "data" / "mnist").mkdir()
+    write_idx(pre / "data" / "mnist", 2600, 2000)  # more than the BigDL LeNet points' subsets
     env = {"DLOBD_PREFIX": pre, "DLOBD_PYTHON": python, "DLOBD_PYTHON_HOME": python.parent.parent,
            "SPARK_HOME": pre / "spark", "DLOBD_DATA_DIR": pre / "data",
            "DLOBD_BIGDL_JAR": jars / "bigdl-dllib.jar", "DLOBD_BIGDL_CORE_JAR": jars / "bigdl-core.jar",
@@ -130,8 +131,8 @@ def test_bigdl(tmp_path, monkeypatch, prefix):
     dry, real, started = dry_and_real(tmp_path, monkeypatch, bigdl, "dlobd-fig7a", {"network": "loopback"})
     assert dry.command == real.command == started
     assert dry.cwd == real.cwd
-    # the subset the real run copied is where the dry run's command reads
-    assert Path(dry.command[dry.command.index("-f") + 1], bigdl.TRAIN_FILES[0]).is_file()
+    # the subset the real run copied is where the dry run's command reads (LeNet's MNIST files)
+    assert Path(dry.command[dry.command.index("-f") + 1], bigdl.IDX_TRAIN[0]).is_file()
 
 
 def test_tensorflowonspark(tmp_path, monkeypatch, prefix):
@@ -219,3 +220,23 @@ def test_run_command_in_a_dry_run_opens_nothing(tmp_path):
     result = runs.run_command(ctx, ("echo", "hi"), cwd="/x")
     assert (result.command, result.status, result.cwd) == (["echo", "hi"], "dry run", "/x")
     assert os.listdir(tmp_path) == []
+
+
+def test_grpcbench_rdma_points_run_the_rdma_grpc_build(tmp_path, monkeypatch, prefix, workers):
+    """A grpc+rdma point (paper scale) runs the suite the grpc_bench role built against the
+    site's RDMA-gRPC, on every host; the other points the build against the system's gRPC."""
+    servers = []
+
+    def started_servers(hosts, binary, mode, adir, env):
+        servers.extend(binary for _ in hosts)
+        return [], [f"{h}:4242" for h in hosts]
+
+    monkeypatch.setattr(grpcbench, "start_servers", started_servers)
+    point = {"network": "grpc+rdma", "payload_bytes": 8}
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, grpcbench,
+                                      "slides-rdma-grpc-latency-small", point, scale="paper")
+    rdma_build = str(prefix / "tf-grpc-bench-rdma" / "bin" / grpcbench.BINARY)
+    # over ssh: the binary is inside the remote command line
+    assert any(rdma_build in arg for arg in started) and any(rdma_build in arg for arg in dry.command)
+    assert servers == [rdma_build]
+    assert [any(rdma_build in arg for arg in p["command"]) for p in dry.extra["processes"]] == [True]

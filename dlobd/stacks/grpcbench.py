@@ -387,7 +387,8 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                          "roles": [f"ps:{i}" for i in range(parameter_servers)] + worker_roles}]
     else:
         result = _launch_across_hosts(ctx, parameter_servers, worker_roles,
-                                      str(params.get("mode", "non-serialized")))
+                                      str(params.get("mode", "non-serialized")),
+                                      INSTALLS[link.settings.get("grpc", "system")])
     log = Path(ctx.attempt_dir) / "stdout.log"
     grpc = grpc_version(log.read_text(errors="replace") if log.is_file() else "")
     result.versions = {"stack": f"tf-grpc-bench {FORMAT_VERSION} (grpc++ {grpc})", "grpc": grpc}
@@ -396,12 +397,18 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     return result
 
 
+# the gRPC of a transport (config/networks.yaml) -> where the grpc_bench role installed the
+# suite built against it, under the prefix
+INSTALLS = {"system": "tf-grpc-bench", "rdma-grpc": "tf-grpc-bench-rdma"}
+
+
 def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_roles: list[str],
-                        mode: str) -> runs.LaunchResult:
+                        mode: str, install: str = INSTALLS["system"]) -> runs.LaunchResult:
     """Parameter servers and workers on different hosts of the cluster, each host running the
-    tf_grpc_bench its grpc_bench role installed under the common prefix."""
+    tf_grpc_bench its grpc_bench role installed under the common prefix (`install`: the build
+    against the transport's gRPC)."""
     server_hosts, client = placement(parameter_servers, provenance.workers())
-    binary = str(provenance.prefix() / "tf-grpc-bench" / "bin" / BINARY)
+    binary = str(provenance.prefix() / install / "bin" / BINARY)
     adir = Path(ctx.attempt_dir).resolve()
     env = provenance.prefix_env()
     if ctx.dry_run:
