@@ -52,14 +52,18 @@ def app_tag(ctx) -> str:
 
 
 def spark_conf(ctx) -> list[str]:
-    """`--conf` arguments for every spark-submit of a launcher: the run's tag, and Spark's
-    event log written into the attempt (`spark-events/`) where the parsers read it."""
+    """`--conf` arguments for every spark-submit of a launcher: the run's tag, Spark's event
+    log written into the attempt (`spark-events/`) where the parsers read it, and no web UI
+    (nothing reads it; on YARN in client mode the AM's proxy filter, added while the UI still
+    attaches its pages, can fail the SparkContext: "No filter named ...AmIpFilter", seen on
+    a loaded machine)."""
     events = Path(ctx.attempt_dir).resolve() / "spark-events"
     if not ctx.dry_run:
         events.mkdir(exist_ok=True)
     return ["--conf", f"spark.yarn.tags={app_tag(ctx)}",
             "--conf", "spark.eventLog.enabled=true",
-            "--conf", f"spark.eventLog.dir={events.as_uri()}"]
+            "--conf", f"spark.eventLog.dir={events.as_uri()}",
+            "--conf", "spark.ui.enabled=false"]
 
 
 def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) -> tuple[str, dict, str]:

@@ -183,8 +183,9 @@ def test_local_points_run_the_project_program_on_yarn(cluster, spec_id, point):
     assert (result.status, argv[:5]) == ("dry run", ["/opt/spark/bin/spark-submit", "--master", "yarn",
                                                      "--deploy-mode", "client"])
     assert (option(argv, "--num-executors"), option(argv, "--executor-cores")) == (str(executors), str(2 // executors))
-    assert argv[argv.index(str(hb.PROGRAM)) - 2:argv.index(str(hb.PROGRAM))] == [
-        "--conf", f"spark.eventLog.dir={(ctx.attempt_dir / 'spark-events').resolve().as_uri()}"]
+    assert argv[argv.index(str(hb.PROGRAM)) - 4:argv.index(str(hb.PROGRAM))] == [
+        "--conf", f"spark.eventLog.dir={(ctx.attempt_dir / 'spark-events').resolve().as_uri()}",
+        "--conf", "spark.ui.enabled=false"]
     graph = f"hdfs://10.0.0.1:19820/dlobd/data/pagerank-hibench-shaped-synthetic/pages-{pages}-seed-1/Input"
     assert option(argv, "--input") == graph and option(argv, "--edges") == graph + "/edges"
     assert option(argv, "--output").startswith("hdfs://10.0.0.1:19820/dlobd/output/pagerank/dlobd-")

@@ -267,8 +267,7 @@ def own_command(ctx: runs.RunContext, plan: dict, spark_submit: str, python: str
     conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
             "spark.executorEnv.PYSPARK_PYTHON": python,
             "spark.executor.memoryOverhead": EXECUTOR_OVERHEAD,
-            "spark.dynamicAllocation.enabled": "false", "spark.yarn.maxAppAttempts": "1",
-            "spark.ui.enabled": "false"}
+            "spark.dynamicAllocation.enabled": "false", "spark.yarn.maxAppAttempts": "1"}
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(plan["executors"]), "--executor-cores", str(plan["executor_cores"]),
             "--executor-memory", str(setting(ctx, "executor_memory", EXECUTOR_MEMORY)),

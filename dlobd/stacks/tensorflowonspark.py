@@ -416,7 +416,6 @@ def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where:
         # TFoS's log lines carry local time: UTC makes them comparable with YARN's and Spark's
         "spark.executorEnv.TZ": "UTC",
         "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL": "1",
-        "spark.ui.enabled": "false",
     }
     if where.server_host:
         conf["spark.executorEnv.TFOS_SERVER_HOST"] = where.server_host
