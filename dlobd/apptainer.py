@@ -31,16 +31,18 @@ IMAGE_PREFIX = "/opt/dlobd"
 TARBALL_VAR = "DLOBD_APPTAINER_TARBALL"
 BINARY_VAR = "APPTAINER"
 # What an image is made of besides its definition: a change to any of these rebuilds it.
-IMAGE_INPUTS = ("playbooks", "benchmarks/tf-grpc-bench", "benchmarks/hr-reduce", "workloads",
+IMAGE_INPUTS = ("ansible.cfg", "playbooks", "benchmarks/tf-grpc-bench", "benchmarks/hr-reduce", "workloads",
                 "config", "requirements/constraints.txt", "dlobd/fabric.py", "dlobd/monitor.py",
-                "containers/smoke-test.sh")
+                "containers/inventory.yml", "containers/smoke-test.sh")
 # The subordinate id range a build's user namespace maps (root of the namespace = root outside).
 BUILD_ID_MAP = "0 0 65536"
 CAP_SYS_RESOURCE = 24
+# Debian's folder for a site's own CA certificates.
+SITE_CA_DIR = Path("/usr/local/share/ca-certificates")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_SUITE = "bookworm"
-# The build's own tooling in the rootfs (Ansible runs on python3; apt-get, the roles' packages).
-ROOTFS_PACKAGES = ("python3", "python3-venv", "python3-apt", "ca-certificates")
+# What the rootfs needs before %post runs (Ansible's python3, HTTPS to the registries).
+ROOTFS_PACKAGES = ("python3", "ca-certificates")
 
 
 class ApptainerError(Exception):
@@ -128,9 +130,10 @@ def this_process_run_options() -> list[str]:
     return run_options(os.geteuid(), effective_caps(Path("/proc/self/status").read_text()))
 
 
-def run_prefix(image: Path, binds: list[str] = (), apptainer: Path | None = None) -> list[str]:
-    """The argv prefix that runs a command inside `image` on this machine."""
-    argv = [str(apptainer or find_apptainer()), "exec", *this_process_run_options()]
+def run_prefix(image: Path, binds: list[str] = (), apptainer: Path | None = None, gpu: bool = False) -> list[str]:
+    """The argv prefix that runs a command inside `image` on this machine (`--nv` for GPUs: the
+    host's NVIDIA driver libraries bound in)."""
+    argv = [str(apptainer or find_apptainer()), "exec", *this_process_run_options(), *(["--nv"] if gpu else [])]
     for bind in binds:
         argv += ["--bind", bind]
     return argv + [str(image)]
@@ -266,9 +269,11 @@ def labels_block(values: dict[str, str]) -> str:
     return "\n".join(f"    {key} {value}" for key, value in sorted(values.items()))
 
 
-def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROOT) -> tuple[Path, bool]:
+def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROOT,
+          ca_certificates: Path = SITE_CA_DIR) -> tuple[Path, bool]:
     """The image of `definition`: reused when one with the same input digest exists, else built.
-    Returns (path, built)."""
+    The build host's extra CA certificates (`*.crt` of ca_certificates) go in, so pip and Maven
+    in %post trust a site's TLS-inspecting proxy as the host does. Returns (path, built)."""
     definition = Path(definition).resolve()
     digest = content_hash(definition, root)
     name = definition.stem
@@ -285,9 +290,13 @@ def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROO
     rendered = work / definition.name
     rendered.write_text(definition.read_text().replace(
         "    # dlobd-labels", labels_block(labels(definition_profile(definition), project_commit(root), digest, root))))
+    site_cas = work / "ca-certificates"
+    site_cas.mkdir()
+    for cert in sorted(Path(ca_certificates).glob("*.crt")):
+        shutil.copy(cert, site_cas / cert.name)
     env = dict(os.environ, APPTAINER_TMPDIR=str(work / "tmp"), APPTAINER_CACHEDIR=str(work / "cache"))
     partial = work / image.name
-    status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(root)}),
+    status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(root), "CA_CERTIFICATES": str(site_cas)}),
                             str(partial), str(rendered)], env=env)
     if status != 0:
         raise ApptainerError(f"apptainer build of {definition} failed (exit {status}); its output is above, "
@@ -323,6 +332,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     r = sub.add_parser("run-prefix", help="print, as JSON, the argv prefix that runs a command in an image")
     r.add_argument("image", type=Path)
     r.add_argument("--bind", action="append", default=[])
+    r.add_argument("--nv", action="store_true", help="GPUs: bind the host's NVIDIA driver in")
 
 
 def run(args) -> int:
@@ -348,7 +358,7 @@ def run(args) -> int:
                               "size_mib": round(args.image.stat().st_size / 2**20, 1),
                               "labels": found["data"]["attributes"]["labels"]}, indent=2))
         elif args.action == "run-prefix":
-            print(json.dumps(run_prefix(args.image, args.bind)))
+            print(json.dumps(run_prefix(args.image, args.bind, gpu=args.nv)))
     except (ApptainerError, subprocess.CalledProcessError) as err:
         print(f"dlobd image: {err}", file=sys.stderr)
         return 1
