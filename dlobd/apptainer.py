@@ -30,10 +30,6 @@ CONTAINERS_DIR = ROOT / "containers"
 IMAGE_PREFIX = "/opt/dlobd"
 TARBALL_VAR = "DLOBD_APPTAINER_TARBALL"
 BINARY_VAR = "APPTAINER"
-# What an image is made of besides its definition: a change to any of these rebuilds it.
-IMAGE_INPUTS = ("ansible.cfg", "playbooks", "benchmarks/tf-grpc-bench", "benchmarks/hr-reduce", "workloads",
-                "config", "requirements/constraints.txt", "dlobd/fabric.py", "dlobd/monitor.py",
-                "containers/inventory.yml", "containers/smoke-test.sh")
 # The subordinate id range a build's user namespace maps (root of the namespace = root outside).
 BUILD_ID_MAP = "0 0 65536"
 CAP_SYS_RESOURCE = 24
@@ -156,9 +152,22 @@ def _input_files(root: Path, names) -> list[Path]:
     return sorted(files)
 
 
-def content_hash(definition: Path, root: Path = ROOT, inputs=IMAGE_INPUTS) -> str:
-    """A digest of the definition and every file the build copies in (relative path + bytes)."""
+def definition_inputs(definition: Path) -> list[str]:
+    """What the build copies in from the checkout: the `{{ SRC }}/<path>` sources of %files."""
+    inputs, in_files = [], False
+    for line in Path(definition).read_text().splitlines():
+        if line.startswith("%"):
+            in_files = line.split()[0] == "%files"
+        elif in_files and line.strip().startswith("{{ SRC }}/"):
+            inputs.append(line.strip().removeprefix("{{ SRC }}/").split()[0])
+    return inputs
+
+
+def content_hash(definition: Path, root: Path = ROOT, inputs=None) -> str:
+    """A digest of the definition and every file the build copies in from the checkout (relative
+    path + bytes): the image's cache key."""
     digest = hashlib.sha256()
+    inputs = definition_inputs(definition) if inputs is None else inputs
     for path in [definition] + _input_files(root, inputs):
         name = path.name if path == definition else str(path.relative_to(root))
         digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())

@@ -140,6 +140,21 @@ def test_content_hash_changes_with_the_definition_and_the_roles_only(tmp_path):
     assert apptainer.content_hash(definition, tmp_path, ("playbooks",)) != second
 
 
+def test_inputs_are_the_checkout_sources_of_the_files_section(tmp_path):
+    definition = tmp_path / "x.def"
+    definition.write_text("Bootstrap: localimage\nFrom: {{ ROOTFS }}\n\n%files\n"
+                          "    {{ SRC }}/playbooks /opt/dlobd-src/playbooks\n"
+                          "    {{ CA_CERTIFICATES }} /usr/local/share/ca-certificates/site\n"
+                          "    {{ SRC }}/dlobd/fabric.py /opt/dlobd-src/dlobd/fabric.py\n\n"
+                          "%post\n    cp {{ SRC }}/not-a-file-line /x\n")
+    assert apptainer.definition_inputs(definition) == ["playbooks", "dlobd/fabric.py"]
+
+
+def test_modern_image_is_keyed_by_its_roles_and_benchmarks():
+    inputs = apptainer.definition_inputs(apptainer.CONTAINERS_DIR / "modern.def")
+    assert {"playbooks", "benchmarks/tf-grpc-bench", "benchmarks/hr-reduce", "containers/smoke-test.sh"} <= set(inputs)
+
+
 def test_missing_image_input_is_named(tmp_path):
     definition = make_tree(tmp_path)
     with pytest.raises(apptainer.ApptainerError, match="image input nothing-here does not exist"):
