@@ -335,7 +335,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     e = sub.add_parser("exec", help="run a command inside an image")
     e.add_argument("image", type=Path)
     e.add_argument("--bind", action="append", default=[])
-    e.add_argument("command", nargs=argparse.REMAINDER)
+    e.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND")
     i = sub.add_parser("info", help="an image's sha256, size and labels")
     i.add_argument("image", type=Path)
     r = sub.add_parser("run-prefix", help="print, as JSON, the argv prefix that runs a command in an image")
@@ -355,7 +355,7 @@ def run(args) -> int:
             definition = args.definition.resolve()
             print(image_path(images, definition.stem, content_hash(definition)))
         elif args.action == "exec":
-            command = args.command[1:] if args.command[:1] == ["--"] else args.command
+            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
             if not command:
                 raise ApptainerError("dlobd image exec: no command given")
             return subprocess.run(run_prefix(args.image, args.bind) + command).returncode
