@@ -58,9 +58,11 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
-# The real Spack install is make test-spack (its own budget), not part of make test.
+# The real Spack install (make test-spack) and the image build (make test-apptainer) have budgets
+# of their own, not part of make test.
 test-integration: setup emulated-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts
-	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py
+	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
+	  --ignore=tests/integration/test_apptainer_image.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -252,6 +254,28 @@ build-deps: setup ## install the Debian packages the project's benchmarks build 
 .PHONY: test-unit
 test-unit: setup browser-deps build-deps ## unit tests (no cluster needed), the report in a headless browser
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" tests
+
+## ---------------------------------------------------------------- Apptainer images (containers/)
+
+# The images of containers/, built by the playbook roles inside the image from a debootstrap
+# rootfs, cached as $(IMAGES)/<name>-<hash of the definition and the roles>.sif. Apptainer comes
+# from $$APPTAINER, PATH, or the relocatable tarball named by DLOBD_APPTAINER_TARBALL.
+IMAGES ?= $(DLOBD_PREFIX)/images
+IMAGE_DEF ?= containers/modern.def
+
+.PHONY: apptainer-deps image bench-image test-apptainer
+apptainer-deps: setup ## install the Debian packages Apptainer needs to build and run images (needs root and apt)
+	$(PLAYBOOK) playbooks/apptainer-deps.yml
+
+image: setup apptainer-deps ## build the image of IMAGE_DEF (modern), or reuse it when its definition and the roles are unchanged
+	nice -n 10 $(BIN)/dlobd image --images $(IMAGES) build $(IMAGE_DEF)
+
+bench-image: setup apptainer-deps ## image_build_cold_s (a full build), image_build_cached_s, image_size_mib
+	nice -n 10 $(BIN)/python benchmarks/image.py --images $(IMAGES) --definition $(IMAGE_DEF)
+
+# Not part of make test: a cold build takes tens of minutes here (README, Apptainer images).
+test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Hadoop/Spark/TF/MPI through the apptainer method's wrappers
+	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_apptainer_image.py -q
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
 

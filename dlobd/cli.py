@@ -18,6 +18,7 @@ COMMANDS = {
     "appendix": ("dlobd.appendix", "write docs/artifact-evaluation.md from the specs, reference runs and verdicts"),
     "spack": ("dlobd.spack", "the pinned Spack, offline: concretize, check and bench spack-envs/"),
     "fabric": ("dlobd.fabric", "this host's InfiniBand HCAs and GPUs (the fabric role's detector)"),
+    "image": ("dlobd.apptainer", "Apptainer images of containers/: build (or reuse), exec, info"),
     "calibrate": ("dlobd.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
 }
 

@@ -103,6 +103,8 @@ def maven_settings(tmp_path_factory):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, mirror, maven_settings):
     """Run every scenario concurrently; map scenario name -> (exit status, output, its tmp dir)."""
+    image = tmp_path_factory.mktemp("image") / "stack.sif"
+    image.write_bytes(b"not a real image\n")
     with socket.socket() as closed, socket.socket() as busy:
         closed.bind(("127.0.0.1", 0))  # a loopback port nobody listens on (never listen())
         closed_port = closed.getsockname()[1]
@@ -123,7 +125,13 @@ def results(tmp_path_factory, mirror, maven_settings):
             "java_old": (ONE_NODE, None, "preflight.yml", (), {"dlobd_java_min_version": 99}),
             "java_missing": (ONE_NODE, None, "preflight.yml", (),
                              {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
-            "apptainer": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "apptainer"}),
+            "unknown_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "conda"}),
+            "apptainer_no_image": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
+                                   {"dlobd_install_method": "apptainer"}),
+            # the role copies the image to the host, then checks the copy before anything uses it
+            "apptainer_bad_digest": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
+                                     {"dlobd_install_method": "apptainer", "apptainer_image": str(image),
+                                      "apptainer_image_sha256": "0" * 64}),
             "tarball_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
                             {"dlobd_install_method": "tarball", "dlobd_apache_mirror": mirror,
                              "dlobd_hadoop_version": "9.9.2"}),
@@ -192,9 +200,24 @@ def test_missing_java_fails_when_not_installing(results):
 
 
 def test_unimplemented_install_method_fails(results):
-    rc, out, _ = results["apptainer"]
+    rc, out, _ = results["unknown_method"]
     assert rc != 0
-    assert "install method apptainer is not implemented yet for Hadoop (implemented: registry, tarball, spack)" in out
+    assert "install method conda is not implemented yet for Hadoop (implemented: registry, tarball, spack, apptainer)" in out
+
+
+def test_apptainer_method_without_an_image_fails_naming_the_setting(results):
+    rc, out, _ = results["apptainer_no_image"]
+    assert rc != 0
+    assert "install method apptainer: apptainer_image is not set" in out
+
+
+def test_apptainer_image_copy_with_another_digest_stops_the_play(results):
+    rc, out, tmp = results["apptainer_bad_digest"]
+    assert rc != 0
+    copy = tmp / "prefix" / "images" / "stack.sif"
+    found = hashlib.sha256(b"not a real image\n").hexdigest()
+    assert f"the image {copy} has sha256 {found}, expected {'0' * 64}" in out
+    assert not (tmp / "prefix" / "hadoop-3.4.1").exists()
 
 
 def test_tarball_with_wrong_sha512_stops_the_play(results, mirror):

@@ -1,0 +1,381 @@
+"""Apptainer: find it, build the images of containers/ (cached by a hash of their inputs), run
+commands inside them.
+
+Everything specific to Apptainer on a given machine is handled here once:
+- where Apptainer comes from: $APPTAINER, `apptainer` on PATH, or the relocatable tarball named
+  by $DLOBD_APPTAINER_TARBALL (unpacked once under ~/.cache/dlobd/apptainer/);
+- root without CAP_SYS_RESOURCE (root inside an unprivileged container): Apptainer asks for its
+  default capabilities and fails, so runs drop that one (`--drop-caps CAP_SYS_RESOURCE`);
+- builds as root there fail in %post, so they run in a user namespace whose uid/gid maps root
+  writes itself (an `unshare --user --mount` child that waits until its maps are in place).
+
+The part the hosts need (finding Apptainer, `run-prefix`) uses the standard library only: the
+`apptainer` role runs this file with the host's python3 to write its wrappers.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTAINERS_DIR = ROOT / "containers"
+# The stack's prefix inside every image: the same layout a registry-provisioned prefix has.
+IMAGE_PREFIX = "/opt/dlobd"
+TARBALL_VAR = "DLOBD_APPTAINER_TARBALL"
+BINARY_VAR = "APPTAINER"
+# The subordinate id range a build's user namespace maps (root of the namespace = root outside).
+BUILD_ID_MAP = "0 0 65536"
+CAP_SYS_RESOURCE = 24
+# Debian's folder for a site's own CA certificates.
+SITE_CA_DIR = Path("/usr/local/share/ca-certificates")
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+DEBIAN_SUITE = "bookworm"
+# What the rootfs needs before %post runs (Ansible's python3, HTTPS to the registries).
+ROOTFS_PACKAGES = ("python3", "ca-certificates")
+
+
+class ApptainerError(Exception):
+    """Apptainer is missing or a step failed; the message says which and how to fix it."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlobd" / "apptainer"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def image_sha256(image: Path) -> str:
+    """The sha256 of an image file (what run.json records and the hosts' copies are checked by)."""
+    return sha256_file(Path(image))
+
+
+def unpack_tarball(tarball: Path, dest_root: Path) -> Path:
+    """Unpack the relocatable Apptainer tarball once (a folder per tarball digest) and return its
+    `apptainer` binary."""
+    tarball = Path(tarball)
+    if not tarball.is_file():
+        raise ApptainerError(f"{TARBALL_VAR}={tarball}: no such file")
+    dest = dest_root / sha256_file(tarball)[:16]
+    if not (dest / ".unpacked").exists():
+        partial = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        with tarfile.open(tarball) as tar:
+            tar.extractall(partial, filter="tar")
+        (partial / ".unpacked").write_text(str(tarball) + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+    found = sorted(dest.glob("*/bin/apptainer")) + sorted(dest.glob("bin/apptainer"))
+    if not found:
+        raise ApptainerError(f"{tarball} holds no bin/apptainer (unpacked in {dest})")
+    return found[0]
+
+
+def find_apptainer(env=None, unpack_root: Path | None = None) -> Path:
+    """$APPTAINER, else `apptainer` on PATH, else the tarball named by $DLOBD_APPTAINER_TARBALL."""
+    env = os.environ if env is None else env
+    if env.get(BINARY_VAR):
+        binary = Path(env[BINARY_VAR])
+        if not os.access(binary, os.X_OK):
+            raise ApptainerError(f"{BINARY_VAR}={binary} is not an executable file")
+        return binary
+    on_path = shutil.which("apptainer", path=env.get("PATH", os.defpath))
+    if on_path:
+        return Path(on_path)
+    if env.get(TARBALL_VAR):
+        return unpack_tarball(Path(env[TARBALL_VAR]), unpack_root or cache_dir())
+    raise ApptainerError(
+        "Apptainer not found: put `apptainer` on PATH (or name its binary in $APPTAINER), or set "
+        f"${TARBALL_VAR} to a relocatable Apptainer tarball (an install prefix packed with tar, "
+        "e.g. apptainer-1.4.5-prefix.tar.gz). Apptainer is on no package registry: "
+        "https://apptainer.org/docs/admin/main/installation.html"
+    )
+
+
+def effective_caps(status_text: str) -> int:
+    """The effective capability set from /proc/<pid>/status."""
+    for line in status_text.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    raise ValueError("no CapEff line in the process status")
+
+
+def run_options(euid: int, caps: int) -> list[str]:
+    """Options every `apptainer exec/run/test` needs here. Root asks for Apptainer's default
+    capabilities, CAP_SYS_RESOURCE among them; root of an unprivileged container lacks it, and
+    Apptainer then refuses to start. Dropping it is harmless: the stacks never raise limits."""
+    if euid == 0 and not caps & (1 << CAP_SYS_RESOURCE):
+        return ["--drop-caps", "CAP_SYS_RESOURCE"]
+    return []
+
+
+def this_process_run_options() -> list[str]:
+    return run_options(os.geteuid(), effective_caps(Path("/proc/self/status").read_text()))
+
+
+def run_prefix(image: Path, binds: list[str] = (), apptainer: Path | None = None, gpu: bool = False) -> list[str]:
+    """The argv prefix that runs a command inside `image` on this machine (`--nv` for GPUs: the
+    host's NVIDIA driver libraries bound in)."""
+    argv = [str(apptainer or find_apptainer()), "exec", *this_process_run_options(), *(["--nv"] if gpu else [])]
+    for bind in binds:
+        argv += ["--bind", bind]
+    return argv + [str(image)]
+
+
+# ------------------------------------------------------------------ image identity
+
+
+def _input_files(root: Path, names) -> list[Path]:
+    files = []
+    for name in names:
+        path = root / name
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files += [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                      and not p.name.endswith(".pyc") and "secrets" not in p.relative_to(root).parts]
+        else:
+            raise ApptainerError(f"image input {name} does not exist under {root}")
+    return sorted(files)
+
+
+def definition_inputs(definition: Path) -> list[str]:
+    """What the build copies in from the checkout: the `{{ SRC }}/<path>` sources of %files."""
+    inputs, in_files = [], False
+    for line in Path(definition).read_text().splitlines():
+        if line.startswith("%"):
+            in_files = line.split()[0] == "%files"
+        elif in_files and line.strip().startswith("{{ SRC }}/"):
+            inputs.append(line.strip().removeprefix("{{ SRC }}/").split()[0])
+    return inputs
+
+
+def content_hash(definition: Path, root: Path = ROOT, inputs=None) -> str:
+    """A digest of the definition and every file the build copies in from the checkout (relative
+    path + bytes): the image's cache key."""
+    digest = hashlib.sha256()
+    inputs = definition_inputs(definition) if inputs is None else inputs
+    for path in [definition] + _input_files(root, inputs):
+        name = path.name if path == definition else str(path.relative_to(root))
+        digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def image_path(images_dir: Path, name: str, digest: str) -> Path:
+    return images_dir / f"{name}-{digest[:16]}.sif"
+
+
+def versions(root: Path = ROOT) -> dict[str, str]:
+    """Every component version the playbooks pin: `dlobd_<x>_version` of the shared settings and
+    `<role>_..._version` of the roles' defaults (literal values only, not derived ones)."""
+    import yaml
+
+    sources = [root / "playbooks/group_vars/all/main.yml"]
+    sources += sorted((root / "playbooks/roles").glob("*/defaults/main.yml"))
+    found = {}
+    for source in sources:
+        for key, value in (yaml.safe_load(source.read_text()) or {}).items():
+            if key.endswith("_version") and isinstance(value, (str, int, float)) and "{{" not in str(value):
+                found[key.removeprefix("dlobd_").removesuffix("_version")] = str(value)
+    return dict(sorted(found.items()))
+
+
+def labels(profile: str, commit: str, digest: str, root: Path = ROOT) -> dict[str, str]:
+    """The image's %labels: profile, project commit, input digest, every component version."""
+    result = {"org.dlobd.profile": profile, "org.dlobd.commit": commit, "org.dlobd.inputs-sha256": digest}
+    result.update({f"org.dlobd.version.{name}": value for name, value in versions(root).items()})
+    return result
+
+
+def project_commit(root: Path = ROOT) -> str:
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return "unknown (not a git checkout)"
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def definition_profile(definition: Path) -> str:
+    """The profile a definition builds, from its `# dlobd-profile: <name>` line."""
+    for line in definition.read_text().splitlines():
+        if line.startswith("# dlobd-profile:"):
+            return line.split(":", 1)[1].strip()
+    raise ApptainerError(f"{definition}: no `# dlobd-profile: <name>` line")
+
+
+# ------------------------------------------------------------------ building
+
+
+def make_rootfs(dest: Path, suite: str = DEBIAN_SUITE, mirror: str = DEBIAN_MIRROR) -> Path:
+    """A Debian rootfs by debootstrap (no container registry needed), once per folder. Its dev/
+    device nodes go: a build in a user namespace cannot copy them."""
+    if (dest / ".dlobd-rootfs").exists():
+        return dest
+    if not shutil.which("debootstrap"):
+        raise ApptainerError("debootstrap is not installed (Debian package debootstrap)")
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(ROOTFS_PACKAGES),
+                    suite, str(partial), mirror], check=True)
+    for node in (partial / "dev").rglob("*"):
+        if node.is_char_device() or node.is_block_device():
+            node.unlink()
+    (partial / ".dlobd-rootfs").write_text(f"{suite} {mirror}\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
+    return dest
+
+
+def userns_command(argv: list[str]) -> list[str]:
+    """argv run in a new user + mount namespace once its uid/gid maps exist (a line on stdin)."""
+    return ["unshare", "--user", "--mount", "--", "sh", "-c", 'read -r _ && exec "$@"', "sh", *argv]
+
+
+def run_in_userns(argv: list[str], env=None) -> int:
+    """Run argv as root of a user namespace mapping ids 0-65535 onto the same ids outside.
+    Apptainer's %post needs real root there; plain root here lacks CAP_SYS_RESOURCE."""
+    child = subprocess.Popen(userns_command(argv), stdin=subprocess.PIPE, env=env)
+    try:
+        # the maps can be written only once the child is in its new namespace
+        ours = os.readlink("/proc/self/ns/user")
+        while os.readlink(f"/proc/{child.pid}/ns/user") == ours:
+            if child.poll() is not None:
+                raise ApptainerError(f"unshare --user --mount failed (exit {child.returncode})")
+            time.sleep(0.01)
+        for name in ("uid_map", "gid_map"):
+            Path(f"/proc/{child.pid}/{name}").write_text(BUILD_ID_MAP + "\n")
+        child.stdin.write(b"go\n")
+        child.stdin.close()
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    return child.wait()
+
+
+def build_args(values: dict[str, str]) -> list[str]:
+    args = []
+    for key, value in sorted(values.items()):
+        args += ["--build-arg", f"{key}={value}"]
+    return args
+
+
+def labels_block(values: dict[str, str]) -> str:
+    return "\n".join(f"    {key} {value}" for key, value in sorted(values.items()))
+
+
+def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROOT,
+          ca_certificates: Path = SITE_CA_DIR) -> tuple[Path, bool]:
+    """The image of `definition`: reused when one with the same input digest exists, else built.
+    The build host's extra CA certificates (`*.crt` of ca_certificates) go in, so pip and Maven
+    in %post trust a site's TLS-inspecting proxy as the host does. Returns (path, built)."""
+    definition = Path(definition).resolve()
+    digest = content_hash(definition, root)
+    name = definition.stem
+    image = image_path(images_dir, name, digest)
+    if image.exists():
+        return image, False
+    apptainer = find_apptainer()
+    rootfs = make_rootfs(rootfs_dir)
+    images_dir.mkdir(parents=True, exist_ok=True)
+    work = images_dir / f".build-{name}-{digest[:16]}"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "tmp").mkdir(parents=True)
+    # The labels are rendered into a copy of the definition: %labels takes no build arguments.
+    rendered = work / definition.name
+    rendered.write_text(definition.read_text().replace(
+        "    # dlobd-labels", labels_block(labels(definition_profile(definition), project_commit(root), digest, root))))
+    site_cas = work / "ca-certificates"
+    site_cas.mkdir()
+    for cert in sorted(Path(ca_certificates).glob("*.crt")):
+        shutil.copy(cert, site_cas / cert.name)
+    env = dict(os.environ, APPTAINER_TMPDIR=str(work / "tmp"), APPTAINER_CACHEDIR=str(work / "cache"))
+    partial = work / image.name
+    status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(root), "CA_CERTIFICATES": str(site_cas)}),
+                            str(partial), str(rendered)], env=env)
+    if status != 0:
+        raise ApptainerError(f"apptainer build of {definition} failed (exit {status}); its output is above, "
+                             f"its work folder {work}")
+    partial.rename(image)
+    shutil.rmtree(work, ignore_errors=True)
+    return image, True
+
+
+# ------------------------------------------------------------------ the `dlobd image` command
+
+
+def default_images_dir() -> Path:
+    return Path(os.environ.get("DLOBD_PREFIX", Path.home() / "dlobd-stack")) / "images"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--images", type=Path, default=None,
+                        help="where images are cached (default: $DLOBD_PREFIX/images)")
+    sub = parser.add_subparsers(dest="action", required=True)
+    b = sub.add_parser("build", help="build the image of a definition, or reuse the cached one")
+    b.add_argument("definition", type=Path, nargs="?", default=CONTAINERS_DIR / "modern.def")
+    b.add_argument("--rootfs", type=Path, default=None,
+                   help="the debootstrap rootfs (default: <images>/rootfs-bookworm)")
+    p = sub.add_parser("path", help="print the cached image path of a definition (built or not)")
+    p.add_argument("definition", type=Path, nargs="?", default=CONTAINERS_DIR / "modern.def")
+    e = sub.add_parser("exec", help="run a command inside an image")
+    e.add_argument("image", type=Path)
+    e.add_argument("--bind", action="append", default=[])
+    e.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    i = sub.add_parser("info", help="an image's sha256, size and labels")
+    i.add_argument("image", type=Path)
+    r = sub.add_parser("run-prefix", help="print, as JSON, the argv prefix that runs a command in an image")
+    r.add_argument("image", type=Path)
+    r.add_argument("--bind", action="append", default=[])
+    r.add_argument("--nv", action="store_true", help="GPUs: bind the host's NVIDIA driver in")
+
+
+def run(args) -> int:
+    images = args.images or default_images_dir()
+    try:
+        if args.action == "build":
+            started = time.monotonic()
+            image, built = build(args.definition, images, args.rootfs or images / f"rootfs-{DEBIAN_SUITE}")
+            print(f"{'built' if built else 'reused'}: {image} ({time.monotonic() - started:.1f} s)")
+        elif args.action == "path":
+            definition = args.definition.resolve()
+            print(image_path(images, definition.stem, content_hash(definition)))
+        elif args.action == "exec":
+            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+            if not command:
+                raise ApptainerError("dlobd image exec: no command given")
+            return subprocess.run(run_prefix(args.image, args.bind) + command).returncode
+        elif args.action == "info":
+            argv = run_prefix(args.image)
+            inspect = [argv[0], "inspect", "--json", "--labels", str(args.image)]
+            found = json.loads(subprocess.run(inspect, check=True, capture_output=True, text=True).stdout)
+            print(json.dumps({"image": str(args.image), "sha256": image_sha256(args.image),
+                              "size_mib": round(args.image.stat().st_size / 2**20, 1),
+                              "labels": found["data"]["attributes"]["labels"]}, indent=2))
+        elif args.action == "run-prefix":
+            print(json.dumps(run_prefix(args.image, args.bind, gpu=args.nv)))
+    except (ApptainerError, subprocess.CalledProcessError) as err:
+        print(f"dlobd image: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    # The hosts run this file directly (no dlobd package there): `python3 apptainer.py run-prefix IMAGE`.
+    top = argparse.ArgumentParser(prog="apptainer.py")
+    register(top)
+    sys.exit(run(top.parse_args()))

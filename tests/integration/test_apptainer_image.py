@@ -1,0 +1,131 @@
+"""The modern image for real: built (or reused from the cache when its definition and the roles are
+unchanged), its %test run, then a prefix provisioned with dlobd_install_method=apptainer from it
+(playbooks/install.yml on the local machine) whose wrappers run Hadoop, Spark, TensorFlow and MPI
+inside the image; a second provisioning changes nothing.
+
+`make test-apptainer` runs it. Apptainer comes from $APPTAINER, PATH or $DLOBD_APPTAINER_TARBALL
+(without any the test fails with the error that names them). DLOBD_TEST_IMAGES: the image cache
+(default $DLOBD_PREFIX/images, else ~/dlobd-stack/images). A cold build takes tens of minutes
+here (README, "Apptainer images"); a cached one seconds.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlobd import ROOT, apptainer
+
+pytestmark = pytest.mark.integration
+
+IMAGES = Path(os.environ.get("DLOBD_TEST_IMAGES") or apptainer.default_images_dir())
+GROUP_VARS = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_text())
+
+
+@pytest.fixture(scope="module")
+def image() -> Path:
+    found = subprocess.run([sys.executable, "-m", "dlobd.cli", "image", "--images", str(IMAGES), "build",
+                            str(apptainer.CONTAINERS_DIR / "modern.def")], cwd=ROOT, text=True,
+                           capture_output=True)
+    assert found.returncode == 0, found.stdout[-3000:] + found.stderr[-3000:]
+    path = Path(re.search(r"^(?:built|reused): (\S+\.sif)", found.stdout, re.M).group(1))
+    assert path.exists()
+    return path
+
+
+@pytest.fixture(scope="module")
+def prefix(image, tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("apptainer-method")
+    inventory = tmp / "inventory" / "hosts.yml"
+    inventory.parent.mkdir()
+    inventory.write_text((ROOT / "playbooks/inventories/local/hosts.yml").read_text())
+    prefix = tmp / "prefix"
+    extra = {"dlobd_prefix": str(prefix), "dlobd_install_method": "apptainer", "apptainer_image": str(image),
+             "apptainer_binary": str(apptainer.find_apptainer())}
+    command = [str(ROOT / ".venv/bin/ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks/install.yml"),
+               "-e", json.dumps(extra)]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    for attempt in ("first", "second"):
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, f"{attempt} provisioning:\n" + done.stdout[-5000:] + done.stderr[-2000:]
+        recap = re.search(r"changed=(\d+)", done.stdout.split("PLAY RECAP")[-1]).group(1)
+        if attempt == "second":
+            assert recap == "0", "a second provisioning changed something:\n" + done.stdout[-5000:]
+    return prefix
+
+
+def run(argv, **kwargs):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kwargs)
+
+
+def test_image_test_section_passes(image):
+    argv = apptainer.run_prefix(image)
+    done = run([argv[0], "test", *argv[2:]])
+    assert done.returncode == 0, done.stdout + done.stderr
+    for line in (f"ok: Hadoop {GROUP_VARS['dlobd_hadoop_version']}", f"ok: Spark {GROUP_VARS['dlobd_spark_version']}",
+                 "ok: TensorFlow, TensorFlowOnSpark", "ok: BigDL's Engine class", "ok: MPI", "ok: data sets"):
+        assert line in done.stdout, done.stdout
+
+
+def test_image_labels_name_profile_commit_and_versions(image):
+    argv = apptainer.run_prefix(image)
+    labels = json.loads(run([argv[0], "inspect", "--json", "--labels", image]).stdout)["data"]["attributes"]["labels"]
+    assert labels["org.dlobd.profile"] == "modern"
+    assert labels["org.dlobd.inputs-sha256"] == apptainer.content_hash(apptainer.CONTAINERS_DIR / "modern.def")
+    assert labels["org.dlobd.version.hadoop"] == GROUP_VARS["dlobd_hadoop_version"]
+    assert labels["org.dlobd.version.tensorflow"] == GROUP_VARS["dlobd_tensorflow_version"]
+
+
+def test_a_second_build_reuses_the_cached_image(image):
+    again = subprocess.run([sys.executable, "-m", "dlobd.cli", "image", "--images", str(IMAGES), "build"],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"reused: {image} ")
+
+
+def test_hdfs_runs_inside_the_image_through_the_wrappers(prefix):
+    done = run([prefix / "bin/hdfs", "version"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Hadoop {GROUP_VARS['dlobd_hadoop_version']}\n")
+    # JAVA_HOME's java is the wrapper: the JVM that ran is the image's
+    java = (prefix / "libexec/apptainer/jvm/bin/java").read_text()
+    assert "exec" in java and str(apptainer.find_apptainer()) in java
+
+
+def test_spark_submit_runs_inside_the_image(prefix):
+    done = run([prefix / "bin/dlobd-env", "spark-submit", "--version"])
+    assert done.returncode == 0, done.stderr
+    assert f"version {GROUP_VARS['dlobd_spark_version']}" in done.stdout + done.stderr
+    env = (prefix / "etc/dlobd-env.sh").read_text()
+    assert f"export SPARK_HOME={prefix}/spark-{GROUP_VARS['dlobd_spark_version']}\n" in env
+
+
+def test_the_stacks_python_is_the_images(prefix):
+    done = run([prefix / "python/bin/python", "-c",
+                "import sys, tensorflow, tensorflowonspark; print(sys.prefix, tensorflow.__version__)"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["/opt/dlobd/python", GROUP_VARS["dlobd_tensorflow_version"]]
+
+
+def test_mpi_ranks_run_inside_the_image(prefix):
+    # rank 0 gathers and prints: mpirun's forwarding may split and interleave the ranks' own output
+    done = run([prefix / "bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                prefix / "python/bin/python", "-c",
+                "from mpi4py import MPI; import sys; c = MPI.COMM_WORLD; "
+                "seen = c.gather((c.Get_rank(), sys.prefix)); c.Get_rank() or print(seen)"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[(0, '/opt/dlobd/python'), (1, '/opt/dlobd/python')]\n"
+
+
+def test_data_sets_are_copied_out_whole(prefix):
+    for name in ("mnist", "fashion-mnist"):
+        folder = prefix / "data" / name
+        manifest = json.loads((folder / "MANIFEST.json").read_text())
+        assert manifest["name"] == name and manifest["files"]
+        for entry in manifest["files"]:
+            assert apptainer.sha256_file(folder / entry["file"]) == entry["sha256"], entry["file"]

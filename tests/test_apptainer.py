@@ -1,0 +1,233 @@
+"""dlobd/apptainer.py without Apptainer: where it is found, the options runs need here, the image
+cache's content hash, the labels, the user-namespace build command, the rootfs's device nodes."""
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlobd import ROOT, apptainer
+
+
+def fake_install(tmp_path: Path) -> Path:
+    binary = tmp_path / "apptainer-9.9/bin/apptainer"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    return binary
+
+
+def test_missing_apptainer_names_both_ways(tmp_path):
+    with pytest.raises(apptainer.ApptainerError) as err:
+        apptainer.find_apptainer({"PATH": str(tmp_path)})
+    message = str(err.value)
+    assert "put `apptainer` on PATH" in message and "$APPTAINER" in message
+    assert "DLOBD_APPTAINER_TARBALL" in message and "relocatable Apptainer tarball" in message
+
+
+def test_apptainer_variable_wins_and_must_be_executable(tmp_path):
+    binary = fake_install(tmp_path)
+    assert apptainer.find_apptainer({"APPTAINER": str(binary), "PATH": ""}) == binary
+    binary.chmod(0o644)
+    with pytest.raises(apptainer.ApptainerError, match="is not an executable file"):
+        apptainer.find_apptainer({"APPTAINER": str(binary), "PATH": ""})
+
+
+def test_apptainer_on_path_is_found(tmp_path):
+    binary = fake_install(tmp_path)
+    assert apptainer.find_apptainer({"PATH": str(binary.parent)}) == binary
+
+
+def test_tarball_is_unpacked_once_per_digest(tmp_path):
+    tarball = tmp_path / "apptainer-prefix.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        data = b"#!/bin/sh\necho apptainer version 9.9\n"
+        info = tarfile.TarInfo("apptainer-9.9/bin/apptainer")
+        info.size, info.mode = len(data), 0o755
+        tar.addfile(info, io.BytesIO(data))
+    env = {"PATH": "", "DLOBD_APPTAINER_TARBALL": str(tarball)}
+    found = apptainer.find_apptainer(env, unpack_root=tmp_path / "cache")
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()[:16]
+    assert found == tmp_path / "cache" / digest / "apptainer-9.9/bin/apptainer"
+    assert subprocess.run([found], capture_output=True, text=True).stdout == "apptainer version 9.9\n"
+    found.write_text("#!/bin/sh\necho kept\n")  # a second call reuses the unpacked copy
+    assert apptainer.find_apptainer(env, unpack_root=tmp_path / "cache") == found
+    assert found.read_text() == "#!/bin/sh\necho kept\n"
+
+
+def test_missing_tarball_is_named(tmp_path):
+    with pytest.raises(apptainer.ApptainerError, match=r"DLOBD_APPTAINER_TARBALL=.*nope.tar.gz: no such file"):
+        apptainer.find_apptainer({"PATH": "", "DLOBD_APPTAINER_TARBALL": str(tmp_path / "nope.tar.gz")})
+
+
+# CapEff lines as /proc/<pid>/status prints them: full root, and root of a container without
+# CAP_SYS_RESOURCE (bit 24), as on this machine.
+FULL_ROOT = "Name:\tbash\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n"
+ROOT_WITHOUT_SYS_RESOURCE = "Name:\tbash\nCapEff:\t000001fffeffffff\n"
+
+
+def test_root_without_cap_sys_resource_drops_it():
+    assert apptainer.run_options(0, apptainer.effective_caps(ROOT_WITHOUT_SYS_RESOURCE)) == [
+        "--drop-caps", "CAP_SYS_RESOURCE"]
+
+
+def test_full_root_and_users_need_no_option():
+    assert apptainer.run_options(0, apptainer.effective_caps(FULL_ROOT)) == []
+    assert apptainer.run_options(1000, 0) == []
+
+
+def test_status_without_capeff_is_an_error():
+    with pytest.raises(ValueError, match="no CapEff"):
+        apptainer.effective_caps("Name:\tbash\n")
+
+
+def test_run_prefix_puts_options_binds_and_image_in_order(tmp_path):
+    binary = fake_install(tmp_path)
+    argv = apptainer.run_prefix(Path("/img/stack.sif"), ["/p:/p", "/q"], apptainer=binary, gpu=True)
+    expected_caps = apptainer.this_process_run_options()
+    assert argv == [str(binary), "exec", *expected_caps, "--nv", "--bind", "/p:/p", "--bind", "/q", "/img/stack.sif"]
+
+
+def test_run_prefix_command_runs_standalone_with_the_host_python(tmp_path):
+    """The apptainer role runs dlobd/apptainer.py with the host's python3, outside any venv."""
+    binary = fake_install(tmp_path)
+    out = subprocess.run([sys.executable, "-I", str(ROOT / "dlobd/apptainer.py"), "run-prefix", "/i.sif",
+                          "--bind", "/a"], capture_output=True, text=True, env={"APPTAINER": str(binary)},
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [str(binary), "exec", *apptainer.this_process_run_options(),
+                                      "--bind", "/a", "/i.sif"]
+
+
+def test_image_sha256_is_the_file_digest(tmp_path):
+    image = tmp_path / "x.sif"
+    image.write_bytes(b"sif bytes")
+    assert apptainer.image_sha256(image) == hashlib.sha256(b"sif bytes").hexdigest()
+
+
+def make_tree(root: Path) -> Path:
+    (root / "playbooks/roles/r/defaults").mkdir(parents=True)
+    (root / "playbooks/roles/r/defaults/main.yml").write_text("r_version: '1.0'\n")
+    (root / "playbooks/roles/r/__pycache__").mkdir()
+    (root / "playbooks/roles/r/__pycache__/x.pyc").write_bytes(b"compiled")
+    (root / "containers").mkdir()
+    definition = root / "containers/stack.def"
+    definition.write_text("# dlobd-profile: modern\nBootstrap: localimage\n")
+    return definition
+
+
+def test_content_hash_changes_with_the_definition_and_the_roles_only(tmp_path):
+    definition = make_tree(tmp_path)
+    first = apptainer.content_hash(definition, tmp_path, ("playbooks",))
+    assert apptainer.content_hash(definition, tmp_path, ("playbooks",)) == first
+    (tmp_path / "playbooks/roles/r/__pycache__/x.pyc").write_bytes(b"recompiled")
+    (tmp_path / "unrelated.txt").write_text("not an input")
+    assert apptainer.content_hash(definition, tmp_path, ("playbooks",)) == first
+    (tmp_path / "playbooks/roles/r/defaults/main.yml").write_text("r_version: '1.1'\n")
+    second = apptainer.content_hash(definition, tmp_path, ("playbooks",))
+    assert second != first
+    definition.write_text(definition.read_text() + "%post\n")
+    assert apptainer.content_hash(definition, tmp_path, ("playbooks",)) not in (first, second)
+    # a file moved to another path is another input
+    (tmp_path / "playbooks/roles/r/defaults/main.yml").rename(tmp_path / "playbooks/roles/r/defaults/other.yml")
+    assert apptainer.content_hash(definition, tmp_path, ("playbooks",)) != second
+
+
+def test_inputs_are_the_checkout_sources_of_the_files_section(tmp_path):
+    definition = tmp_path / "x.def"
+    definition.write_text("Bootstrap: localimage\nFrom: {{ ROOTFS }}\n\n%files\n"
+                          "    {{ SRC }}/playbooks /opt/dlobd-src/playbooks\n"
+                          "    {{ CA_CERTIFICATES }} /usr/local/share/ca-certificates/site\n"
+                          "    {{ SRC }}/dlobd/fabric.py /opt/dlobd-src/dlobd/fabric.py\n\n"
+                          "%post\n    cp {{ SRC }}/not-a-file-line /x\n")
+    assert apptainer.definition_inputs(definition) == ["playbooks", "dlobd/fabric.py"]
+
+
+def test_modern_image_is_keyed_by_its_roles_and_benchmarks():
+    inputs = apptainer.definition_inputs(apptainer.CONTAINERS_DIR / "modern.def")
+    assert {"playbooks", "benchmarks/tf-grpc-bench", "benchmarks/hr-reduce", "containers/smoke-test.sh"} <= set(inputs)
+
+
+def test_missing_image_input_is_named(tmp_path):
+    definition = make_tree(tmp_path)
+    with pytest.raises(apptainer.ApptainerError, match="image input nothing-here does not exist"):
+        apptainer.content_hash(definition, tmp_path, ("nothing-here",))
+
+
+def test_the_project_image_inputs_exist_and_the_cache_path_carries_the_hash(tmp_path):
+    digest = apptainer.content_hash(apptainer.CONTAINERS_DIR / "modern.def")
+    assert apptainer.image_path(tmp_path, "modern", digest) == tmp_path / f"modern-{digest[:16]}.sif"
+
+
+def test_labels_carry_profile_commit_and_every_literal_version(tmp_path):
+    (tmp_path / "playbooks/group_vars/all").mkdir(parents=True)
+    (tmp_path / "playbooks/group_vars/all/main.yml").write_text(yaml.safe_dump({
+        "dlobd_hadoop_version": "3.4.1", "dlobd_java_version": 17,
+        "dlobd_derived_version": "{{ other }}", "dlobd_prefix": "/x"}))
+    (tmp_path / "playbooks/roles/python_env/defaults").mkdir(parents=True)
+    (tmp_path / "playbooks/roles/python_env/defaults/main.yml").write_text("python_env_pip_version: '26.3'\n")
+    assert apptainer.labels("modern", "abc123", "f" * 64, tmp_path) == {
+        "org.dlobd.profile": "modern", "org.dlobd.commit": "abc123", "org.dlobd.inputs-sha256": "f" * 64,
+        "org.dlobd.version.hadoop": "3.4.1", "org.dlobd.version.java": "17",
+        "org.dlobd.version.python_env_pip": "26.3"}
+
+
+def test_the_project_labels_name_the_stack_versions():
+    found = apptainer.labels("modern", "c0ffee", "0" * 64)
+    group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_text())
+    for name in ("hadoop", "spark", "tensorflow", "tensorflowonspark", "bigdl", "mpi4py", "java"):
+        assert found[f"org.dlobd.version.{name}"] == str(group_vars[f"dlobd_{name}_version"])
+
+
+def test_labels_block_and_build_args_render_in_order():
+    assert apptainer.labels_block({"b": "2", "a": "1"}) == "    a 1\n    b 2"
+    assert apptainer.build_args({"SRC": "/s", "ROOTFS": "/r"}) == ["--build-arg", "ROOTFS=/r", "--build-arg", "SRC=/s"]
+
+
+def test_every_definition_names_its_profile_and_has_the_labels_placeholder():
+    for definition in sorted(apptainer.CONTAINERS_DIR.glob("*.def")):
+        assert apptainer.definition_profile(definition) in ("modern", "paper"), definition
+        text = definition.read_text()
+        assert "    # dlobd-labels" in text and "%test" in text and "%help" in text, definition
+
+
+def test_definition_without_profile_is_named(tmp_path):
+    definition = tmp_path / "x.def"
+    definition.write_text("Bootstrap: localimage\n")
+    with pytest.raises(apptainer.ApptainerError, match="no `# dlobd-profile: <name>` line"):
+        apptainer.definition_profile(definition)
+
+
+def test_userns_command_waits_for_its_maps_then_runs_the_build():
+    argv = apptainer.userns_command(["apptainer", "build", "out.sif", "x.def"])
+    assert argv[:4] == ["unshare", "--user", "--mount", "--"]
+    # the shell reads one line (sent once the maps are written), then becomes the build
+    done = subprocess.run(argv[4:-4] + ["printf", "%s|", "a b", "c"], input="go\n", capture_output=True, text=True)
+    assert done.stdout == "a b|c|"
+    blocked = subprocess.run(argv[4:-4] + ["echo", "ran"], input="", capture_output=True, text=True)
+    assert blocked.returncode != 0 and blocked.stdout == ""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="writing another namespace's uid_map needs root")
+def test_run_in_userns_runs_as_root_of_a_mapped_namespace():
+    out = subprocess.run(
+        [sys.executable, "-c", "from dlobd import apptainer; import sys; "
+         "sys.exit(apptainer.run_in_userns(['sh', '-c', 'id -u; cat /proc/self/uid_map /proc/self/gid_map']))"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split()
+    assert lines[0] == "0" and lines[1:] == ["0", "0", "65536", "0", "0", "65536"]
+
+
+def test_make_rootfs_reuses_a_finished_rootfs(tmp_path):
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "dev").mkdir(parents=True)
+    (rootfs / ".dlobd-rootfs").write_text("bookworm\n")
+    assert apptainer.make_rootfs(rootfs) == rootfs
