@@ -1,0 +1,618 @@
+"""The Hadoop/YARN cluster inside one Slurm allocation (slurm/dlobd.sbatch runs these steps).
+
+The allocation's first node is the master (NameNode, ResourceManager), the others are the
+workers (a DataNode and a NodeManager each); an allocation of one node is master and worker at
+once. Every node gets a job directory on node-local scratch with the same path everywhere
+(`<scratch>/dlobd-slurm-<job id>`): a prefix of its own whose etc/, bin/ and sbin/ are rendered
+from the playbooks' own templates (roles hadoop, hdfs, yarn, spark, stack_env) for this job's
+hosts and ports, and whose other entries link to the provisioned prefix. Ports come from the
+job id, so two jobs sharing nodes never bind the same port.
+
+    python -m dlobd.slurmjob plan --prefix P --scratch S --shared D [--image I]   (batch script)
+    python -m dlobd.slurmjob node JOB_JSON       (one task per node, for the job's whole life)
+    python -m dlobd.slurmjob ready JOB_JSON      (wait until every worker is live)
+    python -m dlobd.slurmjob interrupt JOB_JSON --signal USR1|TERM   (the batch script's trap)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import getpass
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import yaml
+
+from dlobd import runs
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PLAYBOOKS = PROJECT_ROOT / "playbooks"
+EXECUTION_PATHS = ("local", "slurm+apptainer", "slurm+prefix", "bare-metal")
+# Ports of a job: a block of PORT_STRIDE ports per job id in [PORT_LOW, PORT_HIGH), above the
+# provisioned cluster's fixed ports (18xxx, 19xxx) and below Linux's ephemeral range (32768+
+# is where launchers' free_ports land, so stay under it).
+PORT_LOW, PORT_HIGH, PORT_STRIDE = 20000, 32000, 24
+PORT_SLOTS = (PORT_HIGH - PORT_LOW) // PORT_STRIDE
+# The playbook templates rendered into a job directory: (role, template, destination, mode).
+TEMPLATES = (
+    ("hadoop", "core-site.xml.j2", "etc/hadoop/core-site.xml", 0o644),
+    ("hadoop", "log4j.properties.j2", "etc/hadoop/log4j.properties", 0o644),
+    ("hdfs", "hdfs-site.xml.j2", "etc/hadoop/hdfs-site.xml", 0o644),
+    ("yarn", "yarn-site.xml.j2", "etc/hadoop/yarn-site.xml", 0o644),
+    ("yarn", "capacity-scheduler.xml.j2", "etc/hadoop/capacity-scheduler.xml", 0o644),
+    ("spark", "spark-defaults.conf.j2", "etc/spark/spark-defaults.conf", 0o600),
+    ("spark", "spark-env.sh.j2", "etc/spark/spark-env.sh", 0o755),
+    ("spark", "log4j2.properties.j2", "etc/spark/log4j2.properties", 0o644),
+    ("hadoop", "dlobd-daemon.j2", "sbin/dlobd-daemon", 0o755),
+    ("stack_env", "hdfs.j2", "bin/hdfs", 0o755),
+    ("stack_env", "yarn.j2", "bin/yarn", 0o755),
+    ("stack_env", "dlobd-env.j2", "bin/dlobd-env", 0o755),
+)
+ROLES = ("hadoop", "hdfs", "yarn", "spark", "stack_env")
+# What the job directory owns; every other entry of the provisioned prefix is linked.
+OWN_ENTRIES = ("etc", "bin", "sbin", "var")
+# What the interrupted runs of a job are recorded as (docs/runs-and-results.md statuses).
+INTERRUPTIONS = {
+    "USR1": ("hung", "Slurm time limit"),
+    "TERM": ("failed", "cancelled by Slurm"),
+}
+INTERRUPT_FILE = "interrupted.json"
+STOP_FILE = "stop"
+READY_POLL_S = 2.0
+
+
+class JobError(Exception):
+    """A clear reason why the job's cluster cannot be planned, started or stopped."""
+
+
+# ------------------------------------------------------------------ hosts and ports (pure)
+
+def cluster_roles(hostnames: list[str]) -> tuple[str, list[str]]:
+    """(master, workers) of an allocation, in Slurm's node order: the first node is the master,
+    the rest are workers; a single node is both."""
+    if not hostnames:
+        raise JobError("the allocation has no nodes (SLURM_JOB_NODELIST is empty)")
+    if len(set(hostnames)) != len(hostnames):
+        raise JobError(f"node list names a node twice: {' '.join(hostnames)}")
+    return hostnames[0], (hostnames[1:] or hostnames[:1])
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """Host names of a Slurm node list (`n[01-03],gpu7`), as `scontrol show hostnames` gives them."""
+    try:
+        done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                              text=True, timeout=30)
+    except FileNotFoundError:
+        raise JobError("scontrol is missing: Slurm's client commands are needed (Debian: slurm-client)") from None
+    if done.returncode != 0:
+        raise JobError(f"scontrol show hostnames {nodelist!r} failed: {done.stderr.strip()}")
+    return done.stdout.split()
+
+
+def default_port_names() -> list[str]:
+    """The daemons' port names, as the playbooks' group_vars list them (dlobd_ports)."""
+    return list(group_vars()["dlobd_ports"])
+
+
+def job_ports(job_id: int, names: list[str] | None = None) -> dict[str, int]:
+    """The job's port for each name: a block of its own, chosen by the job id. Jobs whose ids
+    differ by less than PORT_SLOTS never share a port."""
+    names = default_port_names() if names is None else names
+    if len(names) > PORT_STRIDE:
+        raise JobError(f"{len(names)} ports do not fit the block of {PORT_STRIDE} a job gets")
+    if int(job_id) < 0:
+        raise JobError(f"job id {job_id}: not a Slurm job id")
+    base = PORT_LOW + (int(job_id) % PORT_SLOTS) * PORT_STRIDE
+    return {name: base + i for i, name in enumerate(names)}
+
+
+def ports_in_use(address: str, ports: dict[str, int]) -> list[str]:
+    """Which of the job's ports something on `address` already holds."""
+    taken = []
+    for name, port in ports.items():
+        with socket.socket() as sock:
+            try:
+                sock.bind((address, port))
+            except OSError:
+                taken.append(f"{name} ({address}:{port})")
+    return taken
+
+
+# ------------------------------------------------------------------ the job's plan
+
+@dataclasses.dataclass
+class JobPlan:
+    job_id: int
+    master: str
+    workers: list[str]
+    addresses: dict[str, str]   # node name -> the address its daemons bind to
+    provisioned: str            # the provisioned prefix (same path on every node)
+    job_dir: str                # node-local: the job's own prefix, same path on every node
+    shared_dir: str             # on the shared file system: job.json, daemon logs, state
+    ports: dict[str, int]
+    secret: str                 # the job's Spark RPC secret (standalone use; YARN makes its own)
+    execution_path: str
+    image: str | None = None
+    image_sha256: str | None = None
+
+    @property
+    def nodes(self) -> list[str]:
+        return [self.master, *[w for w in self.workers if w != self.master]]
+
+    def daemons(self, host: str) -> list[str]:
+        """The daemons `host` runs, in start order."""
+        master = ["namenode", "resourcemanager"] if host == self.master else []
+        worker = ["datanode", "nodemanager"] if host in self.workers else []
+        order = ["namenode", "datanode", "resourcemanager", "nodemanager"]
+        return [d for d in order if d in master + worker]
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=1) + "\n")
+        path.chmod(0o600)  # it carries the secret
+
+    @classmethod
+    def load(cls, path: Path) -> JobPlan:
+        try:
+            return cls(**json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            raise JobError(f"{path}: not a job plan ({exc})") from None
+
+
+def resolve(host: str) -> str:
+    try:
+        return socket.gethostbyname(host)
+    except OSError as exc:
+        raise JobError(f"node {host!r} has no address ({exc})") from None
+
+
+def make_plan(job_id: int, hostnames: list[str], provisioned: str, scratch: str, shared: str,
+              image: str | None = None, addresses: dict[str, str] | None = None) -> JobPlan:
+    master, workers = cluster_roles(hostnames)
+    if not Path(provisioned, "etc", "dlobd-env.sh").is_file():
+        raise JobError(f"{provisioned}/etc/dlobd-env.sh is missing: not a provisioned prefix "
+                       "(make provision DLOBD_PREFIX=..., or give --image)")
+    image_sha = None
+    if image:
+        if not Path(image).is_file():
+            raise JobError(f"image {image} does not exist")
+        image_sha = file_sha256(image)
+    addresses = addresses or {h: resolve(h) for h in hostnames}
+    return JobPlan(job_id=int(job_id), master=master, workers=workers, addresses=addresses,
+                   provisioned=str(Path(provisioned).resolve()),
+                   job_dir=str(Path(scratch) / f"dlobd-slurm-{job_id}"),
+                   shared_dir=str(Path(shared).resolve() / f"slurm-{job_id}"),
+                   ports=job_ports(job_id), secret=secrets.token_hex(32),
+                   execution_path="slurm+apptainer" if image else "slurm+prefix",
+                   image=str(Path(image).resolve()) if image else None, image_sha256=image_sha)
+
+
+@functools.lru_cache(maxsize=8)
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------ rendering the job's prefix
+
+@functools.lru_cache(maxsize=1)
+def group_vars() -> dict:
+    return yaml.safe_load((PLAYBOOKS / "group_vars" / "all" / "main.yml").read_text())
+
+
+def role_defaults() -> dict:
+    merged = {}
+    for role in ROLES:
+        path = PLAYBOOKS / "roles" / role / "defaults" / "main.yml"
+        if path.is_file():
+            merged.update(yaml.safe_load(path.read_text()) or {})
+    return merged
+
+
+def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
+    """The variables the playbook templates see for `host` of the job: the playbooks' own
+    defaults, the provisioned stack's paths (`stack`: what its dlobd-env.sh exports), the job's
+    hosts, ports and directories."""
+    workers = [f"w{i}" for i in range(len(plan.workers))]
+    return {
+        **group_vars(), **role_defaults(),
+        "ansible_managed": f"Rendered by dlobd.slurmjob for Slurm job {plan.job_id}",
+        "ansible_facts": facts,
+        "inventory_hostname": host,
+        "groups": {"namenode": ["nn"], "resourcemanager": ["nn"], "workers": workers, "gpu": []},
+        "hostvars": {"nn": {"dlobd_cluster_address": plan.addresses[plan.master]}},
+        "dlobd_prefix": plan.job_dir,
+        "dlobd_cluster_address": plan.addresses[host],
+        "dlobd_ports": plan.ports,
+        "dlobd_secret_source": str(Path(plan.job_dir) / "etc" / "secrets" / "spark.secret"),
+        "dlobd_java_home": stack["JAVA_HOME"],
+        "dlobd_hadoop_home": stack["HADOOP_HOME"],
+        "hadoop_classpath": stack["DLOBD_HADOOP_CLASSPATH"],
+        "spark_home": stack["SPARK_HOME"],
+        "dlobd_python_home": stack["DLOBD_PYTHON_HOME"],
+        "dlobd_python": stack["DLOBD_PYTHON"],
+    }
+
+
+def host_facts() -> dict:
+    """The facts the templates read, as Ansible's setup module would report them."""
+    return {"user_id": getpass.getuser(),
+            "memtotal_mb": psutil.virtual_memory().total // (1024 * 1024),
+            "processor_vcpus": os.cpu_count() or 1}
+
+
+def _trusted(value):
+    """Variables as Ansible marks a playbook's own: its templates may template them."""
+    from ansible.template import trust_as_template
+
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    return value
+
+
+def render(template: Path, variables: dict) -> str:
+    """One playbook template with Ansible's own templating (its filters and lookups)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    templar = Templar(loader=DataLoader(), variables=_trusted(variables))
+    return templar.template(_trusted(template.read_text()))
+
+
+def env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int) -> str:
+    """The job's etc/dlobd-env.sh: the provisioned stack environment, then this job's cluster."""
+    me, nn = plan.addresses[host], plan.addresses[plan.master]
+    workers = " ".join(plan.addresses[w] for w in plan.workers)
+    job = Path(plan.job_dir)
+    lines = [
+        f"# Slurm job {plan.job_id} ({plan.execution_path}): the provisioned stack, then this job's",
+        "# cluster (dlobd/slurmjob.py; removed when the job ends).",
+        f"source {plan.provisioned}/etc/dlobd-env.sh",
+        f"export DLOBD_PREFIX={job}",
+        f"export HADOOP_CONF_DIR={job}/etc/hadoop YARN_CONF_DIR={job}/etc/hadoop",
+        f"export SPARK_CONF_DIR={job}/etc/spark",
+        f"export DLOBD_CLUSTER_ADDRESS={me}",
+        f"export DLOBD_NAMENODE_ADDRESS={nn} DLOBD_RESOURCEMANAGER_ADDRESS={nn}",
+        f"export DLOBD_HDFS_URI=hdfs://{nn}:{plan.ports['namenode_rpc']}",
+        f"export DLOBD_NAMENODE_HTTP=http://{nn}:{plan.ports['namenode_http']}",
+        f"export DLOBD_RESOURCEMANAGER_HTTP=http://{nn}:{plan.ports['resourcemanager_http']}",
+        f'export DLOBD_WORKERS="{workers}"',
+        f"export DLOBD_WORKER_COUNT={len(plan.workers)}",
+        'export DLOBD_GPU_WORKERS=""',
+        f"export DLOBD_YARN_MEMORY_MB={yarn_memory_mb} DLOBD_YARN_VCORES={yarn_vcores}",
+        "export SPARK_LOCAL_IP=$DLOBD_CLUSTER_ADDRESS TFOS_SERVER_HOST=$DLOBD_CLUSTER_ADDRESS",
+        f"export DLOBD_EXECUTION_PATH={plan.execution_path}",
+        f"export DLOBD_SLURM_JOB_JSON={Path(plan.shared_dir) / 'job.json'}",
+        f"export PATH={job}/bin:$PATH",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path:
+    """Make `host`'s job directory: rendered configuration, wrappers and daemon script, its own
+    var/, links to everything else of the provisioned prefix."""
+    job = Path(plan.job_dir)
+    if job.exists():
+        raise JobError(f"{job} exists: another job with id {plan.job_id} on {host}? (remove it first)")
+    job.mkdir(parents=True, mode=0o700)
+    for sub in ("etc/hadoop", "etc/spark", "etc/secrets", "bin", "sbin", "var/log", "var/run"):
+        (job / sub).mkdir(parents=True, exist_ok=True)
+    (job / "etc" / "secrets").chmod(0o700)
+    secret = job / "etc" / "secrets" / "spark.secret"
+    secret.write_text(plan.secret)
+    secret.chmod(0o600)
+    variables = template_vars(plan, host, stack, facts)
+    for role, name, dest, mode in TEMPLATES:
+        out = job / dest
+        out.write_text(render(PLAYBOOKS / "roles" / role / "templates" / name, variables))
+        out.chmod(mode)
+    memory_mb = int(facts["memtotal_mb"] * float(variables["dlobd_yarn_memory_fraction"]))
+    vcores = int(facts["processor_vcpus"]) * int(variables["dlobd_yarn_vcores_per_cpu"])
+    (job / "etc" / "dlobd-env.sh").write_text(env_overlay(plan, host, memory_mb, vcores))
+    provisioned = Path(plan.provisioned)
+    for entry in provisioned.iterdir():
+        if entry.name not in OWN_ENTRIES:
+            (job / entry.name).symlink_to(entry)
+    # the provisioned etc/ and bin/ entries the job does not render (fabric.json, dlobd-env ...)
+    for sub in ("etc", "bin"):
+        for entry in (provisioned / sub).iterdir():
+            if not (job / sub / entry.name).exists() and entry.name != "secrets":
+                (job / sub / entry.name).symlink_to(entry)
+    return job
+
+
+def stack_of(provisioned: str) -> dict:
+    from dlobd import provenance
+
+    found = provenance.source_env(Path(provisioned) / "etc" / "dlobd-env.sh")
+    missing = [v for v in ("JAVA_HOME", "HADOOP_HOME", "DLOBD_HADOOP_CLASSPATH", "SPARK_HOME",
+                           "DLOBD_PYTHON_HOME", "DLOBD_PYTHON") if not found.get(v)]
+    if missing:
+        raise JobError(f"{provisioned}/etc/dlobd-env.sh sets no {', '.join(missing)}: not a provisioned prefix")
+    return found
+
+
+# ------------------------------------------------------------------ interruption (runs.py asks)
+
+def interruption(environ=None) -> tuple[str, str] | None:
+    """(status, reason) when the Slurm job this process runs in is being ended: the batch
+    script's trap wrote why, or Slurm itself says the job was cancelled or timed out."""
+    environ = os.environ if environ is None else environ
+    job_json = environ.get("DLOBD_SLURM_JOB_JSON")
+    if job_json:
+        marker = Path(job_json).parent / INTERRUPT_FILE
+        if marker.is_file():
+            data = json.loads(marker.read_text())
+            return data["status"], data["reason"]
+    job_id = environ.get("SLURM_JOB_ID")
+    if not job_id or shutil.which("scontrol") is None:
+        return None
+    done = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True)
+    state = next((f.split("=", 1)[1] for f in done.stdout.split() if f.startswith("JobState=")), "")
+    if state == "CANCELLED":
+        return INTERRUPTIONS["TERM"]
+    if state == "TIMEOUT":
+        return INTERRUPTIONS["USR1"]
+    return None
+
+
+def interrupted_outcome(signal_name: str) -> tuple[str, str]:
+    if signal_name not in INTERRUPTIONS:
+        raise JobError(f"signal {signal_name!r}: the job traps {', '.join(INTERRUPTIONS)}")
+    return INTERRUPTIONS[signal_name]
+
+
+def execution(environ=None) -> dict:
+    """The execution path of this process's runs, for run.json: the Slurm job, its nodes and
+    image, from the job's plan; without one, `local` or `bare-metal` by the cluster's hosts."""
+    environ = os.environ if environ is None else environ
+    job_json = environ.get("DLOBD_SLURM_JOB_JSON")
+    if job_json and Path(job_json).is_file():
+        plan = JobPlan.load(Path(job_json))
+        return {"path": plan.execution_path,
+                "slurm": {"job_id": plan.job_id, "nodes": plan.nodes, "master": plan.master,
+                          "workers": plan.workers, "partition": environ.get("SLURM_JOB_PARTITION")},
+                "image": ({"path": plan.image, "sha256": plan.image_sha256} if plan.image else None)}
+    from dlobd import provenance
+
+    hosts = provenance.workers()
+    remote = [h for h in hosts if not provenance.is_local_address(h)]
+    return {"path": "bare-metal" if remote else "local", "slurm": None, "image": None}
+
+
+def record_unfinished(runs_dir: Path, since: float, status: str, reason: str) -> list[Path]:
+    """run.json for the attempts this job started and nobody finished (their launcher was
+    killed with the job): `status` with `reason`; their logs stay as they are."""
+    written = []
+    for run_json_dir in sorted(Path(runs_dir).glob("*/*/*/*/attempt-*")):
+        if (run_json_dir / runs.RUN_JSON).exists() or run_json_dir.stat().st_mtime < since:
+            continue
+        cluster, scale, experiment, point = run_json_dir.relative_to(runs_dir).parts[:4]
+        stamp = runs.now_iso()
+        record = {"run_id": runs.run_id(run_json_dir, runs_dir), "experiment": experiment,
+                  "scale": scale, "cluster": cluster, "point": _point_of(experiment, scale, point),
+                  "command": None, "start": None, "end": stamp, "status": status,
+                  "reason": f"{reason}; the run's launcher ended with the job before it could record it",
+                  "execution": execution()}
+        try:
+            runs.write_run_json(run_json_dir, record)
+            written.append(run_json_dir)
+        except runs.RunError:
+            pass  # its launcher wrote it meanwhile
+    return written
+
+
+def _point_of(experiment: str, scale: str, point_name: str) -> dict:
+    from dlobd import spec
+
+    specs = spec.load_all()
+    if experiment not in specs:
+        return {}
+    return dict(dict(specs[experiment].points(scale)).get(point_name, {}))
+
+
+# ------------------------------------------------------------------ node agent
+
+def run_daemon_script(plan: JobPlan, action: str, daemons: list[str]) -> None:
+    script = Path(plan.job_dir) / "sbin" / "dlobd-daemon"
+    done = subprocess.run([str(script), action, *daemons], capture_output=True, text=True)
+    print(done.stdout.rstrip(), file=sys.stderr, flush=True)
+    if done.returncode != 0 and action == "start":
+        raise JobError(f"dlobd-daemon start {' '.join(daemons)} failed: {done.stderr.strip()[-800:]}")
+
+
+def node(plan: JobPlan, host: str) -> int:
+    """One node's part of the job: make its job directory, start its daemons, keep them until
+    told to stop (SIGTERM, SIGINT, SIGUSR1, or the stop file), then stop them, copy their logs
+    to the shared directory and remove the job directory."""
+    stop = {"why": None}
+
+    def on_signal(signum, _frame):
+        stop["why"] = signal.Signals(signum).name
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        signal.signal(sig, on_signal)
+    shared = Path(plan.shared_dir)
+    daemons = plan.daemons(host)
+    try:
+        taken = ports_in_use(plan.addresses[host], plan.ports)
+        if taken:
+            raise JobError(f"{host}: ports of job {plan.job_id} already in use: {', '.join(taken)}")
+        write_job_prefix(plan, host, stack_of(plan.provisioned), host_facts())
+        if "namenode" in daemons:
+            subprocess.run([str(Path(plan.job_dir) / "bin" / "hdfs"), "namenode", "-format", "-nonInteractive",
+                            "-clusterId", f"dlobd-slurm-{plan.job_id}"], check=True, capture_output=True)
+        run_daemon_script(plan, "start", daemons)
+        (shared / "nodes" / host).write_text(f"started {' '.join(daemons)}\n")
+        while stop["why"] is None and not (shared / STOP_FILE).exists():
+            time.sleep(0.5)
+    except (JobError, OSError, subprocess.CalledProcessError) as exc:
+        (shared / "nodes" / host).write_text(f"failed: {exc}\n")
+        print(f"slurm job {plan.job_id} on {host}: {exc}", file=sys.stderr)
+        stop["why"] = stop["why"] or "error"
+    finally:
+        teardown_node(plan, host, daemons)
+    return 0 if stop["why"] in (None, "TERM") else 1
+
+
+def teardown_node(plan: JobPlan, host: str, daemons: list[str]) -> None:
+    job = Path(plan.job_dir)
+    if (job / "sbin" / "dlobd-daemon").exists():
+        run_daemon_script(plan, "stop", list(reversed(daemons)))
+    logs = Path(plan.shared_dir) / "logs" / host
+    for sub in ("var/log", "var/yarn/logs"):
+        if (job / sub).is_dir():
+            shutil.copytree(job / sub, logs / sub.replace("/", "-"), dirs_exist_ok=True, symlinks=True)
+    if job.exists():
+        shutil.rmtree(job)
+
+
+# ------------------------------------------------------------------ waiting for the workers
+
+def _json(url: str):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return json.load(resp)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def live_workers(plan: JobPlan) -> tuple[int, int, bool]:
+    """(live DataNodes, RUNNING NodeManagers, HDFS out of safe mode)."""
+    nn = plan.addresses[plan.master]
+    info = _json(f"http://{nn}:{plan.ports['namenode_http']}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")
+    beans = (info or {}).get("beans") or [{}]
+    datanodes = len(json.loads(beans[0].get("LiveNodes") or "{}"))
+    safe = beans[0].get("Safemode", "?") != ""
+    nodes = _json(f"http://{nn}:{plan.ports['resourcemanager_http']}/ws/v1/cluster/nodes?states=RUNNING")
+    managers = len(((nodes or {}).get("nodes") or {}).get("node") or [])
+    return datanodes, managers, not safe
+
+
+def wait_ready(plan: JobPlan, timeout_s: float) -> float:
+    """Seconds until every worker's DataNode is live, HDFS is out of safe mode and every
+    NodeManager is RUNNING; a node whose agent failed ends the wait with its reason."""
+    start = time.monotonic()
+    want = len(plan.workers)
+    while True:
+        for status in (Path(plan.shared_dir) / "nodes").glob("*"):
+            text = status.read_text()
+            if text.startswith("failed"):
+                raise JobError(f"node {status.name}: {text.strip()}")
+        dn, nm, out_of_safe_mode = live_workers(plan)
+        if dn == want and nm == want and out_of_safe_mode:
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout_s:
+            raise JobError(f"after {timeout_s:g} s: {dn} of {want} DataNodes live, {nm} of {want} "
+                           f"NodeManagers RUNNING (logs: {plan.shared_dir}/logs after teardown)")
+        time.sleep(READY_POLL_S)
+
+
+# ------------------------------------------------------------------ interrupt (the trap)
+
+def interrupt(plan: JobPlan, signal_name: str, runs_dir: Path, pipeline_pid: int | None,
+              grace_s: float) -> list[Path]:
+    """Record why the job ends, end the pipeline (its launchers record their runs with that
+    reason), then record the runs nobody finished."""
+    status, reason = interrupted_outcome(signal_name)
+    shared = Path(plan.shared_dir)
+    (shared / INTERRUPT_FILE).write_text(json.dumps({"status": status, "reason": reason,
+                                                     "signal": signal_name, "at": runs.now_iso()}) + "\n")
+    if pipeline_pid:
+        try:
+            tree = psutil.Process(pipeline_pid)
+            procs = [tree, *tree.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            procs = []
+        # the launched commands first: their launchers then record them with the reason above
+        for proc in reversed(procs):
+            try:
+                proc.terminate()
+            except psutil.NoSuchProcess:
+                pass
+        _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+    started = (shared / "job.json").stat().st_mtime
+    return record_unfinished(runs_dir, started, status, reason)
+
+
+# ------------------------------------------------------------------ command line
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlobd.slurmjob", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_plan = sub.add_parser("plan", help="write the job's plan (job.json) to the shared directory; print its path")
+    p_plan.add_argument("--prefix", required=True, help="the provisioned prefix (same path on every node)")
+    p_plan.add_argument("--scratch", required=True, help="node-local scratch (same path on every node)")
+    p_plan.add_argument("--shared", required=True, help="a directory on the shared file system")
+    p_plan.add_argument("--image", help="an Apptainer image to run the stack from (slurm+apptainer)")
+    for name in ("node", "ready", "interrupt"):
+        p = sub.add_parser(name)
+        p.add_argument("job_json", type=Path)
+        if name == "ready":
+            p.add_argument("--timeout", type=float, default=300)
+            p.add_argument("--job-start", type=float, required=True, help="the job's start (seconds since the epoch)")
+        if name == "interrupt":
+            p.add_argument("--signal", required=True, choices=sorted(INTERRUPTIONS))
+            p.add_argument("--runs", type=Path, required=True)
+            p.add_argument("--pipeline-pid", type=int)
+            p.add_argument("--grace", type=float, default=20)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "plan":
+            job_id = os.environ.get("SLURM_JOB_ID")
+            if not job_id:
+                raise JobError("SLURM_JOB_ID is not set: run inside a Slurm job (sbatch slurm/dlobd.sbatch)")
+            hosts = expand_nodelist(os.environ.get("SLURM_JOB_NODELIST", ""))
+            plan = make_plan(int(job_id), hosts, args.prefix, args.scratch, args.shared, args.image)
+            shared = Path(plan.shared_dir)
+            (shared / "nodes").mkdir(parents=True)
+            plan.save(shared / "job.json")
+            print(shared / "job.json")
+        elif args.command == "node":
+            plan = JobPlan.load(args.job_json)
+            return node(plan, socket.gethostname())
+        elif args.command == "ready":
+            plan = JobPlan.load(args.job_json)
+            waited = wait_ready(plan, args.timeout)
+            seconds = time.time() - args.job_start
+            (Path(plan.shared_dir) / "ready.json").write_text(json.dumps(
+                {"job_start_to_ready_s": round(seconds, 3), "waited_s": round(waited, 3),
+                 "at": runs.now_iso()}) + "\n")
+            print(f"job start to every worker live: {seconds:.1f} s")
+        elif args.command == "interrupt":
+            plan = JobPlan.load(args.job_json)
+            for path in interrupt(plan, args.signal, args.runs, args.pipeline_pid, args.grace):
+                print(f"recorded {path}: {INTERRUPTIONS[args.signal][0]}")
+    except JobError as exc:
+        print(f"slurm job: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
