@@ -19,6 +19,7 @@ COMMANDS = {
     "spack": ("dlobd.spack", "the pinned Spack, offline: concretize, check and bench spack-envs/"),
     "fabric": ("dlobd.fabric", "this host's InfiniBand HCAs and GPUs (the fabric role's detector)"),
     "calibrate": ("dlobd.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
+    "compare-paths": ("dlobd.comparepaths", "the same points run through two execution paths: statuses side by side"),
 }
 
 

@@ -270,11 +270,20 @@ def _trusted(value):
     return value
 
 
+@functools.lru_cache(maxsize=1)
+def _plugins() -> None:
+    """Ansible's plugin loader, once: the templates' lookups (ansible.builtin.file) are plugins."""
+    from ansible.plugins.loader import init_plugin_loader
+
+    init_plugin_loader()
+
+
 def render(template: Path, variables: dict) -> str:
     """One playbook template with Ansible's own templating (its filters and lookups)."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
+    _plugins()
     templar = Templar(loader=DataLoader(), variables=_trusted(variables))
     return templar.template(_trusted(template.read_text()))
 
