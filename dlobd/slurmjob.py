@@ -20,7 +20,6 @@ import argparse
 import dataclasses
 import functools
 import getpass
-import hashlib
 import json
 import os
 import secrets
@@ -184,29 +183,20 @@ def make_plan(job_id: int, hostnames: list[str], provisioned: str, scratch: str,
     master, workers = cluster_roles(hostnames)
     if not Path(provisioned, "etc", "dlobd-env.sh").is_file():
         raise JobError(f"{provisioned}/etc/dlobd-env.sh is missing: not a provisioned prefix "
-                       "(make provision DLOBD_PREFIX=..., or give --image)")
-    image_sha = None
+                       "(make provision DLOBD_PREFIX=... provisions one)")
     if image:
-        if not Path(image).is_file():
-            raise JobError(f"image {image} does not exist")
-        image_sha = file_sha256(image)
+        # the image's install method and exec prefix come from dlobd.apptainer (issue 14's other
+        # half); until the job runs its agents and pipeline through it, say so instead of
+        # running from the prefix under an image's name
+        raise JobError(f"--image {image}: running the job's stack from an Apptainer image is not wired "
+                       "into the Slurm job yet; give a provisioned prefix (DLOBD_PREFIX) instead")
     addresses = addresses or {h: resolve(h) for h in hostnames}
     return JobPlan(job_id=int(job_id), master=master, workers=workers, addresses=addresses,
                    provisioned=str(Path(provisioned).resolve()),
                    job_dir=str(Path(scratch) / f"dlobd-slurm-{job_id}"),
                    shared_dir=str(Path(shared).resolve() / f"slurm-{job_id}"),
                    ports=job_ports(job_id), secret=secrets.token_hex(32),
-                   execution_path="slurm+apptainer" if image else "slurm+prefix",
-                   image=str(Path(image).resolve()) if image else None, image_sha256=image_sha)
-
-
-@functools.lru_cache(maxsize=8)
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+                   execution_path="slurm+prefix")
 
 
 # ------------------------------------------------------------------ rendering the job's prefix

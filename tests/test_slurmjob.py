@@ -140,19 +140,24 @@ def test_a_prefix_that_was_never_provisioned_is_refused(tmp_path):
 
 
 def test_the_execution_path_comes_from_the_job_plan(tmp_path):
-    image = tmp_path / "dlobd.sif"
-    image.write_bytes(b"not really an image, but bytes to hash")
-    plan = job_plan(tmp_path, image=str(image))
+    plan = job_plan(tmp_path)
     shared = tmp_path / "shared" / "slurm-5150"
     shared.mkdir(parents=True)
     plan.save(shared / "job.json")
     got = slurmjob.execution({"DLOBD_SLURM_JOB_JSON": str(shared / "job.json"), "SLURM_JOB_PARTITION": "batch"})
-    assert got["path"] == "slurm+apptainer"
-    assert got["slurm"] == {"job_id": 5150, "nodes": ["n1", "n2", "n3"], "master": "n1",
-                            "workers": ["n2", "n3"], "partition": "batch"}
-    assert got["image"]["sha256"] == __import__("hashlib").sha256(image.read_bytes()).hexdigest()
+    assert got == {"path": "slurm+prefix",
+                   "slurm": {"job_id": 5150, "nodes": ["n1", "n2", "n3"], "master": "n1",
+                             "workers": ["n2", "n3"], "partition": "batch"},
+                   "image": None}
     assert slurmjob.JobPlan.load(shared / "job.json") == plan
     assert (shared / "job.json").stat().st_mode & 0o077 == 0  # it holds the secret
+
+
+def test_an_image_is_refused_until_the_job_can_run_from_one(tmp_path):
+    image = tmp_path / "dlobd.sif"
+    image.write_bytes(b"")
+    with pytest.raises(slurmjob.JobError, match="not wired into the Slurm job yet"):
+        job_plan(tmp_path, image=str(image))
 
 
 def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):
