@@ -24,9 +24,9 @@ import pytest
 from dlobd import ROOT, comparepaths, runs
 
 sys.path.insert(0, str(ROOT / "tests"))
-from cluster import slurm as slurm_harness  # noqa: E402  (the harness lives with the tests)
+from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
+from cluster import slurm as slurm_harness  # noqa: E402
 
-EMULATED = ROOT / "tests" / "cluster" / "emulated.py"
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 # clear of the default plan (10.77), bench-emulated's (10.79) and test_emulated_*'s (10.78.4, 10.78.x)
 SUBNET = "10.78.9.0/24"
@@ -50,11 +50,6 @@ pytestmark = [
 
 def bench(name: str, value) -> None:
     print(f"\n{name}: {value}")
-
-
-def emulated(state_dir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(EMULATED), "--state-dir", str(state_dir), *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 @dataclass
@@ -117,9 +112,8 @@ def cluster(tmp_path_factory, request):
     else:
         request.getfixturevalue("provisioned")  # the machine's Debian packages the hosts use
         state_dir, inventory = base / "emulated", base / "hosts.yml"
-        up = emulated(state_dir, "up", "--workers", "2", "--tier", TIER, "--subnet", SUBNET,
-                      "--inventory", str(inventory))
-        assert up.returncode == 0, up.stderr
+        emulated_harness.up(state_dir, emulated_harness.make_plan(2, SUBNET, TIER), inventory,
+                            "/usr/sbin/sshd", sshd_timeout=15)
     c = Cluster(state_dir, inventory, base / "harness", 0.0)
     try:
         if not reused:
@@ -133,8 +127,7 @@ def cluster(tmp_path_factory, request):
         slurm_harness.main(["--state-dir", str(c.slurm_dir), "down"])
         if not reused:
             c.playbook("cluster-down.yml")
-            down = emulated(state_dir, "down")
-            assert down.returncode == 0, down.stderr
+            emulated_harness.down(state_dir)
 
 
 def job_processes(marker: str) -> list[str]:
@@ -157,9 +150,10 @@ def local_runs(cluster, tmp_path_factory):
     assert up.returncode == 0, up.stdout[-3000:]
     try:
         for experiment, point in POINTS.items():
-            done = emulated(cluster.state_dir, "exec", "--host", "master", "--", "env",
-                            f"DLOBD_PREFIX={cluster.state_dir / 'stack'}", sys.executable, "-c", LAUNCH,
-                            str(runs_dir), json.dumps(point), experiment, timeout=900)
+            on_master = emulated_harness.host_command(
+                cluster.state_dir, "master", ["env", f"DLOBD_PREFIX={cluster.state_dir / 'stack'}",
+                                              sys.executable, "-c", LAUNCH, str(runs_dir), json.dumps(point), experiment])
+            done = subprocess.run(on_master, capture_output=True, text=True, timeout=900, cwd=ROOT)
             assert done.returncode == 0, done.stderr[-3000:]
     finally:
         cluster.playbook("cluster-down.yml")
