@@ -314,7 +314,8 @@ def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path
     if job.exists():
         raise JobError(f"{job} exists: another job with id {plan.job_id} on {host}? (remove it first)")
     job.mkdir(parents=True, mode=0o700)
-    for sub in ("etc/hadoop", "etc/spark", "etc/secrets", "bin", "sbin", "var/log", "var/run"):
+    for sub in ("etc/hadoop", "etc/spark", "etc/secrets", "bin", "sbin", "var/log/spark-events", "var/run",
+                "var/tmp", "var/spark/local", "var/yarn/local", "var/yarn/logs"):
         (job / sub).mkdir(parents=True, exist_ok=True)
     (job / "etc" / "secrets").chmod(0o700)
     secret = job / "etc" / "secrets" / "spark.secret"

@@ -112,7 +112,12 @@ def test_the_playbook_templates_render_into_a_job_private_prefix(tmp_path):
     defaults = (job / "etc" / "spark" / "spark-defaults.conf").read_text()
     assert re.search(rf"spark.authenticate.secret\s+{plan.secret}$", defaults, re.M)
     assert (job / "etc" / "spark" / "spark-defaults.conf").stat().st_mode & 0o077 == 0
-    assert f"spark.local.dir                      {job}/var/spark/local" in defaults
+    # the directories the rendered configuration names exist in the job prefix
+    for key in ("spark.local.dir", "spark.eventLog.dir"):
+        value = re.search(rf"^{re.escape(key)}\s+(\S+)$", defaults, re.M).group(1).removeprefix("file://")
+        assert value.startswith(f"{job}/var/") and (job / value[len(str(job)) + 1:]).is_dir(), key
+    for key in ("yarn.nodemanager.local-dirs", "yarn.nodemanager.log-dirs"):
+        assert (job / yarn[key][len(str(job)) + 1:]).is_dir(), key
     daemon = (job / "sbin" / "dlobd-daemon").read_text()
     assert f'source "{job}/etc/dlobd-env.sh"' in daemon and "{{" not in daemon
     # the job's environment: the provisioned stack first, then the job's cluster over it
