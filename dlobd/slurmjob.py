@@ -560,6 +560,24 @@ def interrupt(plan: JobPlan, signal_name: str, runs_dir: Path, pipeline_pid: int
     return record_unfinished(runs_dir, started, status, reason)
 
 
+def launch_item(item: str, runs_dir: Path, cluster: str, scale: str) -> Path:
+    """Launch `EXPERIMENT=POINT_JSON` as the pipeline's run step does, for a point the spec's
+    matrix at `scale` lacks (a TFoS point on the emulated link, say); returns its attempt."""
+    from dlobd import spec
+
+    experiment, sep, point_text = item.partition("=")
+    specs = spec.load_all()
+    if not sep or experiment not in specs:
+        raise JobError(f"launch {item!r}: expected EXPERIMENT=POINT_JSON with a known experiment")
+    try:
+        point = json.loads(point_text)
+    except json.JSONDecodeError as exc:
+        raise JobError(f"launch {item!r}: the point is not JSON ({exc})") from None
+    if not isinstance(point, dict):
+        raise JobError(f"launch {item!r}: the point must be a JSON object of axis values")
+    return runs.launch(specs[experiment].data, scale, point, runs_dir, cluster=cluster)
+
+
 # ------------------------------------------------------------------ command line
 
 def main(argv=None) -> int:
@@ -570,6 +588,12 @@ def main(argv=None) -> int:
     p_plan.add_argument("--scratch", required=True, help="node-local scratch (same path on every node)")
     p_plan.add_argument("--shared", required=True, help="a directory on the shared file system")
     p_plan.add_argument("--image", help="an Apptainer image to run the stack from (slurm+apptainer)")
+    p_launch = sub.add_parser("launch", help="launch one point through its stack's launcher (points outside "
+                              "the spec's matrix, which the pipeline does not run); print the attempt")
+    p_launch.add_argument("--runs", type=Path, required=True)
+    p_launch.add_argument("--cluster", default="slurm")
+    p_launch.add_argument("--scale", default="local")
+    p_launch.add_argument("item", help="EXPERIMENT=POINT_JSON, e.g. dlobd-fig5b={\"gpus\":2,...}")
     for name in ("node", "ready", "interrupt"):
         p = sub.add_parser(name)
         p.add_argument("job_json", type=Path)
@@ -593,6 +617,8 @@ def main(argv=None) -> int:
             (shared / "nodes").mkdir(parents=True)
             plan.save(shared / "job.json")
             print(shared / "job.json")
+        elif args.command == "launch":
+            print(launch_item(args.item, args.runs, args.cluster, args.scale))
         elif args.command == "node":
             plan = JobPlan.load(args.job_json)
             return node(plan, socket.gethostname())

@@ -160,9 +160,11 @@ def in_host(sshd_pid: int, argv: list[str]) -> list[str]:
 def slurmd_argv(host: str, emulated_dir: Path, node_scratch: Path, scratch_mount: Path, state_dir: Path) -> list[str]:
     """slurmd as a node of the emulated host: its network namespace, a UTS and mount namespace of
     its own (the machine's /sys/fs/cgroup stays visible, which slurmd reads at start; `ip netns
-    exec`'s namespace hides it) with the host's /etc/hosts, stack folder and scratch, and the
-    run's /etc/slurm."""
-    mounts = [(Path("/etc/netns") / host / "hosts", Path("/etc/hosts")),
+    exec`'s namespace hides it) with the host's /etc/hosts and ssh client configuration, stack
+    folder and scratch, and the run's /etc/slurm."""
+    # what `ip netns exec` binds for the host's sessions (/etc/hosts, the ssh client's config)
+    netns_etc = sorted((Path("/etc/netns") / host).iterdir())
+    mounts = [*((entry, Path("/etc") / entry.name) for entry in netns_etc),
               (emulated_dir / "hosts" / host / emulated.STACK_MOUNT, emulated_dir / emulated.STACK_MOUNT),
               (node_scratch, scratch_mount), (state_dir / "etc", Path("/etc/slurm"))]
     script = " && ".join(f"mount --bind {src} {dst}" for src, dst in mounts)

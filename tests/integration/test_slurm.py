@@ -31,10 +31,12 @@ ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 # clear of the default plan (10.77), bench-emulated's (10.79) and test_emulated_*'s (10.78.4, 10.78.x)
 SUBNET = "10.78.9.0/24"
 TIER = "eth-1g"
-# rdmatf-fig6's 2-node point on the emulated link (PS and chief on one worker, a worker on the
-# other) and dlobd-fig5b's 2 TF nodes on YARN (one executor per worker)
-POINTS = {"rdmatf-fig6": {"network": "eth-1g-emulated", "nodes": 2},
-          "dlobd-fig5b": {"gpus": 2, "network": "loopback", "workload": "mnist"}}
+# rdmatf-fig6's 2-node point on the emulated link (tasks on both workers), through the pipeline
+PIPELINE_POINTS = {"rdmatf-fig6": {"network": "eth-1g-emulated", "nodes": 2}}
+# dlobd-fig5b's 2 TF nodes on YARN (one executor per worker) on the emulated link: not in its
+# spec's local matrix (loopback only), so launched beside the pipeline (DLOBD_LAUNCH)
+LAUNCHED_POINTS = {"dlobd-fig5b": {"gpus": 2, "network": "eth-1g-emulated", "workload": "mnist"}}
+POINTS = {**PIPELINE_POINTS, **LAUNCHED_POINTS}
 LAUNCH = """
 import copy, json, sys
 from dlobd import runs, spec
@@ -77,11 +79,12 @@ class Cluster:
     def env(self) -> dict:
         return slurm_harness.client_env(self.slurm_dir)
 
-    def sbatch(self, shared: Path, points: dict, time_limit: str = "00:30:00") -> int:
-        targets = " ".join(f"{exp}/{runs.point_id(p)}" for exp, p in points.items())
+    def sbatch(self, shared: Path, points: dict, launched: dict, time_limit: str = "00:30:00") -> int:
         env = {**self.env(), "DLOBD_CHECKOUT": str(ROOT), "DLOBD_SHARED": str(shared),
                "DLOBD_SCRATCH": str(self.slurm_dir / slurm_harness.SCRATCH_MOUNT),
-               "DLOBD_PREFIX": str(self.state_dir / "stack"), "DLOBD_POINTS": targets}
+               "DLOBD_PREFIX": str(self.state_dir / "stack"),
+               "DLOBD_POINTS": " ".join(f"{exp}/{runs.point_id(p)}" for exp, p in points.items()),
+               "DLOBD_LAUNCH": " ".join(f"{exp}={json.dumps(p, separators=(',', ':'))}" for exp, p in launched.items())}
         done = subprocess.run(["sbatch", "--parsable", "--nodes=3", f"--time={time_limit}",
                                f"--output={shared}/dlobd-%j.out", str(ROOT / "slurm" / "dlobd.sbatch")],
                               env=env, capture_output=True, text=True, cwd=ROOT)
@@ -164,7 +167,7 @@ def local_runs(cluster, tmp_path_factory):
 def finished_job(cluster, tmp_path_factory):
     shared = tmp_path_factory.mktemp("shared")
     start = time.monotonic()
-    job_id = cluster.sbatch(shared, POINTS)
+    job_id = cluster.sbatch(shared, PIPELINE_POINTS, LAUNCHED_POINTS)
     state = cluster.wait_job(job_id, timeout=1500)
     return job_id, shared, state, time.monotonic() - start
 
@@ -220,7 +223,7 @@ def test_a_cancelled_job_stops_everything_keeps_its_logs_and_says_why(cluster, f
     shared = tmp_path / "shared"
     shared.mkdir()
     experiment = "rdmatf-fig6"
-    job_id = cluster.sbatch(shared, {experiment: POINTS[experiment]})
+    job_id = cluster.sbatch(shared, {experiment: POINTS[experiment]}, {})
     point_dir = runs.point_dir(shared / "runs", "slurm", "local", experiment, POINTS[experiment])
     deadline = time.monotonic() + 600
     # cancel once the point's command runs (its stdout exists) and has not finished
