@@ -472,7 +472,8 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
         from dlobd import slurmjob
 
         # a run its Slurm job's end cut short says so, whatever its command's exit looked like
-        ended = slurmjob.interruption()
+        ended = slurmjob.interruption(
+            wait_s=slurmjob.INTERRUPT_WAIT_S if slurmjob.ended_by_signal(result.exit_status) else 0.0)
         if ended is not None:
             result.status, result.reason = ended[0], f"{ended[1]} ({result.reason})"
     prov = provenance.collect(stack=stack_name)

@@ -70,6 +70,8 @@ INTERRUPTIONS = {
     "TERM": ("failed", "cancelled by Slurm"),
 }
 INTERRUPT_FILE = "interrupted.json"
+# How long a run whose command a signal ended waits for the trap to say why (it starts a Python)
+INTERRUPT_WAIT_S = 15.0
 STOP_FILE = "stop"
 READY_POLL_S = 2.0
 
@@ -354,16 +356,23 @@ def stack_of(provisioned: str) -> dict:
 
 # ------------------------------------------------------------------ interruption (runs.py asks)
 
-def interruption(environ=None) -> tuple[str, str] | None:
+def interruption(environ=None, wait_s: float = 0.0) -> tuple[str, str] | None:
     """(status, reason) when the Slurm job this process runs in is being ended: the batch
-    script's trap wrote why, or Slurm itself says the job was cancelled or timed out."""
+    script's trap wrote why (waiting up to `wait_s` for it: Slurm signals every process of the
+    job at once, so a command may end before the trap has written), or Slurm itself says the
+    job was cancelled or timed out."""
     environ = os.environ if environ is None else environ
     job_json = environ.get("DLOBD_SLURM_JOB_JSON")
     if job_json:
         marker = Path(job_json).parent / INTERRUPT_FILE
-        if marker.is_file():
-            data = json.loads(marker.read_text())
-            return data["status"], data["reason"]
+        deadline = time.monotonic() + wait_s
+        while True:
+            if marker.is_file():
+                data = json.loads(marker.read_text())
+                return data["status"], data["reason"]
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
     job_id = environ.get("SLURM_JOB_ID")
     if not job_id or shutil.which("scontrol") is None:
         return None
@@ -374,6 +383,12 @@ def interruption(environ=None) -> tuple[str, str] | None:
     if state == "TIMEOUT":
         return INTERRUPTIONS["USR1"]
     return None
+
+
+def ended_by_signal(exit_status: int | None) -> bool:
+    """Whether a command's exit status says a signal ended it (negative from Python's
+    subprocess, 128 + signal from a shell)."""
+    return exit_status is not None and (exit_status < 0 or 128 < exit_status <= 128 + 64)
 
 
 def interrupted_outcome(signal_name: str) -> tuple[str, str]:

@@ -211,3 +211,20 @@ def test_an_interrupt_ends_the_pipeline_and_records_its_unfinished_runs(tmp_path
 
 def test_outside_a_slurm_job_nothing_is_interrupted(tmp_path):
     assert slurmjob.interruption({}) is None
+
+
+def test_a_run_ended_by_a_signal_waits_for_the_trap_to_say_why(tmp_path):
+    import threading
+
+    shared = tmp_path / "slurm-9"
+    shared.mkdir()
+    environ = {"DLOBD_SLURM_JOB_JSON": str(shared / "job.json")}
+    assert slurmjob.interruption(environ, wait_s=0.3) is None
+    # the trap writes its reason a moment after Slurm's signal ended the command
+    writer = threading.Timer(0.5, lambda: (shared / slurmjob.INTERRUPT_FILE).write_text(
+        json.dumps({"status": "failed", "reason": "cancelled by Slurm"})))
+    writer.start()
+    assert slurmjob.interruption(environ, wait_s=5) == ("failed", "cancelled by Slurm")
+    writer.join()
+    assert [slurmjob.ended_by_signal(s) for s in (143, -15, 137, 1, 0, None, 255)] == \
+        [True, True, True, False, False, False, False]
