@@ -74,6 +74,9 @@ INTERRUPT_FILE = "interrupted.json"
 INTERRUPT_WAIT_S = 15.0
 STOP_FILE = "stop"
 READY_POLL_S = 2.0
+# How long a daemon gets to stop after SIGTERM in a job: a cancelled job's processes get Slurm's
+# KillWait (30 s by default) before SIGKILL, and the agent still copies the logs after the stop.
+DAEMON_STOP_TIMEOUT_S = 10
 
 
 class JobError(Exception):
@@ -239,6 +242,7 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
         "spark_home": stack["SPARK_HOME"],
         "dlobd_python_home": stack["DLOBD_PYTHON_HOME"],
         "dlobd_python": stack["DLOBD_PYTHON"],
+        "dlobd_daemon_stop_timeout_s": DAEMON_STOP_TIMEOUT_S,
     }
 
 
@@ -487,7 +491,8 @@ def node(plan: JobPlan, host: str) -> int:
         stop["why"] = stop["why"] or "error"
     finally:
         teardown_node(plan, host, daemons)
-    return 0 if stop["why"] in (None, "TERM") else 1
+    # the stop file or scancel's SIGTERM is the ordinary end
+    return 0 if stop["why"] in (None, "SIGTERM") else 1
 
 
 def teardown_node(plan: JobPlan, host: str, daemons: list[str]) -> None:

@@ -120,6 +120,7 @@ def test_the_playbook_templates_render_into_a_job_private_prefix(tmp_path):
         assert (job / yarn[key][len(str(job)) + 1:]).is_dir(), key
     daemon = (job / "sbin" / "dlobd-daemon").read_text()
     assert f'source "{job}/etc/dlobd-env.sh"' in daemon and "{{" not in daemon
+    assert f"STOP_TIMEOUT={slurmjob.DAEMON_STOP_TIMEOUT_S}\n" in daemon
     # the job's environment: the provisioned stack first, then the job's cluster over it
     env = provenance.source_env(job / "etc" / "dlobd-env.sh")
     assert env["DLOBD_PREFIX"] == str(job)
