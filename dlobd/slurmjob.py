@@ -83,6 +83,10 @@ class JobError(Exception):
     """A clear reason why the job's cluster cannot be planned, started or stopped."""
 
 
+class LaunchInterrupted(Exception):
+    """The job ends while a point runs (the launcher records the run, with the trap's reason)."""
+
+
 # ------------------------------------------------------------------ hosts and ports (pure)
 
 def cluster_roles(hostnames: list[str]) -> tuple[str, list[str]]:
@@ -595,6 +599,12 @@ def launch_item(item: str, runs_dir: Path, cluster: str, scale: str) -> Path:
         raise JobError(f"launch {item!r}: the point is not JSON ({exc})") from None
     if not isinstance(point, dict):
         raise JobError(f"launch {item!r}: the point must be a JSON object of axis values")
+
+    def ended(signum, _frame):
+        # out of the launcher's wait, through its cleanup, into a record with the trap's reason
+        raise LaunchInterrupted(f"{signal.Signals(signum).name} from the Slurm job's end")
+
+    signal.signal(signal.SIGTERM, ended)
     return runs.launch(specs[experiment].data, scale, point, runs_dir, cluster=cluster)
 
 

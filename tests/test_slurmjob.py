@@ -229,3 +229,15 @@ def test_a_run_ended_by_a_signal_waits_for_the_trap_to_say_why(tmp_path):
     writer.join()
     assert [slurmjob.ended_by_signal(s) for s in (143, -15, 137, 1, 0, None, 255)] == \
         [True, True, True, False, False, False, False]
+
+
+@pytest.mark.parametrize("item, error", [
+    ("rdmatf-fig6", "expected EXPERIMENT=POINT_JSON"),
+    ("no-such-experiment={}", "expected EXPERIMENT=POINT_JSON with a known experiment"),
+    ("rdmatf-fig6={nodes: 2}", "the point is not JSON"),
+    ("rdmatf-fig6=[2]", "must be a JSON object"),
+])
+def test_a_point_to_launch_that_is_malformed_is_named(tmp_path, item, error):
+    with pytest.raises(slurmjob.JobError, match=re.escape(error)):
+        slurmjob.launch_item(item, tmp_path / "runs", "slurm", "local")
+    assert not (tmp_path / "runs").exists()

@@ -190,6 +190,9 @@ def up(state_dir: Path, emulated_dir: Path, timeout: float = 60) -> dict:
     state_dir.mkdir(parents=True, exist_ok=True)
     state = State(state_dir / STATE_NAME, {"emulated": str(emulated_dir), "state_dir_made": made_dir, "made": []})
     state.save()
+    closed = [str(p) for p in (state_dir, *state_dir.parents) if not p.stat().st_mode & 0o001]
+    if closed:
+        raise SlurmHarnessError(f"munged needs every folder above its socket open to all (o+x): {', '.join(closed)}")
     for sub in ("etc", "munge", "run", "log", "spool", "ctld-state", "scratch"):
         state.add("dir", path=str(state_dir / sub))
         (state_dir / sub).mkdir()

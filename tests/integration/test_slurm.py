@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,13 +80,14 @@ class Cluster:
     def env(self) -> dict:
         return slurm_harness.client_env(self.slurm_dir)
 
-    def sbatch(self, shared: Path, points: dict, launched: dict, time_limit: str = "00:30:00") -> int:
+    def sbatch(self, shared: Path, points: dict, launched: dict, time_limit: str = "00:30:00",
+               signal_s: int = 120) -> int:
         env = {**self.env(), "DLOBD_CHECKOUT": str(ROOT), "DLOBD_SHARED": str(shared),
                "DLOBD_SCRATCH": str(self.slurm_dir / slurm_harness.SCRATCH_MOUNT),
                "DLOBD_PREFIX": str(self.state_dir / "stack"),
                "DLOBD_POINTS": " ".join(f"{exp}/{runs.point_id(p)}" for exp, p in points.items()),
                "DLOBD_LAUNCH": " ".join(f"{exp}={json.dumps(p, separators=(',', ':'))}" for exp, p in launched.items())}
-        done = subprocess.run(["sbatch", "--parsable", "--nodes=3", f"--time={time_limit}",
+        done = subprocess.run(["sbatch", "--parsable", "--nodes=3", f"--time={time_limit}", f"--signal=B:USR1@{signal_s}",
                                f"--output={shared}/dlobd-%j.out", str(ROOT / "slurm" / "dlobd.sbatch")],
                               env=env, capture_output=True, text=True, cwd=ROOT)
         assert done.returncode == 0, done.stderr
@@ -117,17 +119,19 @@ def cluster(tmp_path_factory, request):
         state_dir, inventory = base / "emulated", base / "hosts.yml"
         emulated_harness.up(state_dir, emulated_harness.make_plan(2, SUBNET, TIER), inventory,
                             "/usr/sbin/sshd", sshd_timeout=15)
-    c = Cluster(state_dir, inventory, base / "harness", 0.0)
+    # munged wants every folder above its socket open to all: not pytest's 0700 tmp folders
+    harness_dir = Path(tempfile.mkdtemp(prefix="dlobd-slurm-harness-", dir="/tmp"))
+    harness_dir.chmod(0o755)
+    c = Cluster(state_dir, inventory, harness_dir, 0.0)
     try:
         if not reused:
             site = c.playbook("site.yml")
             assert site.returncode == 0, site.stdout[-5000:]
-        start = time.monotonic()
-        assert slurm_harness.main(["--state-dir", str(c.slurm_dir), "--emulated-state-dir", str(state_dir), "up"]) == 0
-        c.up_s = time.monotonic() - start
+        c.up_s = slurm_harness.up(c.slurm_dir, state_dir)["up_s"]
         yield c
     finally:
-        slurm_harness.main(["--state-dir", str(c.slurm_dir), "down"])
+        slurm_harness.down(c.slurm_dir)
+        harness_dir.rmdir()
         if not reused:
             c.playbook("cluster-down.yml")
             emulated_harness.down(state_dir)
@@ -247,3 +251,24 @@ def test_a_cancelled_job_stops_everything_keeps_its_logs_and_says_why(cluster, f
     assert (attempt / "stdout.log").exists()
     assert [p for p in (cluster.slurm_dir / "scratch").glob("*/dlobd-slurm-*")] == []
     assert (shared / f"slurm-{job_id}" / "logs" / cluster.name("master") / "var-log" / "namenode" / "namenode.log").exists()
+
+
+def test_a_job_reaching_its_time_limit_records_its_run_hung_and_tears_down(cluster, tmp_path):
+    # 5 minutes with the warning 3 minutes before the end (Slurm sends it within a minute of
+    # that): the TFoS point (about 2.5 min here) is running when it comes
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    job_id = cluster.sbatch(shared, {}, LAUNCHED_POINTS, time_limit="00:05:00", signal_s=180)
+    state = cluster.wait_job(job_id, timeout=600)
+    out = (shared / f"dlobd-{job_id}.out").read_text()
+    assert "SIGUSR1 received" in out, out[-3000:]
+    # the trap ends the batch script (exit 143) before Slurm's own limit
+    assert state in ("FAILED", "TIMEOUT"), state
+    experiment, point = next(iter(LAUNCHED_POINTS.items()))
+    attempt = runs.attempts(runs.point_dir(shared / "runs", "slurm", "local", experiment, point))[0]
+    record = runs.read_attempt(attempt, shared / "runs").record
+    assert record["status"] == "hung" and record["reason"].startswith("Slurm time limit"), record.get("reason")
+    assert (attempt / "stderr.log").stat().st_size > 0
+    plan = json.loads((shared / f"slurm-{job_id}" / "job.json").read_text())
+    assert job_processes(plan["job_dir"]) == []
+    assert [p for p in (cluster.slurm_dir / "scratch").glob("*/dlobd-slurm-*")] == []
