@@ -184,6 +184,8 @@ def test_one_job_starts_hdfs_yarn_runs_both_points_on_both_workers_and_tears_dow
     plan = json.loads((job_dir / "job.json").read_text())
     assert plan["master"] == cluster.name("master")
     assert plan["workers"] == [cluster.name("worker1"), cluster.name("worker2")]
+    # the daemons bind the harness's namespace addresses only (the rendered configuration's source)
+    assert plan["addresses"] == {cluster.name(n): cluster.address(n) for n in ("master", "worker1", "worker2")}
     ready = json.loads((job_dir / "ready.json").read_text())
     bench("slurm_job_cluster_ready_s", ready["job_start_to_ready_s"])
     records = {}
