@@ -499,10 +499,46 @@ def node(plan: JobPlan, host: str) -> int:
     return 0 if stop["why"] in (None, "SIGTERM") else 1
 
 
+def _net_namespace(pid: int | str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def job_processes(job_dir: str) -> list[psutil.Process]:
+    """This node's processes that run from the job's directory: YARN containers (their
+    NodeManager leaves them behind when it stops), tasks a launcher started over ssh. Nodes
+    that share one machine (the emulated hosts) are told apart by their network namespace."""
+    mine, me = _net_namespace("self"), os.getpid()
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if (proc.pid != me and job_dir in " ".join(proc.info["cmdline"] or [])
+                and _net_namespace(proc.pid) == mine):
+            found.append(proc)
+    return found
+
+
+def end_processes(procs: list[psutil.Process], grace_s: float = 5.0) -> None:
+    """SIGTERM, a bounded wait, then SIGKILL."""
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
 def teardown_node(plan: JobPlan, host: str, daemons: list[str]) -> None:
     job = Path(plan.job_dir)
     if (job / "sbin" / "dlobd-daemon").exists():
         run_daemon_script(plan, "stop", list(reversed(daemons)))
+    end_processes(job_processes(plan.job_dir))
     logs = Path(plan.shared_dir) / "logs" / host
     for sub in ("var/log", "var/yarn/logs"):
         if (job / sub).is_dir():
@@ -569,17 +605,7 @@ def interrupt(plan: JobPlan, signal_name: str, runs_dir: Path, pipeline_pid: int
         except psutil.NoSuchProcess:
             procs = []
         # the launched commands first: their launchers then record them with the reason above
-        for proc in reversed(procs):
-            try:
-                proc.terminate()
-            except psutil.NoSuchProcess:
-                pass
-        _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.NoSuchProcess:
-                pass
+        end_processes(list(reversed(procs)), grace_s)
     started = (shared / "job.json").stat().st_mtime
     return record_unfinished(runs_dir, started, status, reason)
 

@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import psutil
@@ -241,3 +242,21 @@ def test_a_point_to_launch_that_is_malformed_is_named(tmp_path, item, error):
     with pytest.raises(slurmjob.JobError, match=re.escape(error)):
         slurmjob.launch_item(item, tmp_path / "runs", "slurm", "local")
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_node_teardown_ends_what_still_runs_from_the_job_directory(tmp_path):
+    job_dir = tmp_path / "dlobd-slurm-77"
+    (job_dir / "var").mkdir(parents=True)
+    # a process left behind as a YARN container is: started from the job directory, in its own session
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"{job_dir}/var/container"],
+                            start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        assert [p.pid for p in slurmjob.job_processes(str(job_dir))] == [left.pid]
+        slurmjob.end_processes(slurmjob.job_processes(str(job_dir)), grace_s=5)
+        left.wait(timeout=5)
+        assert slurmjob.job_processes(str(job_dir)) == []
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()

@@ -225,7 +225,7 @@ def test_compare_paths_finds_the_same_statuses_on_both_paths(local_runs, finishe
     assert all(r.a.record["execution"]["path"] == "bare-metal" for r in rows)
 
 
-def test_a_cancelled_job_stops_everything_keeps_its_logs_and_says_why(cluster, finished_job, tmp_path):
+def test_a_cancelled_job_stops_everything_keeps_its_logs_and_says_why(cluster, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     experiment = "rdmatf-fig6"
