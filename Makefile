@@ -58,9 +58,11 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
-# The real Spack install is make test-spack (its own budget), not part of make test.
+# The real Spack install is make test-spack and the Slurm path make test-slurm (their own
+# budgets), not part of make test.
 test-integration: setup emulated-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts
-	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py
+	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
+	  --ignore=tests/integration/test_slurm.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
