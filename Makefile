@@ -239,8 +239,9 @@ test-unit: setup browser-deps build-deps slurm-deps ## unit tests (no cluster ne
 
 # The artifact inside one Slurm allocation (slurm/dlobd.sbatch, dlobd/slurmjob.py). For tests, a
 # real Slurm on the emulated hosts (tests/cluster/slurm.py): munged and slurmctld here, a slurmd in
-# each host of the emulated cluster at EMULATED_STATE. Its files go to SLURM_STATE.
-SLURM_STATE ?= $(HOME)/dlobd-slurm-harness
+# each host of the emulated cluster at EMULATED_STATE. Its files go to SLURM_STATE (munged wants
+# every folder above its socket open to all, which a 0700 home is not).
+SLURM_STATE ?= /var/tmp/dlobd-slurm-harness
 SLURM_HARNESS := $(BIN)/python tests/cluster/slurm.py --state-dir $(SLURM_STATE) --emulated-state-dir $(EMULATED_STATE)
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
 
@@ -257,8 +258,9 @@ slurm-down: setup ## stop every Slurm daemon slurm-up started and remove its fil
 	$(SLURM_HARNESS) down
 
 # On a site: slurm/submit with slurm/site.env (see slurm/site.env.example). Here: the harness's
-# Slurm, the emulated hosts' provisioned prefix, node-local scratch bound per host.
-SLURM_EXPERIMENTS ?= dlobd-fig5b rdmatf-fig6
+# Slurm, the emulated hosts' provisioned prefix, node-local scratch bound per host. rdmatf-fig6's
+# emulated points need the hosts linked by eth-1g (EMULATED_TIER=eth-1g).
+SLURM_EXPERIMENTS ?= rdmatf-fig6
 SLURM_OUT ?= data/slurm
 slurm-experiments: setup ## submit the sbatch job for SLURM_EXPERIMENTS on the harness's Slurm (runs under SLURM_OUT)
 	SLURM_CONF=$(SLURM_STATE)/etc/slurm.conf DLOBD_SLURM_SITE=/dev/null SLURM_NODES=3 SLURM_TIME=01:00:00 \
