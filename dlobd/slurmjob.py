@@ -8,9 +8,10 @@ from the playbooks' own templates (roles hadoop, hdfs, yarn, spark, stack_env) f
 hosts and ports, and whose other entries link to the provisioned prefix. Ports come from the
 job id, so two jobs sharing nodes never bind the same port.
 
-    python -m dlobd.slurmjob plan --prefix P --scratch S --shared D [--image I]   (batch script)
+    python -m dlobd.slurmjob plan --prefix P --scratch S --shared D   (the batch script, first)
     python -m dlobd.slurmjob node JOB_JSON       (one task per node, for the job's whole life)
     python -m dlobd.slurmjob ready JOB_JSON      (wait until every worker is live)
+    python -m dlobd.slurmjob launch --runs R EXPERIMENT=POINT_JSON   (a point outside a matrix)
     python -m dlobd.slurmjob interrupt JOB_JSON --signal USR1|TERM   (the batch script's trap)
 """
 
@@ -154,8 +155,6 @@ class JobPlan:
     ports: dict[str, int]
     secret: str                 # the job's Spark RPC secret (standalone use; YARN makes its own)
     execution_path: str
-    image: str | None = None
-    image_sha256: str | None = None
 
     @property
     def nodes(self) -> list[str]:
@@ -175,9 +174,12 @@ class JobPlan:
     @classmethod
     def load(cls, path: Path) -> JobPlan:
         try:
-            return cls(**json.loads(Path(path).read_text()))
+            plan = cls(**json.loads(Path(path).read_text()))
         except (OSError, json.JSONDecodeError, TypeError) as exc:
             raise JobError(f"{path}: not a job plan ({exc})") from None
+        if plan.execution_path not in EXECUTION_PATHS:
+            raise JobError(f"{path}: execution path {plan.execution_path!r} is not one of {', '.join(EXECUTION_PATHS)}")
+        return plan
 
 
 def resolve(host: str) -> str:
@@ -415,7 +417,8 @@ def execution(environ=None) -> dict:
         return {"path": plan.execution_path,
                 "slurm": {"job_id": plan.job_id, "nodes": plan.nodes, "master": plan.master,
                           "workers": plan.workers, "partition": environ.get("SLURM_JOB_PARTITION")},
-                "image": ({"path": plan.image, "sha256": plan.image_sha256} if plan.image else None)}
+                # {path, sha256} once the job can run from an image (make_plan refuses one now)
+                "image": None}
     from dlobd import provenance
 
     hosts = provenance.workers()

@@ -158,6 +158,10 @@ def test_the_execution_path_comes_from_the_job_plan(tmp_path):
                    "image": None}
     assert slurmjob.JobPlan.load(shared / "job.json") == plan
     assert (shared / "job.json").stat().st_mode & 0o077 == 0  # it holds the secret
+    (shared / "job.json").write_text(json.dumps({**json.loads((shared / "job.json").read_text()),
+                                                 "execution_path": "cloud"}))
+    with pytest.raises(slurmjob.JobError, match="execution path 'cloud' is not one of"):
+        slurmjob.JobPlan.load(shared / "job.json")
 
 
 def test_an_image_is_refused_until_the_job_can_run_from_one(tmp_path):
