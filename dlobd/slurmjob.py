@@ -130,10 +130,12 @@ def job_ports(job_id: int, names: list[str] | None = None) -> dict[str, int]:
 
 
 def ports_in_use(address: str, ports: dict[str, int]) -> list[str]:
-    """Which of the job's ports something on `address` already holds."""
+    """Which of the job's ports something on `address` already holds (a socket listening or
+    bound there; a port left in TIME_WAIT by an earlier job is free for a server)."""
     taken = []
     for name, port in ports.items():
         with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((address, port))
             except OSError:

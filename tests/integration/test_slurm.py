@@ -272,7 +272,6 @@ def test_a_job_reaching_its_time_limit_records_its_run_hung_and_tears_down(clust
     assert record["status"] == "hung" and record["reason"].startswith("Slurm time limit"), record.get("reason")
     # what the run wrote is kept (the signal may come while it stages its data or trains)
     assert (attempt / "prepare.log").stat().st_size > 0
-    assert (attempt / "stdout.log").exists() and (attempt / "stderr.log").exists()
     plan = json.loads((shared / f"slurm-{job_id}" / "job.json").read_text())
     assert job_processes(plan["job_dir"]) == []
     assert [p for p in (cluster.slurm_dir / "scratch").glob("*/dlobd-slurm-*")] == []
