@@ -58,11 +58,11 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
-# The real Spack install (make test-spack) and the image build (make test-apptainer) have budgets
-# of their own, not part of make test.
+# The real Spack install (make test-spack), the image build (make test-apptainer) and the Slurm
+# path (make test-slurm) have budgets of their own, not part of make test.
 test-integration: setup emulated-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts
 	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
-	  --ignore=tests/integration/test_apptainer_image.py
+	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_slurm.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -252,7 +252,7 @@ build-deps: setup ## install the Debian packages the project's benchmarks build 
 	$(PLAYBOOK) playbooks/build-deps.yml
 
 .PHONY: test-unit
-test-unit: setup browser-deps build-deps ## unit tests (no cluster needed), the report in a headless browser
+test-unit: setup browser-deps build-deps slurm-deps ## unit tests (no cluster needed), the report in a headless browser
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" tests
 
 ## ---------------------------------------------------------------- Apptainer images (containers/)
@@ -276,6 +276,44 @@ bench-image: setup apptainer-deps ## image_build_cold_s (a full build), image_bu
 # Not part of make test: a cold build takes tens of minutes here (README, Apptainer images).
 test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Hadoop/Spark/TF/MPI through the apptainer method's wrappers
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_apptainer_image.py -q
+
+## ---------------------------------------------------------------- Slurm (slurm/, issue #14)
+
+# The artifact inside one Slurm allocation (slurm/dlobd.sbatch, dlobd/slurmjob.py). For tests, a
+# real Slurm on the emulated hosts (tests/cluster/slurm.py): munged and slurmctld here, a slurmd in
+# each host of the emulated cluster at EMULATED_STATE. Its files go to SLURM_STATE (munged wants
+# every folder above its socket open to all, which a 0700 home is not).
+SLURM_STATE ?= /var/tmp/dlobd-slurm-harness
+SLURM_HARNESS := $(BIN)/python tests/cluster/slurm.py --state-dir $(SLURM_STATE) --emulated-state-dir $(EMULATED_STATE)
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+
+.PHONY: slurm-deps slurm-up slurm-down slurm-experiments test-slurm bench-slurm
+slurm-deps: ## install Debian's Slurm and munge when missing (needs root and apt)
+	@test -x /usr/sbin/slurmctld -a -x /usr/sbin/slurmd -a -x /usr/bin/sbatch -a -x /usr/sbin/munged || { \
+	  apt-get -o DPkg::Lock::Timeout=900 update -qq && DEBIAN_FRONTEND=noninteractive apt-get \
+	  -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends $(SLURM_PACKAGES); }
+
+slurm-up: setup slurm-deps ## munged + slurmctld here, a slurmd in each emulated host (make emulated-up first)
+	$(SLURM_HARNESS) up
+
+slurm-down: setup ## stop every Slurm daemon slurm-up started and remove its files and mounts
+	$(SLURM_HARNESS) down
+
+# On a site: slurm/submit with slurm/site.env (see slurm/site.env.example). Here: the harness's
+# Slurm, the emulated hosts' provisioned prefix, node-local scratch bound per host. rdmatf-fig6's
+# emulated points need the hosts linked by eth-1g (EMULATED_TIER=eth-1g).
+SLURM_EXPERIMENTS ?= rdmatf-fig6
+SLURM_OUT ?= data/slurm
+slurm-experiments: setup ## submit the sbatch job for SLURM_EXPERIMENTS on the harness's Slurm (runs under SLURM_OUT)
+	SLURM_CONF=$(SLURM_STATE)/etc/slurm.conf DLOBD_SLURM_SITE=/dev/null SLURM_NODES=3 SLURM_TIME=01:00:00 \
+	  DLOBD_SHARED=$(abspath $(SLURM_OUT)) DLOBD_SCRATCH=$(SLURM_STATE)/node-local \
+	  DLOBD_PREFIX=$(EMULATED_STATE)/stack DLOBD_EXPERIMENTS="$(SLURM_EXPERIMENTS)" slurm/submit
+
+test-slurm: setup slurm-deps emulated-deps ## as root: Slurm on 1 master + 2 emulated hosts, a job running TFoS and native TF points, a cancelled job
+	$(BIN)/pytest -m integration tests/integration/test_slurm.py -q
+
+bench-slurm: setup slurm-deps emulated-deps bench-image ## the image lines (bench-image), then slurm_up_s, slurm_job_cluster_ready_s, slurm_points_ok/total, cross_path_mismatches
+	$(BIN)/pytest -m integration tests/integration/test_slurm.py -q -s | grep -E '^[a-z_]+: '
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
 

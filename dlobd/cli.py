@@ -20,6 +20,7 @@ COMMANDS = {
     "fabric": ("dlobd.fabric", "this host's InfiniBand HCAs and GPUs (the fabric role's detector)"),
     "image": ("dlobd.apptainer", "Apptainer images of containers/: build (or reuse), exec, info"),
     "calibrate": ("dlobd.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
+    "compare-paths": ("dlobd.comparepaths", "the same points run through two execution paths: statuses side by side"),
 }
 
 

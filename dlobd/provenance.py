@@ -334,10 +334,14 @@ def local_host() -> dict:
 
 def collect(stack: str | None = None) -> dict:
     """The provenance part of run.json: versions, system, hosts, each host's fabric fingerprint,
-    the last `make calibrate` of this host's prefix, git."""
+    the last `make calibrate` of this host's prefix, git, and the execution path (a Slurm job,
+    its nodes and image, where there is one)."""
     v = dict(versions())
     v["stack"] = v.get(stack) if stack in v else None
     v["harness_python"] = platform.python_version()
     hosts = cluster_hosts()
+    from dlobd import slurmjob
+
     return {"versions": v, "system": system(), "hosts": hosts, "fabric": fabrics(hosts),
-            "calibration": host_json("127.0.0.1", CALIBRATION_FILE), "git": git_state()}
+            "calibration": host_json("127.0.0.1", CALIBRATION_FILE), "git": git_state(),
+            "execution": slurmjob.execution()}

@@ -468,6 +468,14 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     start = now_iso()
     result = _call(module, context(attempt_dir))
     end = now_iso()
+    if result.status in ("failed", "hung"):
+        from dlobd import slurmjob
+
+        # a run its Slurm job's end cut short says so, whatever its command's exit looked like
+        ended = slurmjob.interruption(
+            wait_s=slurmjob.INTERRUPT_WAIT_S if slurmjob.ended_by_signal(result.exit_status) else 0.0)
+        if ended is not None:
+            result.status, result.reason = ended[0], f"{ended[1]} ({result.reason})"
     prov = provenance.collect(stack=stack_name)
     if result.hosts is not None:
         prov["hosts"] = result.hosts

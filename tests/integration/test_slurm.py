@@ -1,0 +1,277 @@
+"""The Slurm path for real: Debian's Slurm on 1 master + 2 emulated hosts (tests/cluster/slurm.py),
+one sbatch job spanning the three nodes that starts HDFS and YARN from the hosts' provisioned
+prefix, runs a TensorFlowOnSpark point and a native TensorFlow point with tasks on both workers
+through the pipeline and tears down; the same points run without Slurm (the emulated cluster's own
+daemons, launched from the master) for compare-paths; and a second job cancelled mid-run.
+
+The emulated cluster is made and provisioned here (about 6 min), or reused, already provisioned,
+from DLOBD_SLURM_TEST_EMULATED (its state dir; its inventory beside it as DLOBD_SLURM_TEST_INVENTORY).
+Traffic goes only to loopback and the harness's namespace addresses. `make bench-slurm` prints the
+`name: value` lines this module writes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dlobd import ROOT, comparepaths, runs
+
+sys.path.insert(0, str(ROOT / "tests"))
+from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
+from cluster import slurm as slurm_harness  # noqa: E402
+
+ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
+# clear of the default plan (10.77), bench-emulated's (10.79) and test_emulated_*'s (10.78.4, 10.78.x)
+SUBNET = "10.78.9.0/24"
+TIER = "eth-1g"
+# rdmatf-fig6's 2-node point on the emulated link (tasks on both workers), through the pipeline
+PIPELINE_POINTS = {"rdmatf-fig6": {"network": "eth-1g-emulated", "nodes": 2}}
+# dlobd-fig5b's 2 TF nodes on YARN (one executor per worker) on the emulated link: not in its
+# spec's local matrix (loopback only), so launched beside the pipeline (DLOBD_LAUNCH)
+LAUNCHED_POINTS = {"dlobd-fig5b": {"gpus": 2, "network": "eth-1g-emulated", "workload": "mnist"}}
+POINTS = {**PIPELINE_POINTS, **LAUNCHED_POINTS}
+LAUNCH = """
+import copy, json, sys
+from dlobd import runs, spec
+data = copy.deepcopy(spec.load_all()[sys.argv[3]].data)
+print(runs.launch(data, "local", json.loads(sys.argv[2]), sys.argv[1], cluster="emulated"))
+"""
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and slurmd need root"),
+]
+
+
+def bench(name: str, value) -> None:
+    print(f"\n{name}: {value}")
+
+
+@dataclass
+class Cluster:
+    state_dir: Path
+    inventory: Path
+    slurm_dir: Path
+    up_s: float
+
+    @property
+    def plan(self) -> dict:
+        return json.loads((self.state_dir / "state.json").read_text())["plan"]
+
+    def name(self, short: str) -> str:
+        return f"{self.plan['prefix']}-{short}"
+
+    def address(self, short: str) -> str:
+        return next(h["address"] for h in self.plan["hosts"] if h["name"] == self.name(short))
+
+    def playbook(self, name: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+        return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), str(ROOT / "playbooks" / name)],
+                              capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
+
+    def env(self) -> dict:
+        return slurm_harness.client_env(self.slurm_dir)
+
+    def sbatch(self, shared: Path, points: dict, launched: dict, time_limit: str = "00:30:00",
+               signal_s: int = 120) -> int:
+        env = {**self.env(), "DLOBD_CHECKOUT": str(ROOT), "DLOBD_SHARED": str(shared),
+               "DLOBD_SCRATCH": str(self.slurm_dir / slurm_harness.SCRATCH_MOUNT),
+               "DLOBD_PREFIX": str(self.state_dir / "stack"),
+               "DLOBD_POINTS": " ".join(f"{exp}/{runs.point_id(p)}" for exp, p in points.items()),
+               "DLOBD_LAUNCH": " ".join(f"{exp}={json.dumps(p, separators=(',', ':'))}" for exp, p in launched.items())}
+        done = subprocess.run(["sbatch", "--parsable", "--nodes=3", f"--time={time_limit}", f"--signal=B:USR1@{signal_s}",
+                               f"--output={shared}/dlobd-%j.out", str(ROOT / "slurm" / "dlobd.sbatch")],
+                              env=env, capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.strip())
+
+    def job_state(self, job_id: int) -> str:
+        out = subprocess.run(["scontrol", "-o", "show", "job", str(job_id)], env=self.env(),
+                             capture_output=True, text=True).stdout
+        return next((f.split("=", 1)[1] for f in out.split() if f.startswith("JobState=")), "")
+
+    def wait_job(self, job_id: int, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while (state := self.job_state(job_id)) in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+            assert time.monotonic() < deadline, f"job {job_id} still {state} after {timeout} s"
+            time.sleep(2)
+        return state
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, request):
+    base = tmp_path_factory.mktemp("slurm")
+    reused = os.environ.get("DLOBD_SLURM_TEST_EMULATED")
+    if reused:
+        state_dir = Path(reused)
+        inventory = Path(os.environ["DLOBD_SLURM_TEST_INVENTORY"])
+        assert (state_dir / "state.json").is_file(), f"DLOBD_SLURM_TEST_EMULATED={reused}: no emulated cluster there"
+    else:
+        request.getfixturevalue("provisioned")  # the machine's Debian packages the hosts use
+        state_dir, inventory = base / "emulated", base / "hosts.yml"
+        emulated_harness.up(state_dir, emulated_harness.make_plan(2, SUBNET, TIER), inventory,
+                            "/usr/sbin/sshd", sshd_timeout=15)
+    # munged wants every folder above its socket open to all: not pytest's 0700 tmp folders
+    harness_dir = Path(tempfile.mkdtemp(prefix="dlobd-slurm-harness-", dir="/tmp"))
+    harness_dir.chmod(0o755)
+    c = Cluster(state_dir, inventory, harness_dir, 0.0)
+    try:
+        if not reused:
+            site = c.playbook("site.yml")
+            assert site.returncode == 0, site.stdout[-5000:]
+        c.up_s = slurm_harness.up(c.slurm_dir, state_dir)["up_s"]
+        yield c
+    finally:
+        slurm_harness.down(c.slurm_dir)
+        harness_dir.rmdir()
+        if not reused:
+            c.playbook("cluster-down.yml")
+            emulated_harness.down(state_dir)
+
+
+def job_processes(marker: str) -> list[str]:
+    """Live processes whose command line names `marker` (a job's directory)."""
+    return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and marker in " ".join(p.info["cmdline"] or [])]
+
+
+def test_slurm_comes_up_on_the_master_and_both_workers(cluster):
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=cluster.env(), capture_output=True, text=True).stdout
+    assert dict(line.split() for line in out.splitlines()) == {cluster.name(n): "idle" for n in ("master", "worker1", "worker2")}
+    bench("slurm_up_s", f"{cluster.up_s:.3f}")
+
+
+@pytest.fixture(scope="module")
+def local_runs(cluster, tmp_path_factory):
+    """The same points without Slurm: the emulated cluster's own daemons, launched from the master."""
+    runs_dir = tmp_path_factory.mktemp("local-path") / "runs"
+    up = cluster.playbook("cluster-up.yml")
+    assert up.returncode == 0, up.stdout[-3000:]
+    try:
+        for experiment, point in POINTS.items():
+            on_master = emulated_harness.host_command(
+                cluster.state_dir, "master", ["env", f"DLOBD_PREFIX={cluster.state_dir / 'stack'}",
+                                              sys.executable, "-c", LAUNCH, str(runs_dir), json.dumps(point), experiment])
+            done = subprocess.run(on_master, capture_output=True, text=True, timeout=900, cwd=ROOT)
+            assert done.returncode == 0, done.stderr[-3000:]
+    finally:
+        cluster.playbook("cluster-down.yml")
+    return runs_dir
+
+
+@pytest.fixture(scope="module")
+def finished_job(cluster, tmp_path_factory):
+    shared = tmp_path_factory.mktemp("shared")
+    start = time.monotonic()
+    job_id = cluster.sbatch(shared, PIPELINE_POINTS, LAUNCHED_POINTS)
+    state = cluster.wait_job(job_id, timeout=1500)
+    return job_id, shared, state, time.monotonic() - start
+
+
+def test_one_job_starts_hdfs_yarn_runs_both_points_on_both_workers_and_tears_down(cluster, finished_job):
+    job_id, shared, state, _ = finished_job
+    out = (shared / f"dlobd-{job_id}.out").read_text()
+    assert state == "COMPLETED", out[-3000:]
+    job_dir = shared / f"slurm-{job_id}"
+    plan = json.loads((job_dir / "job.json").read_text())
+    assert plan["master"] == cluster.name("master")
+    assert plan["workers"] == [cluster.name("worker1"), cluster.name("worker2")]
+    # the daemons bind the harness's namespace addresses only (the rendered configuration's source)
+    assert plan["addresses"] == {cluster.name(n): cluster.address(n) for n in ("master", "worker1", "worker2")}
+    ready = json.loads((job_dir / "ready.json").read_text())
+    bench("slurm_job_cluster_ready_s", ready["job_start_to_ready_s"])
+    records = {}
+    for experiment, point in POINTS.items():
+        attempts = runs.attempts(runs.point_dir(shared / "runs", "slurm", "local", experiment, point))
+        assert len(attempts) == 1, (experiment, out[-3000:])
+        records[experiment] = runs.read_attempt(attempts[0], shared / "runs").record
+    ok = sum(r["status"] == "ok" for r in records.values())
+    bench("slurm_points_ok", ok)
+    bench("slurm_points_total", len(records))
+    for experiment, record in records.items():
+        assert record["status"] == "ok", (experiment, record.get("reason"))
+        assert record["execution"]["path"] == "slurm+prefix"
+        assert record["execution"]["slurm"]["job_id"] == job_id
+        assert record["execution"]["slurm"]["nodes"] == [cluster.name(n) for n in ("master", "worker1", "worker2")]
+        assert record["execution"]["image"] is None
+        # tasks (native TF: ps:0, worker:0 ...) or executors (TFoS: executor:1 ...) on both workers
+        used = {h["address"] for h in record["hosts"] if any(":" in r for r in h["roles"])}
+        assert used >= {cluster.address("worker1"), cluster.address("worker2")}, (experiment, record["hosts"])
+    # the daemons' logs are on the shared file system, one folder per node
+    for short, daemon in (("master", "namenode"), ("master", "resourcemanager"), ("worker1", "datanode"),
+                          ("worker2", "nodemanager")):
+        assert (job_dir / "logs" / cluster.name(short) / "var-log" / daemon / f"{daemon}.log").stat().st_size > 0
+    # torn down: no job directory on any node, nothing of the job running
+    scratch = cluster.slurm_dir / "scratch"
+    assert [p for p in scratch.glob("*/dlobd-slurm-*")] == []
+    assert job_processes(plan["job_dir"]) == []
+
+
+def test_compare_paths_finds_the_same_statuses_on_both_paths(local_runs, finished_job, capsys):
+    _job_id, shared, _state, _ = finished_job
+    rows = comparepaths.compare(local_runs, shared / "runs")
+    print(comparepaths.report(rows, local_runs, shared / "runs"))
+    assert len(rows) == len(POINTS)
+    bench("cross_path_mismatches", sum(r.mismatch for r in rows))
+    assert [r.mismatch for r in rows] == [False] * len(POINTS)
+    assert all(r.a.record["execution"]["path"] == "bare-metal" for r in rows)
+
+
+def test_a_cancelled_job_stops_everything_keeps_its_logs_and_says_why(cluster, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    experiment = "rdmatf-fig6"
+    job_id = cluster.sbatch(shared, {experiment: POINTS[experiment]}, {})
+    point_dir = runs.point_dir(shared / "runs", "slurm", "local", experiment, POINTS[experiment])
+    deadline = time.monotonic() + 600
+    # cancel once the point's command runs (its stdout exists) and has not finished
+    while not (list(point_dir.glob("attempt-*/stdout.log")) and cluster.job_state(job_id) == "RUNNING"):
+        assert cluster.job_state(job_id) in ("PENDING", "RUNNING", "CONFIGURING"), (shared / f"dlobd-{job_id}.out").read_text()
+        assert time.monotonic() < deadline, "the point never started"
+        time.sleep(1)
+    time.sleep(3)
+    assert not list(point_dir.glob("attempt-*/run.json")), "the point finished before the cancel"
+    subprocess.run(["scancel", str(job_id)], env=cluster.env(), check=True)
+    assert cluster.wait_job(job_id, timeout=180) == "CANCELLED"
+    plan = json.loads((shared / f"slurm-{job_id}" / "job.json").read_text())
+    deadline = time.monotonic() + 60
+    while (left := job_processes(plan["job_dir"]) + job_processes(str(shared))) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert left == []
+    attempt = runs.attempts(point_dir)[0]
+    record = runs.read_attempt(attempt, shared / "runs").record
+    assert record["status"] == "failed"
+    assert "cancelled by Slurm" in record["reason"]
+    assert (attempt / "stdout.log").exists()
+    assert [p for p in (cluster.slurm_dir / "scratch").glob("*/dlobd-slurm-*")] == []
+    assert (shared / f"slurm-{job_id}" / "logs" / cluster.name("master") / "var-log" / "namenode" / "namenode.log").exists()
+
+
+def test_a_job_reaching_its_time_limit_records_its_run_hung_and_tears_down(cluster, tmp_path):
+    # 5 minutes with the warning 3 minutes before the end (Slurm sends it within a minute of
+    # that): the TFoS point (about 2.5 min here) is running when it comes
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    job_id = cluster.sbatch(shared, {}, LAUNCHED_POINTS, time_limit="00:05:00", signal_s=180)
+    state = cluster.wait_job(job_id, timeout=600)
+    out = (shared / f"dlobd-{job_id}.out").read_text()
+    assert "SIGUSR1 received" in out, out[-3000:]
+    # the trap ends the batch script (exit 143) before Slurm's own limit
+    assert state in ("FAILED", "TIMEOUT"), state
+    experiment, point = next(iter(LAUNCHED_POINTS.items()))
+    attempt = runs.attempts(runs.point_dir(shared / "runs", "slurm", "local", experiment, point))[0]
+    record = runs.read_attempt(attempt, shared / "runs").record
+    assert record["status"] == "hung" and record["reason"].startswith("Slurm time limit"), record.get("reason")
+    # what the run wrote is kept (the signal may come while it stages its data or trains)
+    assert (attempt / "prepare.log").stat().st_size > 0
+    plan = json.loads((shared / f"slurm-{job_id}" / "job.json").read_text())
+    assert job_processes(plan["job_dir"]) == []
+    assert [p for p in (cluster.slurm_dir / "scratch").glob("*/dlobd-slurm-*")] == []

@@ -1,0 +1,266 @@
+"""The pure parts of the Slurm path (dlobd/slurmjob.py): roles from the node list, ports from the
+job id, the job prefix rendered from the playbook templates, what an interrupted job records."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import psutil
+import pytest
+
+from dlobd import provenance, runs, slurmjob
+
+
+def test_the_first_node_is_the_master_and_the_others_are_workers():
+    assert slurmjob.cluster_roles(["n1", "n2", "n3"]) == ("n1", ["n2", "n3"])
+    assert slurmjob.cluster_roles(["solo"]) == ("solo", ["solo"])
+    with pytest.raises(slurmjob.JobError, match="no nodes"):
+        slurmjob.cluster_roles([])
+    with pytest.raises(slurmjob.JobError, match="twice"):
+        slurmjob.cluster_roles(["n1", "n1"])
+
+
+@pytest.mark.skipif(shutil.which("scontrol") is None, reason="Slurm's client commands are not installed (make slurm-deps)")
+def test_a_slurm_node_list_expands_through_scontrol(tmp_path, monkeypatch):
+    # a configuration of its own: scontrol would otherwise look for a controller in DNS
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=unit\nSlurmctldHost=localhost\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    hosts = slurmjob.expand_nodelist("n[08-10],gpu7")
+    assert hosts == ["n08", "n09", "n10", "gpu7"]
+    assert slurmjob.cluster_roles(hosts) == ("n08", ["n09", "n10", "gpu7"])
+
+
+def test_ports_come_from_the_job_id_and_two_nearby_jobs_never_share_one():
+    names = slurmjob.default_port_names()
+    assert "namenode_rpc" in names and "nodemanager_https" in names
+    first, second = slurmjob.job_ports(4711), slurmjob.job_ports(4712)
+    assert list(first) == names
+    assert len(set(first.values())) == len(names)
+    assert not set(first.values()) & set(second.values())
+    for job in range(1000, 1000 + slurmjob.PORT_SLOTS, 97):
+        ports = slurmjob.job_ports(job).values()
+        assert all(slurmjob.PORT_LOW <= p < slurmjob.PORT_HIGH for p in ports)
+    # the block repeats after PORT_SLOTS ids: the agent's port check catches such a pair
+    assert slurmjob.job_ports(7) == slurmjob.job_ports(7 + slurmjob.PORT_SLOTS)
+    with pytest.raises(slurmjob.JobError, match="do not fit"):
+        slurmjob.job_ports(1, [f"p{i}" for i in range(slurmjob.PORT_STRIDE + 1)])
+
+
+def test_a_port_already_held_on_the_address_is_named():
+    with __import__("socket").socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        assert slurmjob.ports_in_use("127.0.0.1", {"namenode_rpc": port}) == [f"namenode_rpc (127.0.0.1:{port})"]
+
+
+def fake_provisioned(root):
+    """A provisioned prefix's layout with its dlobd-env.sh (paths only: nothing is started)."""
+    for sub in ("etc", "bin", "python/bin", "hadoop-3.4.1/lib", "data"):
+        (root / sub).mkdir(parents=True)
+    (root / "etc" / "fabric.json").write_text("{}\n")
+    (root / "bin" / "dlobd-python-tool").write_text("#!/bin/sh\n")
+    (root / "etc" / "dlobd-env.sh").write_text("\n".join([
+        f"export DLOBD_PREFIX={root}",
+        "export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64",
+        f"export HADOOP_HOME={root}/hadoop-3.4.1",
+        f"export HADOOP_CONF_DIR={root}/etc/hadoop",
+        f"export DLOBD_HADOOP_CLASSPATH='{root}/hadoop-3.4.1:{root}/hadoop-3.4.1/lib/*'",
+        f"export SPARK_HOME={root}/python/lib/python3.11/site-packages/pyspark",
+        f"export DLOBD_PYTHON_HOME={root}/python",
+        f"export DLOBD_PYTHON={root}/python/bin/python",
+        "export DLOBD_WORKERS=127.0.0.1",
+        "export DLOBD_EMULATED_LINK='emulated Ethernet eth-10g (veth + tbf 10000mbit)'",
+    ]) + "\n")
+    return root
+
+
+def job_plan(tmp_path, job_id=5150, image=None):
+    provisioned = fake_provisioned(tmp_path / "stack")
+    return slurmjob.make_plan(job_id, ["n1", "n2", "n3"], str(provisioned), str(tmp_path / "scratch"),
+                              str(tmp_path / "shared"), image=image,
+                              addresses={"n1": "10.9.0.1", "n2": "10.9.0.2", "n3": "10.9.0.3"})
+
+
+def xml_props(path):
+    return {p.findtext("name"): p.findtext("value") for p in ET.parse(path).getroot().iter("property")}
+
+
+FACTS = {"user_id": "tester", "memtotal_mb": 8000, "processor_vcpus": 2}
+
+
+def test_the_playbook_templates_render_into_a_job_private_prefix(tmp_path):
+    plan = job_plan(tmp_path)
+    assert plan.daemons("n1") == ["namenode", "resourcemanager"]
+    assert plan.daemons("n2") == ["datanode", "nodemanager"]
+    job = slurmjob.write_job_prefix(plan, "n2", slurmjob.stack_of(plan.provisioned), FACTS)
+    assert job == tmp_path / "scratch" / "dlobd-slurm-5150"
+    hdfs = xml_props(job / "etc" / "hadoop" / "hdfs-site.xml")
+    assert hdfs["dfs.namenode.rpc-address"] == f"10.9.0.1:{plan.ports['namenode_rpc']}"
+    assert hdfs["dfs.datanode.address"] == f"10.9.0.2:{plan.ports['datanode_data']}"
+    assert hdfs["dfs.datanode.data.dir"] == f"file://{job}/var/hdfs/data"
+    assert hdfs["dfs.replication"] == "2"  # two workers
+    yarn = xml_props(job / "etc" / "hadoop" / "yarn-site.xml")
+    assert yarn["yarn.nodemanager.local-dirs"] == f"{job}/var/yarn/local"
+    assert yarn["yarn.resourcemanager.webapp.address"] == f"10.9.0.1:{plan.ports['resourcemanager_http']}"
+    assert yarn["yarn.nodemanager.resource.memory-mb"] == "2000"  # 8000 MiB x 0.25
+    core = xml_props(job / "etc" / "hadoop" / "core-site.xml")
+    assert core["fs.defaultFS"] == f"hdfs://10.9.0.1:{plan.ports['namenode_rpc']}"
+    assert core["hadoop.http.staticuser.user"] == "tester"
+    defaults = (job / "etc" / "spark" / "spark-defaults.conf").read_text()
+    assert re.search(rf"spark.authenticate.secret\s+{plan.secret}$", defaults, re.M)
+    assert (job / "etc" / "spark" / "spark-defaults.conf").stat().st_mode & 0o077 == 0
+    # the directories the rendered configuration names exist in the job prefix
+    for key in ("spark.local.dir", "spark.eventLog.dir"):
+        value = re.search(rf"^{re.escape(key)}\s+(\S+)$", defaults, re.M).group(1).removeprefix("file://")
+        assert value.startswith(f"{job}/var/") and (job / value[len(str(job)) + 1:]).is_dir(), key
+    for key in ("yarn.nodemanager.local-dirs", "yarn.nodemanager.log-dirs"):
+        assert (job / yarn[key][len(str(job)) + 1:]).is_dir(), key
+    daemon = (job / "sbin" / "dlobd-daemon").read_text()
+    assert f'source "{job}/etc/dlobd-env.sh"' in daemon and "{{" not in daemon
+    assert f"STOP_TIMEOUT={slurmjob.DAEMON_STOP_TIMEOUT_S}\n" in daemon
+    # the job's environment: the provisioned stack first, then the job's cluster over it
+    env = provenance.source_env(job / "etc" / "dlobd-env.sh")
+    assert env["DLOBD_PREFIX"] == str(job)
+    assert env["HADOOP_CONF_DIR"] == f"{job}/etc/hadoop"
+    assert env["DLOBD_WORKERS"] == "10.9.0.2 10.9.0.3"
+    assert env["DLOBD_CLUSTER_ADDRESS"] == "10.9.0.2"
+    assert env["DLOBD_EMULATED_LINK"].startswith("emulated Ethernet eth-10g")
+    assert env["DLOBD_RESOURCEMANAGER_HTTP"] == f"http://10.9.0.1:{plan.ports['resourcemanager_http']}"
+    assert env["PATH"].startswith(f"{job}/bin:")
+    # everything else is the provisioned prefix's, linked
+    assert (job / "python").resolve() == tmp_path / "stack" / "python"
+    assert (job / "etc" / "fabric.json").resolve() == tmp_path / "stack" / "etc" / "fabric.json"
+    assert (job / "bin" / "dlobd-python-tool").is_symlink()
+    assert not (job / "bin" / "hdfs").is_symlink()
+    with pytest.raises(slurmjob.JobError, match="exists"):
+        slurmjob.write_job_prefix(plan, "n2", slurmjob.stack_of(plan.provisioned), FACTS)
+
+
+def test_a_prefix_that_was_never_provisioned_is_refused(tmp_path):
+    with pytest.raises(slurmjob.JobError, match="not a provisioned prefix"):
+        slurmjob.make_plan(1, ["n1"], str(tmp_path), str(tmp_path / "s"), str(tmp_path / "sh"),
+                           addresses={"n1": "10.9.0.1"})
+
+
+def test_the_execution_path_comes_from_the_job_plan(tmp_path):
+    plan = job_plan(tmp_path)
+    shared = tmp_path / "shared" / "slurm-5150"
+    shared.mkdir(parents=True)
+    plan.save(shared / "job.json")
+    got = slurmjob.execution({"DLOBD_SLURM_JOB_JSON": str(shared / "job.json"), "SLURM_JOB_PARTITION": "batch"})
+    assert got == {"path": "slurm+prefix",
+                   "slurm": {"job_id": 5150, "nodes": ["n1", "n2", "n3"], "master": "n1",
+                             "workers": ["n2", "n3"], "partition": "batch"},
+                   "image": None}
+    assert slurmjob.JobPlan.load(shared / "job.json") == plan
+    assert (shared / "job.json").stat().st_mode & 0o077 == 0  # it holds the secret
+    (shared / "job.json").write_text(json.dumps({**json.loads((shared / "job.json").read_text()),
+                                                 "execution_path": "cloud"}))
+    with pytest.raises(slurmjob.JobError, match="execution path 'cloud' is not one of"):
+        slurmjob.JobPlan.load(shared / "job.json")
+
+
+def test_an_image_is_refused_until_the_job_can_run_from_one(tmp_path):
+    image = tmp_path / "dlobd.sif"
+    image.write_bytes(b"")
+    with pytest.raises(slurmjob.JobError, match="not wired into the Slurm job yet"):
+        job_plan(tmp_path, image=str(image))
+
+
+def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):
+    monkeypatch.setattr(provenance, "workers", lambda gpu=False: ["127.0.0.1"])
+    assert slurmjob.execution({})["path"] == "local"
+    monkeypatch.setattr(provenance, "workers", lambda gpu=False: ["10.255.255.1"])
+    assert slurmjob.execution({}) == {"path": "bare-metal", "slurm": None, "image": None}
+
+
+def test_the_signals_the_job_traps_map_to_status_and_reason():
+    assert slurmjob.interrupted_outcome("USR1") == ("hung", "Slurm time limit")
+    assert slurmjob.interrupted_outcome("TERM") == ("failed", "cancelled by Slurm")
+    with pytest.raises(slurmjob.JobError, match="HUP"):
+        slurmjob.interrupted_outcome("HUP")
+
+
+@pytest.mark.parametrize("signal_name", ["USR1", "TERM"])
+def test_an_interrupt_ends_the_pipeline_and_records_its_unfinished_runs(tmp_path, signal_name):
+    plan = job_plan(tmp_path)
+    shared = tmp_path / "shared" / "slurm-5150"
+    shared.mkdir(parents=True)
+    plan.save(shared / "job.json")
+    runs_dir = tmp_path / "runs"
+    point = {"network": "eth-1g-emulated", "nodes": 2}
+    cut = runs.new_attempt(runs_dir, "slurm", "local", "rdmatf-fig6", point)
+    (cut / "stdout.log").write_text("step 1\n")
+    done = runs.new_attempt(runs_dir, "slurm", "local", "tfgrpc-fig9", {"network": "loopback"})
+    runs.write_run_json(done, {"experiment": "tfgrpc-fig9", "scale": "local", "cluster": "slurm",
+                               "point": {"network": "loopback"}, "status": "ok"})
+    pipeline = subprocess.Popen(["sleep", "60"])
+    recorded = slurmjob.interrupt(plan, signal_name, runs_dir, pipeline.pid, grace_s=5)
+    pipeline.wait(timeout=5)  # psutil has reaped it: its status is gone with it
+    status, reason = slurmjob.INTERRUPTIONS[signal_name]
+    assert recorded == [cut]
+    record = runs.read_attempt(cut, runs_dir).record
+    assert record["status"] == status and record["reason"].startswith(reason)
+    assert record["point"] == point
+    assert (cut / "stdout.log").read_text() == "step 1\n"
+    assert runs.read_attempt(done, runs_dir).record["status"] == "ok"
+    # a launcher still running in the job reads the same reason
+    environ = {"DLOBD_SLURM_JOB_JSON": str(shared / "job.json")}
+    assert slurmjob.interruption(environ) == (status, reason)
+    assert json.loads((shared / slurmjob.INTERRUPT_FILE).read_text())["signal"] == signal_name
+    assert not psutil.pid_exists(pipeline.pid) or psutil.Process(pipeline.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_outside_a_slurm_job_nothing_is_interrupted(tmp_path):
+    assert slurmjob.interruption({}) is None
+
+
+def test_a_run_ended_by_a_signal_waits_for_the_trap_to_say_why(tmp_path):
+    import threading
+
+    shared = tmp_path / "slurm-9"
+    shared.mkdir()
+    environ = {"DLOBD_SLURM_JOB_JSON": str(shared / "job.json")}
+    assert slurmjob.interruption(environ, wait_s=0.3) is None
+    # the trap writes its reason a moment after Slurm's signal ended the command
+    writer = threading.Timer(0.5, lambda: (shared / slurmjob.INTERRUPT_FILE).write_text(
+        json.dumps({"status": "failed", "reason": "cancelled by Slurm"})))
+    writer.start()
+    assert slurmjob.interruption(environ, wait_s=5) == ("failed", "cancelled by Slurm")
+    writer.join()
+    assert [slurmjob.ended_by_signal(s) for s in (143, -15, 137, 1, 0, None, 255)] == \
+        [True, True, True, False, False, False, False]
+
+
+@pytest.mark.parametrize("item, error", [
+    ("rdmatf-fig6", "expected EXPERIMENT=POINT_JSON"),
+    ("no-such-experiment={}", "expected EXPERIMENT=POINT_JSON with a known experiment"),
+    ("rdmatf-fig6={nodes: 2}", "the point is not JSON"),
+    ("rdmatf-fig6=[2]", "must be a JSON object"),
+])
+def test_a_point_to_launch_that_is_malformed_is_named(tmp_path, item, error):
+    with pytest.raises(slurmjob.JobError, match=re.escape(error)):
+        slurmjob.launch_item(item, tmp_path / "runs", "slurm", "local")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_node_teardown_ends_what_still_runs_from_the_job_directory(tmp_path):
+    job_dir = tmp_path / "dlobd-slurm-77"
+    (job_dir / "var").mkdir(parents=True)
+    # a process left behind as a YARN container is: started from the job directory, in its own session
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"{job_dir}/var/container"],
+                            start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        assert [p.pid for p in slurmjob.job_processes(str(job_dir))] == [left.pid]
+        slurmjob.end_processes(slurmjob.job_processes(str(job_dir)), grace_s=5)
+        left.wait(timeout=5)
+        assert slurmjob.job_processes(str(job_dir)) == []
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
