@@ -157,6 +157,7 @@ class JobPlan:
     ports: dict[str, int]
     secret: str                 # the job's Spark RPC secret (standalone use; YARN makes its own)
     execution_path: str
+    image: dict | None = None   # {path, sha256} of the image a prefix of the apptainer method runs
 
     @property
     def nodes(self) -> list[str]:
@@ -191,25 +192,38 @@ def resolve(host: str) -> str:
         raise JobError(f"node {host!r} has no address ({exc})") from None
 
 
+def prefix_image(provisioned: str) -> dict | None:
+    """{path, sha256} of the Apptainer image a prefix provisioned with the apptainer method runs
+    everything from (its wrappers), or None for a prefix that runs from itself."""
+    from dlobd import apptainer, provenance
+
+    env = provenance.source_env(Path(provisioned, "etc", "dlobd-env.sh"), base={})
+    if env.get("DLOBD_INSTALL_METHOD") != "apptainer":
+        return None
+    image = env.get("DLOBD_APPTAINER_IMAGE")
+    if not image or not Path(image).is_file():
+        raise JobError(f"{provisioned}: provisioned with the apptainer method, but its image "
+                       f"{image or '(DLOBD_APPTAINER_IMAGE unset)'} is not there (provision the prefix again)")
+    return {"path": image, "sha256": apptainer.image_sha256(Path(image))}
+
+
 def make_plan(job_id: int, hostnames: list[str], provisioned: str, scratch: str, shared: str,
-              image: str | None = None, addresses: dict[str, str] | None = None) -> JobPlan:
+              addresses: dict[str, str] | None = None) -> JobPlan:
+    """The job's plan. A prefix provisioned with the apptainer method runs the daemons, the
+    pipeline and the launchers inside its image through its wrappers: `slurm+apptainer`, with
+    the image's path and sha256; any other: `slurm+prefix`."""
     master, workers = cluster_roles(hostnames)
     if not Path(provisioned, "etc", "dlobd-env.sh").is_file():
         raise JobError(f"{provisioned}/etc/dlobd-env.sh is missing: not a provisioned prefix "
                        "(make provision DLOBD_PREFIX=... provisions one)")
-    if image:
-        # the image's install method and exec prefix come from dlobd.apptainer (issue 14's other
-        # half); until the job runs its agents and pipeline through it, say so instead of
-        # running from the prefix under an image's name
-        raise JobError(f"--image {image}: running the job's stack from an Apptainer image is not wired "
-                       "into the Slurm job yet; give a provisioned prefix (DLOBD_PREFIX) instead")
+    image = prefix_image(provisioned)
     addresses = addresses or {h: resolve(h) for h in hostnames}
     return JobPlan(job_id=int(job_id), master=master, workers=workers, addresses=addresses,
                    provisioned=str(Path(provisioned).resolve()),
                    job_dir=str(Path(scratch) / f"dlobd-slurm-{job_id}"),
                    shared_dir=str(Path(shared).resolve() / f"slurm-{job_id}"),
                    ports=job_ports(job_id), secret=secrets.token_hex(32),
-                   execution_path="slurm+prefix")
+                   execution_path="slurm+apptainer" if image else "slurm+prefix", image=image)
 
 
 # ------------------------------------------------------------------ rendering the job's prefix
@@ -419,8 +433,7 @@ def execution(environ=None) -> dict:
         return {"path": plan.execution_path,
                 "slurm": {"job_id": plan.job_id, "nodes": plan.nodes, "master": plan.master,
                           "workers": plan.workers, "partition": environ.get("SLURM_JOB_PARTITION")},
-                # {path, sha256} once the job can run from an image (make_plan refuses one now)
-                "image": None}
+                "image": plan.image}
     from dlobd import provenance
 
     hosts = provenance.workers()
@@ -648,7 +661,6 @@ def main(argv=None) -> int:
     p_plan.add_argument("--prefix", required=True, help="the provisioned prefix (same path on every node)")
     p_plan.add_argument("--scratch", required=True, help="node-local scratch (same path on every node)")
     p_plan.add_argument("--shared", required=True, help="a directory on the shared file system")
-    p_plan.add_argument("--image", help="an Apptainer image to run the stack from (slurm+apptainer)")
     p_launch = sub.add_parser("launch", help="launch one point through its stack's launcher (points outside "
                               "the spec's matrix, which the pipeline does not run); print the attempt")
     p_launch.add_argument("--runs", type=Path, required=True)
@@ -673,7 +685,7 @@ def main(argv=None) -> int:
             if not job_id:
                 raise JobError("SLURM_JOB_ID is not set: run inside a Slurm job (sbatch slurm/dlobd.sbatch)")
             hosts = expand_nodelist(os.environ.get("SLURM_JOB_NODELIST", ""))
-            plan = make_plan(int(job_id), hosts, args.prefix, args.scratch, args.shared, args.image)
+            plan = make_plan(int(job_id), hosts, args.prefix, args.scratch, args.shared)
             shared = Path(plan.shared_dir)
             (shared / "nodes").mkdir(parents=True)
             plan.save(shared / "job.json")

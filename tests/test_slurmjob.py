@@ -1,6 +1,7 @@
 """The pure parts of the Slurm path (dlobd/slurmjob.py): roles from the node list, ports from the
 job id, the job prefix rendered from the playbook templates, what an interrupted job records."""
 
+import hashlib
 import json
 import re
 import shutil
@@ -78,10 +79,10 @@ def fake_provisioned(root):
     return root
 
 
-def job_plan(tmp_path, job_id=5150, image=None):
+def job_plan(tmp_path, job_id=5150):
     provisioned = fake_provisioned(tmp_path / "stack")
     return slurmjob.make_plan(job_id, ["n1", "n2", "n3"], str(provisioned), str(tmp_path / "scratch"),
-                              str(tmp_path / "shared"), image=image,
+                              str(tmp_path / "shared"),
                               addresses={"n1": "10.9.0.1", "n2": "10.9.0.2", "n3": "10.9.0.3"})
 
 
@@ -164,11 +165,22 @@ def test_the_execution_path_comes_from_the_job_plan(tmp_path):
         slurmjob.JobPlan.load(shared / "job.json")
 
 
-def test_an_image_is_refused_until_the_job_can_run_from_one(tmp_path):
-    image = tmp_path / "dlobd.sif"
-    image.write_bytes(b"")
-    with pytest.raises(slurmjob.JobError, match="not wired into the Slurm job yet"):
-        job_plan(tmp_path, image=str(image))
+def test_a_prefix_of_the_apptainer_method_runs_the_job_from_its_image(tmp_path):
+    plan = job_plan(tmp_path)
+    assert (plan.execution_path, plan.image) == ("slurm+prefix", None)
+    image = tmp_path / "images" / "modern-0123.sif"
+    image.parent.mkdir()
+    image.write_bytes(b"SIF stand-in")
+    env = tmp_path / "stack" / "etc" / "dlobd-env.sh"
+    env.write_text(env.read_text() + f"export DLOBD_INSTALL_METHOD=apptainer\nexport DLOBD_APPTAINER_IMAGE={image}\n")
+    plan = slurmjob.make_plan(7, ["n1", "n2"], str(tmp_path / "stack"), str(tmp_path / "scratch"),
+                              str(tmp_path / "shared"), addresses={"n1": "10.9.0.1", "n2": "10.9.0.2"})
+    assert plan.execution_path == "slurm+apptainer"
+    assert plan.image == {"path": str(image), "sha256": hashlib.sha256(b"SIF stand-in").hexdigest()}
+    image.unlink()
+    with pytest.raises(slurmjob.JobError, match=f"apptainer method, but its image {image} is not there"):
+        slurmjob.make_plan(7, ["n1", "n2"], str(tmp_path / "stack"), str(tmp_path / "scratch"),
+                           str(tmp_path / "shared"), addresses={"n1": "10.9.0.1", "n2": "10.9.0.2"})
 
 
 def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):
@@ -192,7 +204,7 @@ def test_an_interrupt_ends_the_pipeline_and_records_its_unfinished_runs(tmp_path
     shared.mkdir(parents=True)
     plan.save(shared / "job.json")
     runs_dir = tmp_path / "runs"
-    point = {"network": "eth-1g-emulated", "nodes": 2}
+    point = {"network": "eth-1g-emulated", "nodes": 2, "repeat": 1}   # a point of the local matrix
     cut = runs.new_attempt(runs_dir, "slurm", "local", "rdmatf-fig6", point)
     (cut / "stdout.log").write_text("step 1\n")
     done = runs.new_attempt(runs_dir, "slurm", "local", "tfgrpc-fig9", {"network": "loopback"})

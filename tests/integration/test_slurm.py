@@ -32,8 +32,9 @@ ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 # clear of the default plan (10.77), bench-emulated's (10.79) and test_emulated_*'s (10.78.4, 10.78.x)
 SUBNET = "10.78.9.0/24"
 TIER = "eth-1g"
-# rdmatf-fig6's 2-node point on the emulated link (tasks on both workers), through the pipeline
-PIPELINE_POINTS = {"rdmatf-fig6": {"network": "eth-1g-emulated", "nodes": 2}}
+# rdmatf-fig6's 2-node point on the emulated link (tasks on both workers; the first of its
+# repeats), through the pipeline
+PIPELINE_POINTS = {"rdmatf-fig6": {"network": "eth-1g-emulated", "nodes": 2, "repeat": 1}}
 # dlobd-fig5b's 2 TF nodes on YARN (one executor per worker) on the emulated link: not in its
 # spec's local matrix (loopback only), so launched beside the pipeline (DLOBD_LAUNCH)
 LAUNCHED_POINTS = {"dlobd-fig5b": {"gpus": 2, "network": "eth-1g-emulated", "workload": "mnist"}}
