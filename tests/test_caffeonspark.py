@@ -288,3 +288,28 @@ def test_a_net_that_does_not_parse_is_named_with_protocs_line_and_column(tmp_pat
                        + r"\d+:\d+: Expected integer"):
         caffeonspark.check_net(home, broken)
     assert "kernel_size: five" in broken.read_text()  # the bad net is kept as it was
+
+
+REAL = Path(__file__).resolve().parent / "data" / "logs" / "caffeonspark" / "two-executors"
+
+
+def test_a_real_run_of_the_modern_port_two_executors_over_ethernet():
+    """LeNet on MNIST, CaffeOnSpark's modern port, Spark local-cluster[2,1,2048], -connection
+    ethernet (tests/data/logs/README.md has the command)."""
+    driver = caffeonspark.parse((REAL / "stderr.log").read_text())
+    assert driver.finished and not driver.rows
+    assert driver.meta["ranks"] == {0: "vm", 1: "vm"}
+    assert [e["detail"] for e in driver.events if e["event"] == "rank_placed"] == ["0@vm", "1@vm"]
+    accuracy = {}
+    for rank in (0, 1):
+        result = caffeonspark.parse((REAL / "containers" / f"executor-{rank}" / "stderr").read_text())
+        assert result.finished, result.reason
+        assert {r["task"] for r in result.rows} == {f"rank:{rank}"}
+        losses = [r for r in result.rows if r["metric"] == "loss"]
+        assert [r["step"] for r in losses] == [0, 100, 200, 300]
+        (acc,) = [r for r in result.rows if r["metric"] == "top1_accuracy"]
+        accuracy[rank] = (acc["step"], acc["value"])
+    assert accuracy == {0: (200, 0.9542), 1: (200, 0.9526)}
+    # only rank 0 saves the model
+    saved = caffeonspark.parse((REAL / "containers" / "executor-0" / "stderr").read_text()).meta["model_path"]
+    assert saved.endswith("/lenet.caffemodel")
