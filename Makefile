@@ -58,11 +58,13 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
-# The real Spack install (make test-spack), the image build (make test-apptainer) and the Slurm
-# path (make test-slurm) have budgets of their own, not part of make test.
+# The real Spack install (make test-spack), the image build (make test-apptainer), the Slurm
+# path (make test-slurm) and the CaffeOnSpark port's build (make test-caffeonspark) have budgets
+# of their own, not part of make test.
 test-integration: setup emulated-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts
 	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
-	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_slurm.py
+	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_slurm.py \
+	  --ignore=tests/integration/test_caffeonspark_port.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -235,6 +237,29 @@ bench-spack: setup ## concretize_s per environment (re-concretizes every lock) a
 
 test-spack: setup ## a real spack install of what the registries feed, then site.yml with dlobd_install_method=spack and the smoke tests
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m integration tests/integration/test_spack_install.py -q
+
+## ---------------------------------------------------------------- CaffeOnSpark's modern port
+
+# playbooks/caffeonspark.yml builds CaffeOnSpark 19df500 with the role's modern patch series (Spark
+# 3.5, Scala 2.12, Java 17; CPU and OpenBLAS) and MNIST's LMDBs into CAFFEONSPARK_PREFIX, cached by
+# the hash of sources and patches. A cold build takes tens of minutes on 2 cores, so it is not part
+# of make test. SOURCE_MIRROR: a folder holding the two source tarballs (empty: cloned from GitHub).
+# SPARK_HOME: the Spark 3.5 the test runs CaffeOnSpark with (default: the provisioned stack's pyspark).
+CAFFEONSPARK_PREFIX ?= $(DLOBD_PREFIX)
+SOURCE_MIRROR ?=
+CAFFEONSPARK_SPARK_HOME ?= $(DLOBD_PREFIX)/python/lib/python3.11/site-packages/pyspark
+
+.PHONY: build-caffeonspark bench-caffeonspark test-caffeonspark
+build-caffeonspark: setup ## CaffeOnSpark's modern port (CPU, OpenBLAS) and MNIST's LMDBs into CAFFEONSPARK_PREFIX (cached)
+	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg nice -n 10 $(BIN)/ansible-playbook -i $(INVENTORY) \
+	  -e dlobd_prefix=$(CAFFEONSPARK_PREFIX) -e caffeonspark_source_mirror=$(SOURCE_MIRROR) playbooks/caffeonspark.yml
+
+bench-caffeonspark: setup ## build_cold_s (a fresh prefix) and build_cached_s (the same build again) of the modern port
+	$(BIN)/python benchmarks/caffeonspark/bench_build.py --mirror "$(SOURCE_MIRROR)" --inventory $(INVENTORY)
+
+test-caffeonspark: setup ## build the port (cached), then LeNet on real MNIST through CaffeOnSpark: 1 executor, then 2 over ethernet
+	DLOBD_SOURCE_MIRROR=$(SOURCE_MIRROR) CAFFEONSPARK_PREFIX=$(CAFFEONSPARK_PREFIX) SPARK_HOME=$(CAFFEONSPARK_SPARK_HOME) \
+	  $(BIN)/pytest -m integration tests/integration/test_caffeonspark_port.py -q
 
 .PHONY: test
 test: setup lint test-unit test-integration ## lint, unit tests, and the integration test on this machine

@@ -4,8 +4,10 @@ the reasons a point is not runnable, the nets and solvers it renders, and the pa
 constructed logs (tests/data/constructed-logs/caffeonspark, format from CaffeOnSpark's and
 Caffe's sources; no real run could be had here) and damaged copies of them."""
 
+import os
 import re
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -237,3 +239,77 @@ FILES = sorted(p for p in LOGS.rglob("*") if p.is_file() and p.suffix != ".json"
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LOGS)))
 def test_random_damage_never_crashes(path):
     assert_random_damage_is_handled(caffeonspark.parse, path.read_text(), seed=path.name, times=25)
+
+
+def real_build(tmp_path, monkeypatch, **extra) -> Path:
+    """A CPU build's home with what the launcher checks before it starts Spark: the jar's place and
+    (where the test gives it) the build's caffe.proto."""
+    home = tmp_path / "cos" / "cpu-openblas"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / caffeonspark.JAR).touch()
+    install(monkeypatch, {**SETTINGS, "CAFFEONSPARK_HOME_CPU_OPENBLAS": str(home), "DLOBD_DATA_DIR": str(tmp_path / "data"),
+                          **extra})
+    return home
+
+
+def launch_for_real(tmp_path):
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1})
+    ctx.dry_run = False
+    ctx.attempt_dir.mkdir(parents=True)
+    return caffeonspark.launch(ctx)
+
+
+def test_a_missing_lmdb_is_named_before_spark_starts(tmp_path, monkeypatch):
+    real_build(tmp_path, monkeypatch)
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path}/data/lmdb/cifar10/train: no LMDB of cifar10")):
+        launch_for_real(tmp_path)
+
+
+MIRROR = Path(os.environ.get("DLOBD_SOURCE_MIRROR", "/nonexistent"))
+
+
+@pytest.mark.skipif(not (MIRROR / "yahoo-caffe-fc0a02e.tar.gz").is_file() or not shutil.which("protoc"),
+                    reason="needs DLOBD_SOURCE_MIRROR (caffe.proto comes from the pinned yahoo/caffe tarball) and protoc")
+def test_a_net_that_does_not_parse_is_named_with_protocs_line_and_column(tmp_path, monkeypatch):
+    home = real_build(tmp_path, monkeypatch)
+    (home / "proto").mkdir()
+    with tarfile.open(MIRROR / "yahoo-caffe-fc0a02e.tar.gz") as tar:
+        member = tar.getmember("caffe-fc0a02e/src/caffe/proto/caffe.proto")
+        (home / "proto" / "caffe.proto").write_bytes(tar.extractfile(member).read())
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1})
+    p = caffeonspark.plan_point(ctx)
+    net = caffeonspark.render(ctx, p, {"train": "t", "test": "v"})["net.prototxt"]
+    good = tmp_path / "good.prototxt"
+    good.write_text(net)
+    caffeonspark.check_net(home, good)  # the project's own LeNet parses
+    broken = tmp_path / "net.prototxt"
+    broken.write_text(net.replace("kernel_size: 5", "kernel_size: five", 1))
+    with pytest.raises(ValueError, match=re.escape(f"{broken}: not a Caffe net definition: line ")
+                       + r"\d+:\d+: Expected integer"):
+        caffeonspark.check_net(home, broken)
+    assert "kernel_size: five" in broken.read_text()  # the bad net is kept as it was
+
+
+REAL = Path(__file__).resolve().parent / "data" / "logs" / "caffeonspark" / "two-executors"
+
+
+def test_a_real_run_of_the_modern_port_two_executors_over_ethernet():
+    """LeNet on MNIST, CaffeOnSpark's modern port, Spark local-cluster[2,1,2048], -connection
+    ethernet (tests/data/logs/README.md has the command)."""
+    driver = caffeonspark.parse((REAL / "stderr.log").read_text())
+    assert driver.finished and not driver.rows
+    assert driver.meta["ranks"] == {0: "vm", 1: "vm"}
+    assert [e["detail"] for e in driver.events if e["event"] == "rank_placed"] == ["0@vm", "1@vm"]
+    accuracy = {}
+    for rank in (0, 1):
+        result = caffeonspark.parse((REAL / "containers" / f"executor-{rank}" / "stderr").read_text())
+        assert result.finished, result.reason
+        assert {r["task"] for r in result.rows} == {f"rank:{rank}"}
+        losses = [r for r in result.rows if r["metric"] == "loss"]
+        assert [r["step"] for r in losses] == [0, 100, 200, 300]
+        (acc,) = [r for r in result.rows if r["metric"] == "top1_accuracy"]
+        accuracy[rank] = (acc["step"], acc["value"])
+    assert accuracy == {0: (200, 0.9542), 1: (200, 0.9526)}
+    # only rank 0 saves the model
+    saved = caffeonspark.parse((REAL / "containers" / "executor-0" / "stderr").read_text()).meta["model_path"]
+    assert saved.endswith("/lenet.caffemodel")

@@ -1,7 +1,9 @@
 """CaffeOnSpark: Yahoo's Caffe on Spark executors (github.com/yahoo/CaffeOnSpark at commit
-19df500, its caffe-public submodule yahoo/caffe at fc0a02e), the paper profile's build on
-Spark 1.6 and Java 8. One Caffe solver process per executor; the executors exchange
-gradients over sockets (`-connection ethernet`) or over InfiniBand verbs (`infiniband`).
+19df500, its caffe-public submodule yahoo/caffe at fc0a02e): the paper profile's build on
+Spark 1.6 and Java 8, or the modern profile's, the same sources with the role's patch series
+(Spark 3.5, Scala 2.12, Java 17; the stack setting CAFFEONSPARK_PROFILE says which). One Caffe
+solver process per executor; the executors exchange gradients over sockets
+(`-connection ethernet`) or over InfiniBand verbs (`infiniband`).
 
 Parser: a run's logs are the driver's stderr (the attempt's stderr.log: client mode) and
 each executor's YARN container stderr (`containers/<container>/stderr`, kept by
@@ -47,6 +49,8 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
+import subprocess
 from datetime import datetime
 from pathlib import Path
 
@@ -226,6 +230,11 @@ def plan_point(ctx: runs.RunContext) -> dict:
             "network": network, "connection": connection, "gpu": gpu, "labels": labels}
 
 
+def profile() -> str:
+    """The build's profile: `paper` (the sources as they are) or `modern` (with the patch series)."""
+    return provenance.stack_setting("CAFFEONSPARK_PROFILE") or "paper"
+
+
 def build_home(device: str) -> Path:
     var = "CAFFEONSPARK_HOME_" + device.upper().replace("-", "_")
     home = provenance.stack_setting(var)
@@ -251,6 +260,23 @@ def placement(p: dict) -> list[str]:
                                    f"and worker(s) {' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: "
                                    f"{' '.join(gpu_hosts) or 'unset'})")
     return workers
+
+
+def check_net(home: Path, net: Path) -> None:
+    """Parse a net definition as caffe.NetParameter with protoc and the build's caffe.proto
+    (<home>/proto, role caffeonspark), as CaffeOnSpark's driver would only after Spark started:
+    one that does not parse raises ValueError naming the file and protoc's line:column."""
+    proto = home / "proto" / "caffe.proto"
+    protoc = shutil.which("protoc")
+    if not proto.is_file() or protoc is None:
+        raise FileNotFoundError(f"{proto if not proto.is_file() else 'protoc'}: missing, so the net definition "
+                                "cannot be checked (the caffeonspark role installs both)")
+    with net.open("rb") as text:
+        done = subprocess.run([protoc, f"--proto_path={proto.parent}", "--encode=caffe.NetParameter", proto.name],
+                              stdin=text, capture_output=True)
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().replace("input:", "line ").splitlines()
+        raise ValueError(f"{net}: not a Caffe net definition: " + "; ".join(said))
 
 
 def hdfs_paths(dataset: str) -> dict:
@@ -279,7 +305,8 @@ def render(ctx: runs.RunContext, p: dict, uris: dict) -> dict:
 def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
-        raise FileNotFoundError("SPARK_HOME is not set: is the paper profile's Spark 1.6 provisioned?")
+        raise FileNotFoundError("SPARK_HOME is not set: is Spark provisioned (Spark 1.6 for the paper "
+                                "profile's CaffeOnSpark, 3.5 for the modern one)?")
     libs = ":".join(filter(None, [str(home / "lib"), provenance.stack_setting("CAFFEONSPARK_LIBRARY_PATH")]))
     cores = provenance.stack_setting("DLOBD_YARN_VCORES") or "1"
     return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
@@ -322,14 +349,15 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                                        "a registered download (image-net.org); make train/ and test/ "
                                        "LMDBs of its first 10 classes there with Caffe's convert_imageset")
             raise FileNotFoundError(f"{local}/train: no LMDB of {dataset} (the caffeonspark role makes it)")
-        for part, path in paths.items():
-            hadoop.hdfs_stage(local / part, path)
         for f, text in zip(files, texts.values()):
             f.write_text(text)
+        check_net(home, adir / "net.prototxt")
+        for part, path in paths.items():
+            hadoop.hdfs_stage(local / part, path)
     argv = command(ctx, p, home, files, model_uri)
     result = runs.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
                               cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
-    result.versions = {"stack": f"caffeonspark 19df500 ({p['device']})"}
+    result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']})"}
     result.labels = {"data": runs.data_label(dataset), "network": p["network"],
                      "connection": p["connection"], "device": p["device"],
                      "batch_per_node": str(p["batch"]), **p["labels"]}

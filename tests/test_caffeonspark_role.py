@@ -1,0 +1,89 @@
+"""The role caffeonspark's source checks, run for real by ansible-playbook on this machine: a mirror
+tarball whose sha256 is not the pinned one, or that is missing, stops the play with the file and
+the reason before anything is unpacked; and the modern profile's patch series applies, in order,
+to the pinned upstream sources (DLOBD_SOURCE_MIRROR names the folder holding the two tarballs;
+without it that test skips and says so)."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dlobd import ROOT
+
+ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
+INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
+ROLE = ROOT / "playbooks" / "roles" / "caffeonspark"
+PATCHES = sorted((ROLE / "files" / "patches" / "modern").glob("*.patch"))
+TARBALLS = ("CaffeOnSpark-19df500.tar.gz", "yahoo-caffe-fc0a02e.tar.gz")
+MIRROR = os.environ.get("DLOBD_SOURCE_MIRROR", "")
+
+
+def play(tmp_path, mirror: Path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n"
+                        "    - ansible.builtin.include_role: {name: caffeonspark, tasks_from: install-mirror}\n")
+    extra = {"dlobd_prefix": str(tmp_path / "prefix"), "caffeonspark_source_mirror": str(mirror),
+             "dlobd_system_packages": False}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+           "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks" / "roles"), "ANSIBLE_NOCOLOR": "1"}
+    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(playbook), "-e", json.dumps(extra)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    return done.returncode, done.stdout + done.stderr
+
+
+def fake_tarball(path: Path, top: str):
+    src = path.parent / top
+    src.mkdir()
+    (src / "README.md").write_text("not the pinned sources\n")
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(src, arcname=top)
+
+
+def test_a_changed_tarball_stops_the_play_naming_it(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    for name in TARBALLS:
+        fake_tarball(mirror / name, name.removesuffix(".tar.gz"))
+    rc, out = play(tmp_path, mirror)
+    assert rc != 0
+    assert f"{mirror}/CaffeOnSpark-19df500.tar.gz: sha256 " in out
+    assert "expected df87399aa9a368013e815ded18b464a16a5d60b63f97ef941bb849ab73603cb2" in out
+    assert not (tmp_path / "prefix" / "build").exists()  # nothing unpacked
+    assert sorted(p.name for p in mirror.iterdir() if p.is_file()) == sorted(TARBALLS)  # nothing lost
+
+
+def test_a_missing_tarball_says_which_variable_names_the_folder(tmp_path):
+    mirror = tmp_path / "empty-mirror"
+    mirror.mkdir()
+    rc, out = play(tmp_path, mirror)
+    assert rc != 0
+    assert f"{mirror}/CaffeOnSpark-19df500.tar.gz: missing (caffeonspark_source_mirror names the folder" in out
+
+
+def test_the_patch_series_is_small_and_named_for_one_change():
+    assert PATCHES, "no patch in files/patches/modern"
+    for number, patch in enumerate(PATCHES, start=1):
+        assert patch.name.startswith(f"{number:04d}-"), patch.name
+        text = patch.read_text()
+        assert text.count("\n+++ ") <= 4, f"{patch.name} touches more than four files"
+
+
+@pytest.mark.skipif(not MIRROR, reason="DLOBD_SOURCE_MIRROR (the folder holding the two source tarballs) is unset")
+def test_the_modern_series_applies_in_order_to_the_pinned_sources(tmp_path):
+    tree = tmp_path / "src"
+    (tree / "caffe-public").mkdir(parents=True)
+    for name, dest in zip(TARBALLS, (tree, tree / "caffe-public")):
+        subprocess.run(["tar", "xzf", str(Path(MIRROR) / name), "-C", str(dest), "--strip-components=1"], check=True)
+    for patch in PATCHES:
+        done = subprocess.run(["patch", "-p1", "--forward", "--batch", "-i", str(patch)], cwd=tree,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{patch.name}: {done.stdout}{done.stderr}"
+    # what the series is for: no javah, no OpenCV 2 constant, no protobuf-java 2.5 left
+    assert "javah -d" not in (tree / "caffe-distri" / "Makefile").read_text()
+    assert "CV_LOAD_IMAGE" not in (tree / "caffe-public" / "src" / "caffe" / "util" / "io.cpp").read_text()
+    assert "<version>2.5.0</version>" not in (tree / "caffe-distri" / "pom.xml").read_text()
