@@ -263,10 +263,6 @@ def model_of(ctx: runs.RunContext) -> Model:
     return MODELS[model]
 
 
-def main_class(ctx: runs.RunContext) -> str:
-    return model_of(ctx).main
-
-
 def plan_resources(ctx: runs.RunContext) -> dict:
     """Executors, cores per executor, batch and epochs of a point, checked as BigDL needs."""
     executors = _positive_int(ctx, "executors", 1)
@@ -325,7 +321,7 @@ def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
 
 
 def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
-    main, r = main_class(ctx), plan_resources(ctx)
+    model, r = model_of(ctx), plan_resources(ctx)
     jars = {}
     for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR"):
         jar = env.get(var)
@@ -338,10 +334,10 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
             "--executor-memory", str(setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
             "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
             *hadoop.spark_conf(ctx),
-            "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", main, jars["DLOBD_BIGDL_JAR"],
+            "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", model.main, jars["DLOBD_BIGDL_JAR"],
             "-f", str(data), "-b", str(r["batch"]), "-e", str(r["epochs"])]
     if (rate := setting(ctx, "learning_rate")) is not None:
-        argv += [model_of(ctx).rate_option, str(float(rate))]
+        argv += [model.rate_option, str(float(rate))]
     return argv
 
 
