@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -130,7 +131,10 @@ class Spack:
         self.mirror = mirror
         self.install_root = Path(install_root) if install_root else self.build / "opt"
         self.python = self.build / "venv" / "bin" / "python"
-        self.scope = self.build / "scope"
+        # build/scope/<digest of its files>: callers that differ in install root or mirror share a
+        # build folder without rewriting each other's scope under a running command
+        self.scope = self.build / "scope" / hashlib.sha256(
+            json.dumps(self.scope_files(), sort_keys=True).encode()).hexdigest()[:16]
         # a host environment's own software (`spack external find`), above the pinned scope
         self.site_scope: Path | None = None
 
@@ -200,12 +204,19 @@ class Spack:
         }
 
     def _write_scope(self) -> None:
-        self.scope.mkdir(parents=True, exist_ok=True)
+        """Written once, complete, into its own folder: a concurrent caller sees either no scope
+        folder or the whole of it."""
+        if self.scope.is_dir():
+            return
+        self.scope.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.scope.parent))
         for name, content in self.scope_files().items():
-            text = yaml.safe_dump(content, sort_keys=False)
-            path = self.scope / name
-            if not path.exists() or path.read_text() != text:
-                path.write_text(text)
+            (partial / name).write_text(yaml.safe_dump(content, sort_keys=False))
+        try:
+            partial.rename(self.scope)
+        except OSError:
+            # another caller put the same scope in place first
+            shutil.rmtree(partial)
 
     # ------------------------------------------------------------------ running
     def environ(self) -> dict:

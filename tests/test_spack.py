@@ -65,6 +65,26 @@ def test_the_pinned_root_passes(spack):
     assert harness.tree_commit(spack.packages_root) == PINS["spack_packages"]["commit"]
 
 
+# ---------------------------------------------------------------------- configuration scopes
+def test_callers_with_other_install_roots_share_a_build_folder_without_rewriting_each_others_scope(tmp_path):
+    build = tmp_path / "build"
+    first = harness.Spack(build, install_root=tmp_path / "a", mirror="file:///m")
+    second = harness.Spack(build, install_root=tmp_path / "b")
+    first._write_scope()
+    written = {p.name: p.read_text() for p in first.scope.iterdir()}
+    second._write_scope()
+    assert first.scope != second.scope and first.scope.parent == second.scope.parent == build / "scope"
+    # the first caller's files are as it wrote them; each names its own install root
+    assert {p.name: p.read_text() for p in first.scope.iterdir()} == written
+    assert str(tmp_path / "a") in written["config.yaml"] and "file:///m" in written["mirrors.yaml"]
+    assert str(tmp_path / "b") in (second.scope / "config.yaml").read_text()
+    # the same configuration maps to the same folder, and no partial folder is left behind
+    again = harness.Spack(build, install_root=tmp_path / "a", mirror="file:///m")
+    again._write_scope()
+    assert again.scope == first.scope
+    assert sorted(p.name for p in (build / "scope").iterdir()) == sorted([first.scope.name, second.scope.name])
+
+
 # ---------------------------------------------------------------------- environments
 def test_an_environment_naming_a_package_nobody_provides_fails_naming_it(spack, tmp_path):
     env = tmp_path / "broken-env"

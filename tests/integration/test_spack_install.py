@@ -1,6 +1,7 @@
 """A real `spack install` with the pinned Spack, of what the package registries can feed here
-(TensorFlowOnSpark's PyPI wheel, BigDL's jars from their PyPI wheels, tf-grpc-bench and hr-reduce
-from the checkout), with Debian's compilers, MPI, gRPC, CMake, Python and Java as externals; then
+(TensorFlowOnSpark's PyPI wheel, BigDL's jars from their PyPI wheels, mpi4py built from its PyPI
+sdist against the MPI, tf-grpc-bench and hr-reduce from the checkout), with Debian's compilers,
+MPI, gRPC, CMake, Python and Java as externals; then
 site.yml with dlobd_install_method=spack for those components on the local inventory into a
 prefix of its own, the smoke tests passing, and a rerun changing nothing.
 
@@ -31,7 +32,8 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(os.environ.get("DLOBD_TEST_CLUSTER")),
                                  reason="DLOBD_TEST_CLUSTER reuses a running cluster: nothing provisioned here")]
 
-SPECS = ["py-tensorflowonspark@2.2.5", "bigdl@2.4.0", "tf-grpc-bench@checkout", "hr-reduce@checkout~cuda"]
+SPECS = ["py-tensorflowonspark@2.2.5", "bigdl@2.4.0", "openmpi@4.1.4", "py-mpi4py@4.1.2", "tf-grpc-bench@checkout",
+         "hr-reduce@checkout~cuda"]
 FIND_EXTERNALS = ["cmake", "gmake", "pkgconf", "python", "openjdk"]
 # Debian 12's gRPC C++, protobuf and Abseil: Spack cannot detect these, so they are declared as a
 # site declares its software (dlobd_spack_externals). So is its OpenMPI: the pinned openmpi
@@ -44,8 +46,8 @@ DEBIAN_EXTERNALS = {
     "abseil-cpp": {"buildable": False, "externals": [{"spec": "abseil-cpp@20220623.1", "prefix": "/usr"}]},
 }
 # What Spack fetches from PyPI for these roots, with the sha256 its recipes pin: pyspark's sdist
-# (Spark 3.5.9's jars, BigDL's run dependency) and the pip and wheel that py-tensorflowonspark's
-# install uses.
+# (Spark 3.5.9's jars, BigDL's run dependency), mpi4py's sdist and the Cython it builds with, and
+# the pip, wheel and setuptools that pip-built packages use.
 PYPI_SOURCES = [
     ("pyspark==3.5.9", "pyspark-3.5.9.tar.gz", "tar.gz",
      "ea27adc39ddac9413b8951e45aa748cbed6c785971b81386efc41938f6243d93"),
@@ -53,6 +55,12 @@ PYPI_SOURCES = [
      "2913a38a2abf4ea6b64ab507bd9e967f3b53dc1ede74b01b0931e1ce548751af"),
     ("wheel==0.45.1", "wheel-0.45.1-py3-none-any.whl", "whl",
      "708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248"),
+    ("setuptools==80.9.0", "setuptools-80.9.0-py3-none-any.whl", "whl",
+     "062d34222ad13e0cc312a4c02d73f059e86a4acbfbdea8f8f76b28c99f306922"),
+    ("mpi4py==4.1.2", "mpi4py-4.1.2.tar.gz", "tar.gz",
+     "56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02"),
+    ("cython==3.1.3", "cython-3.1.3.tar.gz", "tar.gz",
+     "10ee785e42328924b78f75a74f66a813cb956b4a9bc91c44816d089d5934c089"),
 ]
 
 
@@ -64,7 +72,9 @@ def source_mirror(base: Path) -> Path:
     download = base / "pip-download"
     mirror = base / "spack-mirror"
     for requirement, name, extension, sha256 in PYPI_SOURCES:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(download),
+        # the recipes pin sdists or wheels, whichever pip would prefer
+        kind = "--only-binary=:all:" if extension == "whl" else "--no-binary=:all:"
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", kind, "-d", str(download),
                         requirement], check=True)
         got = hashlib.sha256((download / name).read_bytes()).hexdigest()
         assert got == sha256, f"{name} from PyPI has sha256 {got}, the recipe pins {sha256}"
@@ -116,7 +126,7 @@ def test_spack_installs_what_the_registries_feed(spack_site):
     # the externals are Debian's, the four roots Spack's own builds in the temporary tree
     for name in ("openmpi", "grpc", "cmake", "python"):
         assert names[name].get("external"), name
-    for name in ("py-tensorflowonspark", "bigdl", "tf-grpc-bench", "hr-reduce"):
+    for name in ("py-tensorflowonspark", "bigdl", "py-mpi4py", "tf-grpc-bench", "hr-reduce"):
         assert not names[name].get("external"), name
     grpc_bin = (spack_site.prefix / "tf-grpc-bench" / "bin").resolve()
     assert str(grpc_bin).startswith(root) and (grpc_bin / "tf_grpc_bench").is_file()
@@ -132,6 +142,11 @@ def test_site_yml_with_spack_passes_the_smoke_tests(spack_site):
     assert "tensorflowonspark 2.2.5" in run.out
     # BigDL's classes load from the jar Spack installed
     assert f"from file:{spack_site.extra_vars['spack_install_root']}" in run.out
+    # mpi4py from Spack's build, linked against the MPI the environment names (Debian's OpenMPI)
+    assert "mpi Open MPI v4.1.4" in run.out
+    assert f"mpi4py from {spack_site.extra_vars['spack_install_root']}/" in run.out
+    mpirun = spack_site.prefix / "bin" / "mpirun"
+    assert mpirun.is_symlink() and mpirun.resolve() == Path("/usr/bin/mpirun").resolve()
 
 
 def test_a_second_run_changes_nothing(spack_site):

@@ -5,7 +5,7 @@ from spack.package import *
 
 class Mmlspark(Package):
     """MMLSpark 0.10 (Microsoft): the CNTKLearner on Spark 2.2 (Scala 2.11). Installs its jar
-    into <prefix>/lib; CNTK itself is a separate package (cntk)."""
+    into <prefix>/lib; CNTK is the cntk package."""
 
     homepage = "https://github.com/Azure/mmlspark"
     # The mmlspark Maven repository (not Maven Central)
@@ -19,9 +19,10 @@ class Mmlspark(Package):
 
     depends_on("java@8", type="run")
     depends_on("spark@2.2", type="run")
-    # CNTK: builtin's cntk (2.0, built from source) conflicts with gcc >= 5, and no recipe for
-    # Microsoft's binary release (Python <= 3.6) is written yet: the site provides CNTK.
-    # MMLSpark's CNTKLearner runs `mpirun ... cntk` (OpenMPI 1.10.3 in the DLoBD paper)
+    # MMLSpark's CNTKLearner runs `mpirun ... cntk`: CNTK 2.2 (the release MMLSpark 0.10 pins,
+    # Microsoft's binary build, this repository's cntk) under OpenMPI 1.10 (1.10.3 in the DLoBD
+    # paper)
+    depends_on("cntk@2.2", type="run")
     depends_on("mpi", type="run")
 
     def install(self, spec, prefix):
