@@ -107,7 +107,7 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
                             "(role caffeonspark; CAFFEONSPARK_HOME_<DEVICE> unset)")
     cntk = [h for d in devices if (h := provenance.stack_setting(f"CNTK_HOME_{d}"))]
     caps["cntk"] = (bool(cntk), f"CNTK builds: {', '.join(cntk)}" if cntk else
-                    "CNTK 2.7 wheels exist only for Python <= 3.7: a site's CNTK 2.x build "
+                    "CNTK 2.x wheels exist only for Python <= 3.6: a site's CNTK 2.x build "
                     "(CNTK_HOME_<DEVICE>, role mmlspark)")
     rdma_spark = _home("RDMA_SPARK_HOME")
     caps["rdma-spark"] = (bool(rdma_spark and rdma_spark.is_dir()),
