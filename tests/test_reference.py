@@ -127,8 +127,8 @@ NOT_COMPARABLE = {"dlobd-c38", "scaffe-c02", "scaffe-c03", "scaffe-c19", "scaffe
 def test_verdict_counts_on_the_reference_runs_are_the_honest_ones(rebuilt):
     frame = pd.concat(pd.read_csv(p) for p in
                       sorted((rebuilt["tmp"] / "results" / "local" / "verdicts").glob("*.csv")))
-    # scaffe-c26 (the chunked chain beats the binomial tree above 8 MB) held in the quiet run of
-    # 2026-11-22 and differs in this one, made under a load of 12-16 on 8 oversubscribed ranks
+    # scaffe-c26 (the chunked chain beats the binomial tree above 8 MB) held in a run of
+    # 2026-11-22 and differs in this one, as in a quiet run of 2026-11-24 (8 oversubscribed ranks)
     assert frame["verdict"].value_counts().to_dict() == {
         "differs": 7, "not comparable here": 8, "not run": 130, "not checkable": 27}
     assert set(frame.loc[frame["verdict"] == "not comparable here", "claim_id"]) == NOT_COMPARABLE
