@@ -25,6 +25,19 @@ include: "workflow/rules/claims.smk"
 include: "workflow/rules/report.smk"
 
 
+# Under a cluster executor (profiles/slurm) only the runs go to the batch system: the other steps
+# read and write files on the shared file system and take seconds.
+localrules:
+    all,
+    runs,
+    parse,
+    results,
+    figure,
+    utilisation,
+    claims,
+    report,
+
+
 rule all:
     default_target: True
     input:

@@ -425,7 +425,9 @@ def interrupted_outcome(signal_name: str) -> tuple[str, str]:
 
 def execution(environ=None) -> dict:
     """The execution path of this process's runs, for run.json: the Slurm job, its nodes and
-    image, from the job's plan; without one, `local` or `bare-metal` by the cluster's hosts."""
+    image, from the job's plan (slurm/dlobd.sbatch); in a Slurm job without one (a point the
+    Snakemake Slurm executor submitted, profiles/slurm), from Slurm's variables and the
+    provisioned prefix; outside Slurm, `local` or `bare-metal` by the cluster's hosts."""
     environ = os.environ if environ is None else environ
     job_json = environ.get("DLOBD_SLURM_JOB_JSON")
     if job_json and Path(job_json).is_file():
@@ -435,6 +437,14 @@ def execution(environ=None) -> dict:
                           "workers": plan.workers, "partition": environ.get("SLURM_JOB_PARTITION")},
                 "image": plan.image}
     from dlobd import provenance
+
+    if environ.get("SLURM_JOB_ID"):
+        image = prefix_image(str(provenance.prefix()))
+        return {"path": "slurm+apptainer" if image else "slurm+prefix",
+                "slurm": {"job_id": int(environ["SLURM_JOB_ID"]),
+                          "nodes": expand_nodelist(environ.get("SLURM_JOB_NODELIST", "")),
+                          "partition": environ.get("SLURM_JOB_PARTITION")},
+                "image": image}
 
     hosts = provenance.workers()
     remote = [h for h in hosts if not provenance.is_local_address(h)]

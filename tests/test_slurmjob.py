@@ -190,6 +190,26 @@ def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):
     assert slurmjob.execution({}) == {"path": "bare-metal", "slurm": None, "image": None}
 
 
+@pytest.mark.skipif(shutil.which("scontrol") is None, reason="Slurm's client commands are not installed (make slurm-deps)")
+def test_a_point_the_slurm_executor_submitted_records_its_job_and_the_prefix_image(tmp_path, monkeypatch):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=unit\nSlurmctldHost=localhost\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    provisioned = fake_provisioned(tmp_path / "stack")
+    monkeypatch.setattr(provenance, "prefix", lambda: provisioned)
+    job = {"SLURM_JOB_ID": "88", "SLURM_JOB_NODELIST": "h[2-3]", "SLURM_JOB_PARTITION": "batch"}
+    assert slurmjob.execution(job) == {
+        "path": "slurm+prefix", "slurm": {"job_id": 88, "nodes": ["h2", "h3"], "partition": "batch"},
+        "image": None}
+    image = tmp_path / "modern.sif"
+    image.write_bytes(b"SIF stand-in")
+    env = provisioned / "etc" / "dlobd-env.sh"
+    env.write_text(env.read_text() + f"export DLOBD_INSTALL_METHOD=apptainer\nexport DLOBD_APPTAINER_IMAGE={image}\n")
+    got = slurmjob.execution(job)
+    assert got["path"] == "slurm+apptainer"
+    assert got["image"] == {"path": str(image), "sha256": hashlib.sha256(b"SIF stand-in").hexdigest()}
+
+
 def test_the_signals_the_job_traps_map_to_status_and_reason():
     assert slurmjob.interrupted_outcome("USR1") == ("hung", "Slurm time limit")
     assert slurmjob.interrupted_outcome("TERM") == ("failed", "cancelled by Slurm")

@@ -5,8 +5,10 @@
 
 
 checkpoint run:
-    # a run has the cluster to itself: two jobs side by side would distort both measurements
-    threads: workflow.cores
+    # a run has the cluster to itself: two jobs side by side would distort both measurements.
+    # Under a cluster executor no --cores is given: each run is its own allocation, sized by
+    # the profile (profiles/slurm, set-threads).
+    threads: workflow.resource_settings.cores or 1
     output:
         marker=f"{STATE}/launched/{{cluster}}/{{scale}}/{{experiment}}/{{point}}.json",
     log:
