@@ -19,4 +19,5 @@ class TfCnnBenchmarks(Package):
     depends_on("py-tensorflow", type="run")
 
     def install(self, spec, prefix):
-        install_tree("scripts/tf_cnn_benchmarks", prefix.tf_cnn_benchmarks)
+        # the checkout's layout (scripts/tf_cnn_benchmarks/): the prefix is a TF_CNN_BENCHMARKS_HOME
+        install_tree("scripts", prefix.scripts)
