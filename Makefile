@@ -200,8 +200,9 @@ calibrate: setup calibrate-deps ## record each host's fabric, then measure the l
 	$(PLAYBOOK) playbooks/fabric.yml
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/dlobd calibrate --duration $(CALIBRATE_SECONDS)
 
-# Written for the emulated tier (server on worker 1, client on worker 2, over its links), not yet
-# run: the hosts are the namespaces of make emulated-up.
+# Across the emulated tier: server on worker 1, client on worker 2, the hosts being the namespaces
+# of make emulated-up; the link's label comes from the hosts' dlobd-env.sh (make emulated-provision
+# after a relink).
 emulated-calibrate: setup calibrate-deps ## make calibrate on the emulated hosts: fabric.yml over SSH, then dlobd calibrate from the master
 	$(EMULATED_PLAYBOOK) playbooks/fabric.yml
 	$(EMULATED) exec -- env DLOBD_PREFIX=$(EMULATED_STATE)/stack $(BIN)/dlobd calibrate --duration $(CALIBRATE_SECONDS)
