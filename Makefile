@@ -31,7 +31,11 @@ INVENTORY ?= playbooks/inventories/local/hosts.yml
 # default one is the inventory's own (group_vars: ~/dlobd-stack), so a multi-host inventory can
 # give each host a prefix of its own.
 PREFIX_VAR = $(if $(filter-out file,$(origin DLOBD_PREFIX)),-e dlobd_prefix=$(DLOBD_PREFIX))
-PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) $(PREFIX_VAR)
+# CAFFEONSPARK=1: provisioning also builds CaffeOnSpark's modern port (dlobd_caffeonspark_port; the
+# sources from SOURCE_MIRROR, else GitHub), so that its experiments run
+CAFFEONSPARK ?= 0
+CAFFEONSPARK_VARS = $(if $(filter 1,$(CAFFEONSPARK)),-e dlobd_caffeonspark_port=true -e caffeonspark_source_mirror=$(SOURCE_MIRROR))
+PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) $(PREFIX_VAR) $(CAFFEONSPARK_VARS)
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 .PHONY: provision cluster-up cluster-down cluster-status smoke-test bench-provision lint-ansible test-integration
@@ -258,7 +262,7 @@ build-caffeonspark: setup ## CaffeOnSpark's modern port (CPU, OpenBLAS) and MNIS
 bench-caffeonspark: setup ## build_cold_s (a fresh prefix) and build_cached_s (the same build again) of the modern port
 	$(BIN)/python benchmarks/caffeonspark/bench_build.py --mirror "$(SOURCE_MIRROR)" --inventory $(INVENTORY)
 
-test-caffeonspark: setup ## build the port (cached), then LeNet on real MNIST through CaffeOnSpark: 1 executor, then 2 over ethernet
+test-caffeonspark: setup ## build the port (cached), then LeNet on real MNIST: 1 and 2 executors in local-cluster, 2 on YARN (DLOBD_TEST_CLUSTER= a running stack to reuse)
 	DLOBD_SOURCE_MIRROR=$(SOURCE_MIRROR) CAFFEONSPARK_PREFIX=$(CAFFEONSPARK_PREFIX) SPARK_HOME=$(CAFFEONSPARK_SPARK_HOME) \
 	  $(BIN)/pytest -m integration tests/integration/test_caffeonspark_port.py -q
 

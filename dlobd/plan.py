@@ -103,8 +103,15 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     devices = ("CPU_OPENBLAS", "CPU_MKL", "GPU", "GPU_CUDNN")
     cos = [h for d in devices if (h := provenance.stack_setting(f"CAFFEONSPARK_HOME_{d}"))]
     caps["caffeonspark"] = (bool(cos), f"CaffeOnSpark builds: {', '.join(cos)}" if cos else
-                            "CaffeOnSpark is on no registry: built from git on a cluster "
-                            "(role caffeonspark; CAFFEONSPARK_HOME_<DEVICE> unset)")
+                            "CaffeOnSpark is on no registry: the role caffeonspark builds it (here "
+                            "`make provision CAFFEONSPARK=1`, the modern port; on a cluster "
+                            "dlobd_paper_stacks); CAFFEONSPARK_HOME_<DEVICE> unset")
+    for d in devices:
+        home = provenance.stack_setting(f"CAFFEONSPARK_HOME_{d}")
+        device = d.lower().replace("_", "-")
+        caps[f"caffeonspark-{device}"] = (bool(home), home or f"no CaffeOnSpark build for {device} "
+                                          f"(role caffeonspark, caffeonspark_builds: [{device}]; "
+                                          f"CAFFEONSPARK_HOME_{d} unset)")
     cntk = [h for d in devices if (h := provenance.stack_setting(f"CNTK_HOME_{d}"))]
     caps["cntk"] = (bool(cntk), f"CNTK builds: {', '.join(cntk)}" if cntk else
                     "CNTK 2.x wheels exist only for Python <= 3.6: a site's CNTK 2.x build "

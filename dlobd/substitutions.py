@@ -72,10 +72,31 @@ def _mpi_standin(spec: dict, scale: str) -> str | None:
     return None
 
 
+def _fixed_network(spec: dict, scale: str) -> str | None:
+    """A network the scale fixes in place of the paper's fixed one (not an axis to map)."""
+    here = (_scale(spec, scale).get("fixed") or {}).get("network")
+    paper = (_scale(spec, "paper").get("fixed") or {}).get("network")
+    if here and paper and here != paper:
+        return axis_substitution("network", paper, here)
+    return None
+
+
+def _hosts(spec: dict, scale: str) -> str | None:
+    """Nodes run as processes on fewer hosts (the scale's fixed `hosts`)."""
+    local = _scale(spec, scale)
+    hosts = (local.get("fixed") or {}).get("hosts")
+    nodes = [n for n in (local.get("matrix") or {}).get("nodes", []) if isinstance(n, (int, float))]
+    if hosts and nodes and max(nodes) > hosts:
+        return f"processes on {_fmt(hosts)} host(s) for up to {_fmt(max(nodes))} nodes"
+    return None
+
+
 def _device(spec: dict, scale: str) -> str | None:
     paper_needs = _scale(spec, "paper").get("needs") or []
     local = _scale(spec, scale)
-    if "gpu" in paper_needs and "gpu" not in (local.get("needs") or []):
+    # (a scale whose GPU points still need GPUs keeps them, substituting nothing)
+    kept = any("gpu" in entry.get("needs", []) for entry in local.get("point_needs") or [])
+    if "gpu" in paper_needs and "gpu" not in (local.get("needs") or []) and not kept:
         return "CPU processes for the paper's GPUs"
     return None
 
@@ -101,8 +122,8 @@ def substitutions(spec: dict, scale: str, cpus: int | None = None) -> list[str]:
     if scale == "paper":
         return []
     out = axis_map(spec, scale) + _model_and_data(spec, scale)
-    out += [s for s in (_mpi_standin(spec, scale), oversubscribed(spec, scale, cpus),
-                        _device(spec, scale)) if s]
+    out += [s for s in (_fixed_network(spec, scale), _hosts(spec, scale), _mpi_standin(spec, scale),
+                        oversubscribed(spec, scale, cpus), _device(spec, scale)) if s]
     return out
 
 

@@ -79,7 +79,7 @@ def test_solver_and_net_follow_the_point(tmp_path, cluster, device, mode):
     texts = caffeonspark.render(ctx, p, {"train": "hdfs://n/train", "test": "hdfs://n/test"})
     solver, net = texts["solver.prototxt"], texts["net.prototxt"]
     assert f"solver_mode: {mode}" in solver and 'net: "net.prototxt"' in solver
-    assert "test_interval" not in solver  # end-to-end time: no validation
+    assert "test_interval: 0" in solver and "test_iter: 0" in solver  # end-to-end time: no validation
     assert re.findall(r"batch_size: (\d+)", net) == ["32", "100"]  # 128 / 4 nodes; the test batch
     assert 'source: "hdfs://n/train"' in net and 'source_class: "com.yahoo.ml.caffe.LMDB"' in net
 

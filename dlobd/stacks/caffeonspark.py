@@ -40,8 +40,11 @@ are the project's (workloads/caffe-nets/, rendered per point into the attempt an
 with `--files`): solver_mode CPU or GPU from the device, the per-node batch from the spec's
 batch rule (nodes x batch = 128), validation only where the metric is an accuracy. The data
 are LMDBs in HDFS (`/dlobd/data/lmdb/<dataset>/{train,test}`), staged from
-`$DLOBD_DATA_DIR/lmdb/<dataset>` (role caffeonspark); the ILSVRC12 subset is a registered
-download. The network axis goes through config/networks.yaml; CaffeOnSpark's RDMA
+`$CAFFEONSPARK_LMDB_DIR/<dataset>` (role caffeonspark: `$DLOBD_DATA_DIR/lmdb`), the data set
+the scale names or else the model's; the ILSVRC12 subset is a registered download. A scale may
+shorten the solver (fixed `iterations`, `test_interval`), size the executors
+(`executor_memory`, `executor_overhead_mb`, `executor_cores`) and run several executors on
+fewer NodeManagers (`hosts`: processes for nodes, labelled). The network axis goes through config/networks.yaml; CaffeOnSpark's RDMA
 connection exists only for GPU solvers (caffe-distri's RDMACaffeNet checks it).
 """
 
@@ -220,6 +223,10 @@ def plan_point(ctx: runs.RunContext) -> dict:
         batch = models()[model]["batch"]
     network = str(ctx.point.get("network", ctx.fixed.get("network", "ipoib")))
     connection = networks.require("caffeonspark", network).settings["connection"]
+    # the scale's data set where it names one (the synthetic CIFAR-10 here), else the model's
+    dataset = str(ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset") or models()[model]["dataset"])
+    if not re.fullmatch(r"[\w-]+", dataset):
+        dataset = models()[model]["dataset"]
     gpu = device.startswith("gpu")
     if connection == "infiniband" and not gpu:
         raise runs.NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "
@@ -227,7 +234,12 @@ def plan_point(ctx: runs.RunContext) -> dict:
     if gpu and (lacking := plan.missing(["gpu"])):
         raise runs.NotRunnable(f"device {device}: " + "; ".join(lacking))
     return {"model": model, "device": device, "nodes": nodes, "devices": per_node, "batch": batch,
-            "network": network, "connection": connection, "gpu": gpu, "labels": labels}
+            "network": network, "connection": connection, "gpu": gpu, "dataset": dataset,
+            "hosts": _count(ctx.fixed.get("hosts")), "labels": labels}
+
+
+def _count(value) -> int | None:
+    return int(value) if value is not None else None
 
 
 def profile() -> str:
@@ -247,9 +259,17 @@ def build_home(device: str) -> Path:
 
 def placement(p: dict) -> list[str]:
     """The workers the point's executors may land on; NotRunnable when too few (YARN places
-    executors on any NodeManager, so GPU points need every worker to have GPUs)."""
+    executors on any NodeManager, so GPU points need every worker to have GPUs). A scale whose
+    fixed `hosts` is smaller than its nodes runs several executors on one NodeManager: processes
+    for nodes, labelled on the run."""
     workers = provenance.workers()
-    if p["nodes"] > len(workers):
+    if p["hosts"] is not None and p["nodes"] > p["hosts"]:
+        if len(workers) < p["hosts"]:
+            raise runs.NotRunnable(f"{p['hosts']} host(s): the cluster has {len(workers)} worker(s) "
+                                   f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
+        p["labels"]["nodes"] = (f"{p['nodes']} executors on {p['hosts']} NodeManager host(s): "
+                                "processes for nodes")
+    elif p["nodes"] > len(workers):
         raise runs.NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} worker(s) "
                                f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
     if p["gpu"]:
@@ -279,6 +299,13 @@ def check_net(home: Path, net: Path) -> None:
         raise ValueError(f"{net}: not a Caffe net definition: " + "; ".join(said))
 
 
+def lmdb_dir() -> Path:
+    """Where the caffeonspark role made the LMDBs (CAFFEONSPARK_LMDB_DIR, else
+    $DLOBD_DATA_DIR/lmdb)."""
+    given = provenance.stack_setting("CAFFEONSPARK_LMDB_DIR")
+    return Path(given) if given else Path(provenance.stack_setting("DLOBD_DATA_DIR") or "") / "lmdb"
+
+
 def hdfs_paths(dataset: str) -> dict:
     """The HDFS paths of a data set's LMDBs."""
     return {part: f"/dlobd/data/lmdb/{dataset}/{part}" for part in ("train", "test")}
@@ -296,8 +323,12 @@ def render(ctx: runs.RunContext, p: dict, uris: dict) -> dict:
         train_source=uris["train"], test_source=uris["test"], batch=p["batch"], test_batch=m["test_batch"],
         input=m["input"], classes=int(ctx.fixed.get("classes", 10)))
     validate = ctx.spec["metric"]["name"].endswith("accuracy")
+    # a scale may shorten the reference run (fixed `iterations`, `test_interval`)
+    settings = {**m["solver"], **{key: int(ctx.fixed[name]) for key, name in
+                                  (("max_iter", "iterations"), ("test_interval", "test_interval"))
+                                  if name in ctx.fixed}}
     solver = env.get_template("solver.prototxt.j2").render(
-        net="net.prototxt", solver=m["solver"], validate=validate, test_iter=m["test_iter"],
+        net="net.prototxt", solver=settings, validate=validate, test_iter=m["test_iter"],
         snapshot_prefix=p["model"], mode="GPU" if p["gpu"] else "CPU")
     return {"solver.prototxt": solver, "net.prototxt": net}
 
@@ -308,15 +339,19 @@ def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_
         raise FileNotFoundError("SPARK_HOME is not set: is Spark provisioned (Spark 1.6 for the paper "
                                 "profile's CaffeOnSpark, 3.5 for the modern one)?")
     libs = ":".join(filter(None, [str(home / "lib"), provenance.stack_setting("CAFFEONSPARK_LIBRARY_PATH")]))
-    cores = provenance.stack_setting("DLOBD_YARN_VCORES") or "1"
+    # one executor per node takes a NodeManager's vcores; several on one share them
+    cores = str(ctx.fixed["executor_cores"]) if "executor_cores" in ctx.fixed else \
+        provenance.stack_setting("DLOBD_YARN_VCORES") or "1"
     return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(p["nodes"]), "--executor-cores", cores,
             "--executor-memory", str(ctx.fixed.get("executor_memory", EXECUTOR_MEMORY)),
             "--driver-memory", str(ctx.fixed.get("driver_memory", DRIVER_MEMORY)),
             "--files", ",".join(str(f) for f in files),
-            "--conf", f"spark.yarn.executor.memoryOverhead={EXECUTOR_OVERHEAD_MB}",
+            "--conf", f"spark.yarn.executor.memoryOverhead={ctx.fixed.get('executor_overhead_mb', EXECUTOR_OVERHEAD_MB)}",
             "--conf", f"spark.driver.extraLibraryPath={libs}",
             "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={libs}",
+            # OpenBLAS would start a thread per core of the host in every executor
+            "--conf", f"spark.executorEnv.OPENBLAS_NUM_THREADS={cores}",
             "--conf", "spark.dynamicAllocation.enabled=false",
             "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=900s",
             "--conf", "spark.task.maxFailures=1", "--conf", "spark.yarn.maxAppAttempts=1",
@@ -331,7 +366,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     p = plan_point(ctx)
     home = build_home(p["device"])
     hosts = placement(p)
-    dataset = models()[p["model"]]["dataset"]
+    dataset = p["dataset"]
     paths = hdfs_paths(dataset)
     texts = render(ctx, p, {part: hdfs_uri(path) for part, path in paths.items()})
     adir = Path(ctx.attempt_dir).resolve()
@@ -342,7 +377,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         if not jar.is_file():
             raise FileNotFoundError(f"{jar}: CaffeOnSpark's jar is missing (is the {p['device']} build "
                                     "of the caffeonspark role installed?)")
-        local = Path(provenance.stack_setting("DLOBD_DATA_DIR") or "") / "lmdb" / dataset
+        local = lmdb_dir() / dataset
         if not (local / "train").is_dir():
             if dataset == "imagenet-subset":
                 raise runs.NotRunnable(f"{local}: no LMDB of the first 10 ILSVRC12 classes: ImageNet is "

