@@ -1,16 +1,18 @@
 """An Ansible inventory as the cluster that `dlobd plan --inventory` and `dlobd dry-run` judge,
 without reaching any of its hosts.
 
-Ansible itself reads the inventory: one ad hoc `debug` task per host renders the variables
-below with the inventory's group_vars, host_vars and inheritance, the playbooks' own group_vars
-and any extra vars, in the precedence a play uses (`ansible-inventory --list` would leave derived
-values such as dlobd_python unrendered, and without --playbook-dir miss the playbooks'
-group_vars, which outrank an inventory's `all: vars:`). On the launch host (the first `namenode`
-host: experiments run from there, as from a head node) the task also renders the stack_env
-role's dlobd-env.sh template, so the settings a dry run sees are the ones provisioning writes
-into that file. Values only provisioning finds (where Spark was installed, the BigDL jars, the
-host's memory) stay references to the variable of dlobd-env.sh that carries them, e.g.
-`$SPARK_HOME`: the file on the launch host gives their values.
+Ansible itself reads the inventory: the play of playbooks/inventory-settings.yml, whose one
+`debug` task runs on the controller for every host, renders the host's variables with the
+inventory's group_vars, host_vars and inheritance, the playbooks' own group_vars, the paper
+stack roles' defaults and any extra vars, in a play's precedence (`ansible-inventory --list`
+would leave derived values such as dlobd_python unrendered, and miss the playbooks' group_vars,
+which outrank an inventory's `all: vars:`). On the launch host (the first `namenode` host:
+experiments run from there, as from a head node) the task also renders the stack_env role's
+dlobd-env.sh template, with the settings the caffeonspark and mmlspark roles record where the
+inventory runs them, so the settings a dry run sees are the ones provisioning writes into that
+file. Values only provisioning finds (where Spark was installed, the BigDL jars, the host's
+memory) stay references to the variable of dlobd-env.sh that carries them, e.g. `$SPARK_HOME`:
+the file on the launch host gives their values.
 
 How an inventory names the settings (docs/new-cluster.md):
 - per host: `dlobd_cluster_address` (its IPoIB address), `dlobd_cluster_interface`,
@@ -39,10 +41,8 @@ from dlobd import ROOT
 from dlobd import fabric  # one check of a dlobd_hardware declaration: the fabric role's
 
 PLAYBOOKS = ROOT / "playbooks"
-ENV_TEMPLATE = PLAYBOOKS / "roles" / "stack_env" / "templates" / "dlobd-env.sh.j2"
+SETTINGS_PLAYBOOK = PLAYBOOKS / "inventory-settings.yml"
 GROUPS = ("namenode", "resourcemanager", "workers", "gpu")
-HOST_VARS = ("dlobd_cluster_address", "dlobd_cluster_interface", "dlobd_hardware",
-             "dlobd_stack_settings", "dlobd_prefix", "dlobd_paper_stacks")
 
 # The settings of dlobd_stack_settings: name -> what it gives, and where to get it.
 STACK_SETTINGS = {
@@ -111,38 +111,28 @@ class Cluster:
         return Path(self.settings["DLOBD_PREFIX"])
 
 
-def ansible_command() -> str:
-    """The `ansible` of the tooling venv this package runs in, else the one on PATH."""
-    beside = Path(sys.executable).with_name("ansible")
-    found = str(beside) if beside.is_file() else shutil.which("ansible")
+def ansible_playbook() -> str:
+    """The `ansible-playbook` of the tooling venv this package runs in, else the one on PATH."""
+    beside = Path(sys.executable).with_name("ansible-playbook")
+    found = str(beside) if beside.is_file() else shutil.which("ansible-playbook")
     if not found:
-        raise InventoryError("ansible is not installed (make setup installs ansible-core in .venv)")
+        raise InventoryError("ansible-playbook is not installed (make setup installs ansible-core in .venv)")
     return found
 
 
-def _expression() -> str:
-    """The debug message every host renders: its variables, the groups, and on the launch host
-    the stack environment file."""
-    fields = ", ".join(f"'{name}': {name} | default(None)" for name in HOST_VARS)
-    launch = "inventory_hostname == (groups['namenode'] | default([None], true))[0]"
-    env = (f"lookup('ansible.builtin.template', '{ENV_TEMPLATE}') "
-           f"if {launch} and (dlobd_prefix | default(None)) is not none else None")
-    return "{{ {" + fields + ", 'groups': groups, 'env': " + env + "} }}"
-
-
 def _render(path: Path, extra_vars: dict, out_dir: Path) -> dict:
-    """host -> rendered message, from Ansible's per-host result files (--tree)."""
-    argv = [ansible_command(), "-i", str(path), "--playbook-dir", str(PLAYBOOKS), "all",
-            "-m", "ansible.builtin.debug", "-a", "msg=" + _expression(),
-            "-e", json.dumps({**PROVISIONED, **extra_vars}), "--tree", str(out_dir)]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    """host -> rendered message, from the per-host result files of Ansible's tree callback."""
+    argv = [ansible_playbook(), "-i", str(path), str(SETTINGS_PLAYBOOK),
+            "--tags", "dlobd_settings", "-e", json.dumps({**PROVISIONED, **extra_vars})]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.tree", "ANSIBLE_CALLBACK_TREE_DIR": str(out_dir)}
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env,
                               timeout=ANSIBLE_TIMEOUT_S, cwd=ROOT)
     except subprocess.TimeoutExpired:
         raise InventoryError(f"{path}: ansible did not read it within {ANSIBLE_TIMEOUT_S} s") from None
     results = {}
-    for result_file in sorted(out_dir.iterdir()):
+    for result_file in sorted(out_dir.iterdir()) if out_dir.is_dir() else ():
         results[result_file.name] = json.loads(result_file.read_text())
     failed = {host: r.get("msg") for host, r in results.items() if r.get("failed")}
     if failed:

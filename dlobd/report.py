@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlobd import calibrate, fabric, figures, provenance, substitutions
+from dlobd import calibrate, expected, fabric, figures, provenance, substitutions
 
 PAPERS = {
     "dlobd": "DLoBD (TMSCS)",
@@ -112,12 +112,15 @@ def hardware(run_list: list[dict]) -> list[str]:
 
 def fabric_rows(spec: dict, run_list: list[dict]) -> dict:
     """The paper's cluster beside the fabric here: the cluster the spec's paper scale names (from
-    config/clusters.yaml) and the newest calibration and fingerprints the used runs carry."""
+    config/clusters.yaml) and the newest calibration and fingerprints the used runs carry; and
+    what the communication model expects of the paper's network comparisons (dlobd.expected)."""
     paper = calibrate.paper_fabric(((spec.get("scales") or {}).get("paper") or {}).get("cluster"))
     used = sorted((r for r in run_list if r.get("used")), key=lambda r: r.get("start") or "", reverse=True)
-    measured = calibrate.summary(next((r["calibration"] for r in used if r.get("calibration")), None))
+    record = next((r["calibration"] for r in used if r.get("calibration")), None)
     hosts = list(dict.fromkeys(line for r in used for line in fabric.by_host(r.get("fabric"))))
-    return {"paper": paper, "here": {**measured, "hosts": hosts or ["fingerprint not recorded in run.json"]}}
+    return {"paper": paper,
+            "here": {**calibrate.summary(record), "hosts": hosts or ["fingerprint not recorded in run.json"]},
+            "expected": expected.expectations(spec, record)}
 
 
 def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
@@ -218,6 +221,7 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         verdicts=verdicts,
         known_ids=set(specs),
         experiments=entries,
+        model=expected.MODEL,
         n_run=sum(1 for e in entries if not e["not_run"]),
     )
     out_html.write_text(html, encoding="utf-8")

@@ -10,15 +10,18 @@ the same command, and the dry run writes nothing.
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from dlobd import ROOT, hadoop, plan, provenance, runs
-from dlobd.stacks import bigdl, grpcbench, hr_reduce, tensorflow, tensorflowonspark
+from dlobd import ROOT, dryrun, hadoop, inventory, plan, provenance, runs
+from dlobd import spec as dspec
+from dlobd.stacks import bigdl, caffeonspark, grpcbench, hr_reduce, tensorflow, tensorflowonspark
 from datafiles import write_idx
+from inventories import EXAMPLE, write_other
 
 WORKERS = "127.0.0.2 127.0.0.3"
 
@@ -240,3 +243,81 @@ def test_grpcbench_rdma_points_run_the_rdma_grpc_build(tmp_path, monkeypatch, pr
     assert any(rdma_build in arg for arg in started) and any(rdma_build in arg for arg in dry.command)
     assert servers == [rdma_build]
     assert [any(rdma_build in arg for arg in p["command"]) for p in dry.extra["processes"]] == [True]
+
+
+# ---------------------------------------------- the paper stacks of an inventory's cluster
+
+def inventory_dry_runs(path, tmp_path, experiments) -> dict:
+    """(experiment, point id) -> dry-run result of the points of `experiments` at paper scale,
+    on the cluster of the inventory at `path`; nothing is written."""
+    with provenance.inventory_in_use(inventory.load(path)):
+        done = dryrun.dry_runs(dspec.load_all(ROOT), "paper", tmp_path / "runs", experiments=experiments)
+    assert not (tmp_path / "runs").exists()
+    text = " ".join(" ".join(r.command) for *_, r in done if r.status == "dry run")
+    assert not re.search(r"\b127\.\d+\.\d+\.\d+\b|\blocalhost\b", text)
+    return {(eid, pid): r for eid, pid, r in done}
+
+
+def caffeonspark_jar(argv) -> list:
+    at = argv.index("--class")
+    return argv[at + 1:at + 3]
+
+
+def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
+    """The example IB cluster runs the caffeonspark and mmlspark roles: CaffeOnSpark's CPU build
+    and CNTK's GPU build are planned on its hosts; a device without a build names the setting
+    it lacks, a GPU device the worker without a GPU that YARN may place an executor on."""
+    done = inventory_dry_runs(EXAMPLE, tmp_path, ["dlobd-fig4a", "dlobd-fig4c"])
+    workers = ["192.168.100.2", "192.168.100.3", "192.168.100.4"]
+    cos = done["dlobd-fig4a", "device-cpu-openblas_nodes-2"]
+    assert cos.status == "dry run" and cos.command[0] == "$SPARK_HOME/bin/spark-submit"
+    home = "/scratch/dlobd/dlobd-stack/caffeonspark/cpu-openblas"
+    assert caffeonspark_jar(cos.command) == ["com.yahoo.ml.caffe.CaffeOnSpark",
+                                             f"{home}/lib/{caffeonspark.JAR}"]
+    assert f"spark.executorEnv.LD_LIBRARY_PATH={home}/lib:/usr/local/cuda/lib64" in cos.command
+    assert cos.command[-1].startswith("hdfs://192.168.100.1:19820/dlobd/models/")
+    assert [h["address"] for h in cos.hosts] == workers
+    assert ("device gpu-cudnn: YARN may place an executor on any worker, and worker(s) 192.168.100.2 "
+            "have no GPU") in done["dlobd-fig4a", "device-gpu-cudnn_nodes-2"].reason
+    assert "set CAFFEONSPARK_HOME_CPU_MKL" in done["dlobd-fig4a", "device-cpu-mkl_nodes-1"].reason
+
+    cntk = done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"]
+    assert cntk.status == "dry run", cntk.reason
+    assert cntk.command[cntk.command.index("--gpu-machine") + 1] == "192.168.100.3,2"
+    remote = cntk.extra["remote_env"]
+    assert remote["DLOBD_MMLSPARK_HOSTS"] == "192.168.100.3 192.168.100.4"
+    assert remote["PATH"].startswith("/scratch/dlobd/dlobd-stack/libexec/mmlspark:/opt/cntk-2.2-gpu/cntk/bin:"
+                                     "/opt/openmpi-1.10.3/bin:")
+    assert "set CNTK_HOME_CPU_OPENBLAS" in done["dlobd-fig4c", "device-cpu-openblas_nodes-1"].reason
+
+
+def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
+    """A cluster whose five workers all have GPUs, with other builds: CaffeOnSpark's GPU points
+    run there (over RDMA too), its CPU points with MKL; CNTK's CPU build on the workers."""
+    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8),
+                       dlobd_paper_stacks=["caffeonspark", "mmlspark"],
+                       caffeonspark_install_method="mirror", caffeonspark_builds=["cpu-mkl", "gpu-cudnn"],
+                       mmlspark_cntk_homes={"cpu-mkl": "/sw/cntk-2.2-cpu"}, mmlspark_mpi_home="/sw/openmpi-1.10")
+    done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4a", "dlobd-fig4c", "dlobd-fig5a"])
+    workers = [f"172.31.7.{10 + i}" for i in range(3, 8)]
+    home = "/lustre/dlobd/stack/caffeonspark"
+    libs = "/usr/local/cuda/lib64:/opt/intel/mkl/lib/intel64"
+    for point, build in (("device-gpu-cudnn_nodes-4", "gpu-cudnn"), ("device-cpu-mkl_nodes-4", "cpu-mkl")):
+        cos = done["dlobd-fig4a", point]
+        assert cos.status == "dry run", cos.reason
+        assert caffeonspark_jar(cos.command) == ["com.yahoo.ml.caffe.CaffeOnSpark",
+                                                 f"{home}/{build}/lib/{caffeonspark.JAR}"]
+        assert f"spark.driver.extraLibraryPath={home}/{build}/lib:{libs}" in cos.command
+        assert cos.command[-1].startswith("hdfs://172.31.7.11:19820/")
+        assert [h["address"] for h in cos.hosts] == workers
+    rdma = done["dlobd-fig5a", "device-gpu-cudnn_model-lenet_network-rdma_nodes-4"]
+    assert rdma.command[rdma.command.index("-connection") + 1] == "infiniband"
+    assert "set CAFFEONSPARK_HOME_CPU_OPENBLAS" in done["dlobd-fig4a", "device-cpu-openblas_nodes-2"].reason
+    assert "set CAFFEONSPARK_HOME_GPU " in done["dlobd-fig4a", "device-gpu_nodes-2"].reason
+
+    cntk = done["dlobd-fig4c", "device-cpu-mkl_nodes-4"]
+    assert cntk.status == "dry run", cntk.reason
+    assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"] == " ".join(workers[:4])
+    assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_TCP_IF"] == "hsn0"
+    assert "/sw/cntk-2.2-cpu/cntk/bin:/sw/openmpi-1.10/bin" in cntk.extra["remote_env"]["PATH"]
+    assert "set CNTK_HOME_GPU_CUDNN" in done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"].reason

@@ -13,37 +13,10 @@ import yaml
 
 from dlobd import ROOT, dryrun, inventory, plan, provenance
 from dlobd import spec as dspec
+from inventories import EXAMPLE, write_other
 
-EXAMPLE = ROOT / "playbooks" / "inventories" / "example-ib" / "hosts.yml"
 LOOPBACK = re.compile(r"\b127\.\d+\.\d+\.\d+\b|\blocalhost\b")
 SPECS = dspec.load_all(ROOT)
-
-
-def write_other(root: Path, **changes) -> Path:
-    """A 7-host cluster: a NameNode and a ResourceManager of their own, five workers on hsn0,
-    three of them with 8 V100s each; settings in group_vars/everyone.yml, hardware in host_vars."""
-    hosts = {f"ibm-a{i}": {"ansible_host": f"mgmt-a{i}", "dlobd_cluster_interface": "hsn0",
-                           "dlobd_cluster_address": f"172.31.7.{10 + i}"} for i in range(1, 8)}
-    groups = {"namenode": ["ibm-a1"], "resourcemanager": ["ibm-a2"],
-              "workers": [f"ibm-a{i}" for i in range(3, 8)], "gpu": ["ibm-a5", "ibm-a6", "ibm-a7"]}
-    data = {"all": {"hosts": hosts, "children": {
-        **{g: {"hosts": {h: None for h in members}} for g, members in groups.items()},
-        "everyone": {"children": {g: None for g in groups}}}}}
-    (root / "group_vars").mkdir(parents=True)
-    (root / "host_vars").mkdir()
-    (root / "hosts.yml").write_text(yaml.safe_dump(data))
-    settings = {"dlobd_prefix": "/lustre/dlobd/stack", "dlobd_profile": "paper",
-                "dlobd_install_method": "spack",
-                "dlobd_stack_settings": {"RDMA_GRPC_HOME": "/sw/rdma-grpc",
-                                         "DLOBD_TF_RDMA_PYTHON": "/sw/tf1-verbs/bin/python",
-                                         "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks"},
-                **changes}
-    (root / "group_vars" / "everyone.yml").write_text(yaml.safe_dump(settings))
-    for i in range(1, 8):
-        gpus = {"gpus": 8, "gpu_model": "V100"} if i >= 5 else {"gpus": 0}
-        (root / "host_vars" / f"ibm-a{i}.yml").write_text(yaml.safe_dump(
-            {"dlobd_hardware": {"hca": "mlx5", "ib_rate_gbps": 200, **gpus}}))
-    return root / "hosts.yml"
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +102,53 @@ def test_an_inventory_without_workers_is_named(tmp_path):
                                                          "resourcemanager": {"hosts": {"n1": None}}}}}))
     with pytest.raises(inventory.InventoryError, match="group workers has no host"):
         inventory.load(path)
+
+
+def paper_stack_settings(cluster) -> dict:
+    return {k: v for k, v in cluster.settings.items() if k.startswith(("CAFFEONSPARK_", "CNTK_", "MMLSPARK_"))}
+
+
+def test_the_paper_stack_roles_settings_are_what_provisioning_records(example, other):
+    """The caffeonspark and mmlspark roles' settings as dlobd-env.sh gets them: from the roles'
+    defaults and the inventory's group_vars (example: a CPU and a CUDA build, CNTK and OpenMPI
+    at the site's paths); none where the inventory does not run the roles."""
+    home = "/scratch/dlobd/dlobd-stack"
+    assert paper_stack_settings(example) == {
+        "CAFFEONSPARK_HOME_CPU_OPENBLAS": f"{home}/caffeonspark/cpu-openblas",
+        "CAFFEONSPARK_HOME_GPU_CUDNN": f"{home}/caffeonspark/gpu-cudnn",
+        "CAFFEONSPARK_LIBRARY_PATH": "/usr/local/cuda/lib64", "CAFFEONSPARK_PROFILE": "paper",
+        "CNTK_HOME_GPU_CUDNN": "/opt/cntk-2.2-gpu", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3",
+        "MMLSPARK_JARS_DIR": f"{home}/jars/mmlspark", "MMLSPARK_SSH_KEY": f"{home}/etc/mmlspark/identity",
+        "MMLSPARK_WRAPPERS": f"{home}/libexec/mmlspark", "MMLSPARK_WORKDIR_ROOT": "/tmp/dlobd-mmlspark",
+        "MMLSPARK_TCP_IF_INCLUDE": "ib0"}
+    assert paper_stack_settings(other) == {}
+
+
+@pytest.mark.parametrize("changes, expected", [
+    # the spack method installs one build, of the launch host's device (ibm-a1 has no GPU), and
+    # Spack's CNTK and OpenMPI, whose paths only provisioning finds
+    ({"dlobd_paper_stacks": ["caffeonspark", "mmlspark"]},
+     {"CAFFEONSPARK_HOME_CPU_OPENBLAS": "/lustre/dlobd/stack/caffeonspark/cpu-openblas",
+      "CAFFEONSPARK_LIBRARY_PATH": "", "CAFFEONSPARK_PROFILE": "paper", "MMLSPARK_MPI_HOME": ""}),
+    # a source build of each listed device, with the libraries CUDA and MKL builds need
+    ({"dlobd_paper_stacks": ["caffeonspark"], "caffeonspark_install_method": "mirror",
+      "caffeonspark_builds": ["cpu-mkl", "gpu"], "caffeonspark_mkl_root": "/sw/mkl"},
+     {"CAFFEONSPARK_HOME_CPU_MKL": "/lustre/dlobd/stack/caffeonspark/cpu-mkl",
+      "CAFFEONSPARK_HOME_GPU": "/lustre/dlobd/stack/caffeonspark/gpu",
+      "CAFFEONSPARK_LIBRARY_PATH": "/usr/local/cuda/lib64:/sw/mkl/lib/intel64", "CAFFEONSPARK_PROFILE": "paper"}),
+    ({"dlobd_paper_stacks": ["mmlspark"], "mmlspark_mpi_home": "/sw/openmpi-1.10",
+      "mmlspark_cntk_homes": {"cpu-mkl": "/sw/cntk-2.2-cpu", "gpu-cudnn": "/sw/cntk-2.2-gpu"}},
+     {"CNTK_HOME_CPU_MKL": "/sw/cntk-2.2-cpu", "CNTK_HOME_GPU_CUDNN": "/sw/cntk-2.2-gpu",
+      "MMLSPARK_MPI_HOME": "/sw/openmpi-1.10"}),
+    # install.yml runs the paper stacks' roles for the paper profile only
+    ({"dlobd_paper_stacks": ["caffeonspark", "mmlspark"], "dlobd_profile": "modern"}, {}),
+])
+def test_the_paper_stack_roles_settings_follow_the_inventory(tmp_path, changes, expected):
+    settings = paper_stack_settings(inventory.load(write_other(tmp_path, **changes)))
+    # every CaffeOnSpark and CNTK setting; of MMLSpark's the ones the case is about
+    assert {k: v for k, v in settings.items() if k in expected or not k.startswith("MMLSPARK_")} == expected
+    if "mmlspark" in changes["dlobd_paper_stacks"] and expected:
+        assert settings["MMLSPARK_TCP_IF_INCLUDE"] == "hsn0"  # the inventory's cluster interface
 
 
 def test_capabilities_are_the_declared_ones(example, other):

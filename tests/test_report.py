@@ -7,9 +7,11 @@ import re
 
 import pandas as pd
 import pytest
+import yaml
 
-from dlobd import fabric, figures, provenance, report, results, runs
+from dlobd import ROOT, expected, fabric, figures, provenance, report, results, runs
 from rundirs import LOGS, make_run, real_logs
+from test_expected import IB
 
 # what `make calibrate` recorded on this machine (tests/data/logs/README.md, calibrate/)
 CALIBRATION = json.loads((LOGS / "calibrate" / "calibration.json").read_text())
@@ -197,3 +199,34 @@ def test_experiment_section_shows_the_fabric_table(built):
     assert "loopback (one host: vm)" in table and "7.21 µs / 21 Gb/s (sockperf, iperf3)" in table
     assert "vm: no InfiniBand HCA; no GPU" in table
     assert '<table class="fabric">' not in page[page.index('id="scaffe-fig8-local"'):]
+
+
+def test_network_comparisons_carry_the_expected_speedup_of_the_model(tmp_path, monkeypatch):
+    """A run of the RDMA-gRPC latency sweep on a fabric whose calibration has RDMA: its section
+    sets the model's expected ratio beside the slide's "up to 2.7x", labelled a model's, with
+    the inputs from both sides."""
+    spec = yaml.safe_load((ROOT / "experiments" / "slides-rdma-grpc-latency-small.yaml").read_text())
+    prefix = tmp_path / "prefix"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc/calibration.json").write_text(json.dumps(IB))
+    monkeypatch.setattr(provenance, "prefix", lambda: prefix)
+    monkeypatch.setattr(provenance, "prefix_env", lambda: {})
+    runs_dir, res = tmp_path / "runs", tmp_path / "results"
+    make_run(runs_dir, spec, "local", {"network": "loopback", "payload_bytes": 2}, {"stdout.log": "no output"})
+    results.write_results(spec["id"], list(spec["axes"]), [], res / "local" / f"{spec['id']}.csv",
+                          res / "local" / "runs" / f"{spec['id']}.json", runs_dir, "local")
+    out = report.write_report(tmp_path / "report" / "index.html", specs={spec["id"]: spec}, scales=["local"],
+                              figures_dir=tmp_path / "figures", results_dir=res, verdict_ids=[spec["id"]],
+                              data_ids={}, runs_dir=runs_dir)
+    page = html.unescape(out.read_text())
+    table = page[page.index('<table class="fabric expected">'):]
+    table = table[:table.index("</table>")]
+    assert "expected (model) speedup" in table and "not a measurement" in table and expected.MODEL in table
+    row = [r for r in table.split("<tr>") if "ipoib over grpc+rdma" in r][0]
+    cells = [c.split("</td>")[0] for c in row.split("<td>")[1:]]
+    assert cells[0] == "ipoib over grpc+rdma<br><span class=\"meta\">claims slides-c26</span>"
+    assert cells[1].startswith("ratio up to 2.7<br>")
+    assert cells[2] == "ratio 6.81 for payload_bytes 2, 8, 32, 128, 512 (the largest result kept)"
+    assert cells[3] == "ipoib and grpc+rdma ride the same InfiniBand link: its rate does not separate them"
+    assert "here, grpc+rdma: RDMA between 127.0.0.1 and 127.0.0.1: 1.06 µs, 96.38 Gb/s" in cells[4]
+    assert "paper, ipoib: SDSC-Comet-FDR (SC'18 slides, RDMA-gRPC micro-benchmark)'s InfiniBand link, rate not stated" in cells[4]

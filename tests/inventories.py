@@ -1,0 +1,39 @@
+"""Ansible inventories of bare-metal clusters for the tests of plans and dry runs: the example
+IB inventory, and another shaped like it but laid out differently (dlobd.inventory reads both
+through Ansible; nothing is sent to their addresses)."""
+
+from pathlib import Path
+
+import yaml
+
+from dlobd import ROOT
+
+EXAMPLE = ROOT / "playbooks" / "inventories" / "example-ib" / "hosts.yml"
+
+
+def write_other(root: Path, gpu_hosts=(5, 6, 7), **changes) -> Path:
+    """A 7-host cluster: a NameNode and a ResourceManager of their own, five workers on hsn0
+    (ibm-a3 to ibm-a7), those of `gpu_hosts` with 8 V100s each; settings in
+    group_vars/everyone.yml (`changes` added to them), hardware in host_vars."""
+    hosts = {f"ibm-a{i}": {"ansible_host": f"mgmt-a{i}", "dlobd_cluster_interface": "hsn0",
+                           "dlobd_cluster_address": f"172.31.7.{10 + i}"} for i in range(1, 8)}
+    groups = {"namenode": ["ibm-a1"], "resourcemanager": ["ibm-a2"],
+              "workers": [f"ibm-a{i}" for i in range(3, 8)], "gpu": [f"ibm-a{i}" for i in gpu_hosts]}
+    data = {"all": {"hosts": hosts, "children": {
+        **{g: {"hosts": {h: None for h in members}} for g, members in groups.items()},
+        "everyone": {"children": {g: None for g in groups}}}}}
+    (root / "group_vars").mkdir(parents=True)
+    (root / "host_vars").mkdir()
+    (root / "hosts.yml").write_text(yaml.safe_dump(data))
+    settings = {"dlobd_prefix": "/lustre/dlobd/stack", "dlobd_profile": "paper",
+                "dlobd_install_method": "spack",
+                "dlobd_stack_settings": {"RDMA_GRPC_HOME": "/sw/rdma-grpc",
+                                         "DLOBD_TF_RDMA_PYTHON": "/sw/tf1-verbs/bin/python",
+                                         "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks"},
+                **changes}
+    (root / "group_vars" / "everyone.yml").write_text(yaml.safe_dump(settings))
+    for i in range(1, 8):
+        gpus = {"gpus": 8, "gpu_model": "V100"} if i in gpu_hosts else {"gpus": 0}
+        (root / "host_vars" / f"ibm-a{i}.yml").write_text(yaml.safe_dump(
+            {"dlobd_hardware": {"hca": "mlx5", "ib_rate_gbps": 200, **gpus}}))
+    return root / "hosts.yml"
