@@ -22,6 +22,8 @@ MUST_HAVE_RUN = [
     "dlobd-fig5b", "dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b", "dlobd-fig9", "dlobd-fig11",
     "slides-resnet50", "slides-inception3-4nodes", "slides-inception3-8nodes",
     "rdmatf-fig1", "rdmatf-fig5", "rdmatf-fig6",
+    # CaffeOnSpark's modern port on YARN (provisioned with CAFFEONSPARK=1)
+    "dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig8a", "dlobd-fig8b",
 ]
 # kept small for git; the BigDL LeNet-5 runs bring about 10 MB of Spark event log each (one
 # record per task of 200 iterations), the 3 repeats of the throughput points the rest of the growth

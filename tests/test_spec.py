@@ -232,9 +232,9 @@ def test_claim_needs_check_or_reason(tree):
 
 
 def test_not_runnable_needs_reason(tree):
-    tree.edit("dlobd-fig4a", lambda d: d["scales"]["local"].pop("reason"))
-    assert tree.errors("dlobd-fig4a") == [
-        "experiments/dlobd-fig4a.yaml: scales.local: 'reason' is a required property"]
+    tree.edit("dlobd-fig4c", lambda d: d["scales"]["local"].pop("reason"))
+    assert tree.errors("dlobd-fig4c") == [
+        "experiments/dlobd-fig4c.yaml: scales.local: 'reason' is a required property"]
 
 
 def test_matrix_and_paper_values_cross_checks(tree):
@@ -323,9 +323,9 @@ def test_points_of_real_specs():
     assert specs["slides-bigdl-scalability"].points("local") == specs["dlobd-fig7b"].points("local")
     assert specs["dlobd-fig11"].stack("paper") == "tf_cnn_benchmarks"
     assert specs["dlobd-fig11"].stack("local") == "tensorflow"
-    assert specs["dlobd-fig4a"].points("local") == []
+    assert specs["dlobd-fig4c"].points("local") == []
     with pytest.raises(KeyError, match="no scale 'functional'"):
-        specs["dlobd-fig4a"].scale("functional")
+        specs["dlobd-fig4c"].scale("functional")
 
 
 def test_local_matrices_fit_this_machine():
