@@ -234,13 +234,23 @@ def _site_packages() -> list[str]:
 
 
 def dist_version(name: str) -> str | None:
-    """Version of a Python distribution installed for the stacks."""
+    """Version of a Python distribution installed for the stacks. Under the apptainer install
+    method their site-packages are inside the image: the stacks' Python (its wrapper) says."""
+    if stack_setting("DLOBD_INSTALL_METHOD") == "apptainer":
+        return _image_dist_version(stack_setting("DLOBD_PYTHON") or "", name)
     for site in _site_packages():
         for path in sorted(glob.glob(os.path.join(site, f"{name}-*.dist-info"))):
             m = re.match(rf"{re.escape(name)}-(.+)\.dist-info$", Path(path).name)
             if m:
                 return m.group(1)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _image_dist_version(python: str, name: str) -> str | None:
+    found = _run([python, "-c", "import importlib.metadata as m, sys\n"
+                  "try: print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError: pass", name], timeout=60)
+    return found.splitlines()[-1] if found else None
 
 
 def _stack_python() -> str:

@@ -112,6 +112,15 @@ def test_the_stacks_python_is_the_images(prefix):
     assert done.stdout.split() == ["/opt/dlobd/python", GROUP_VARS["dlobd_tensorflow_version"]]
 
 
+def test_commands_in_the_image_see_the_hosts_stack_environment_not_the_images(prefix):
+    # the image's %environment sets /opt/dlobd's settings whatever the caller's environment holds;
+    # the wrappers pass the prefix's dlobd-env.sh (its cluster's configuration) over them
+    done = run([prefix / "python/bin/python", "-c",
+                "import os; print(*(os.environ[k] for k in ('DLOBD_PREFIX', 'SPARK_CONF_DIR', 'HADOOP_CONF_DIR')))"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(prefix), f"{prefix}/etc/spark", f"{prefix}/etc/hadoop"]
+
+
 def test_mpi_ranks_run_inside_the_image(prefix):
     # rank 0 gathers and prints: mpirun's forwarding may split and interleave the ranks' own output
     done = run([prefix / "bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",

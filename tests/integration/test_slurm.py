@@ -8,6 +8,8 @@ one Slurm job each by Snakemake's Slurm executor (profiles/slurm).
 
 The emulated cluster is made and provisioned here (about 6 min), or reused, already provisioned,
 from DLOBD_SLURM_TEST_EMULATED (its state dir; its inventory beside it as DLOBD_SLURM_TEST_INVENTORY).
+A reused cluster provisioned with the apptainer method runs the jobs from its image: the runs must
+then say slurm+apptainer and name that image.
 Traffic goes only to loopback and the harness's namespace addresses. `make bench-slurm` prints the
 `name: value` lines this module writes.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dlobd import ROOT, comparepaths, runs
+from dlobd import ROOT, comparepaths, runs, slurmjob
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
@@ -85,6 +87,15 @@ class Cluster:
 
     def env(self) -> dict:
         return slurm_harness.client_env(self.slurm_dir)
+
+    def image(self) -> str | None:
+        """The image the hosts' stack runs from (a stack provisioned with the apptainer method,
+        e.g. a reused cluster's: slurm+apptainer), else None (slurm+prefix)."""
+        master_stack = self.state_dir / "hosts" / self.name("master") / "stack"
+        return (slurmjob.prefix_image(str(master_stack)) or {}).get("path")
+
+    def execution_path(self) -> str:
+        return "slurm+apptainer" if self.image() else "slurm+prefix"
 
     def sbatch(self, shared: Path, points: dict, launched: dict) -> int:
         env = {**self.env(), "DLOBD_CHECKOUT": str(ROOT), "DLOBD_SHARED": str(shared),
@@ -203,10 +214,10 @@ def test_one_job_starts_hdfs_yarn_runs_both_points_on_both_workers_and_tears_dow
     bench("slurm_points_total", len(records))
     for experiment, record in records.items():
         assert record["status"] == "ok", (experiment, record.get("reason"))
-        assert record["execution"]["path"] == "slurm+prefix"
+        assert record["execution"]["path"] == cluster.execution_path()
         assert record["execution"]["slurm"]["job_id"] == job_id
         assert record["execution"]["slurm"]["nodes"] == [cluster.name(n) for n in ("master", "worker1", "worker2")]
-        assert record["execution"]["image"] is None
+        assert (record["execution"]["image"] or {}).get("path") == cluster.image()
         # tasks (native TF: ps:0, worker:0 ...) or executors (TFoS: executor:1 ...) on both workers
         used = {h["address"] for h in record["hosts"] if any(":" in r for r in h["roles"])}
         assert used >= {cluster.address("worker1"), cluster.address("worker2")}, (experiment, record["hosts"])
@@ -308,7 +319,8 @@ def test_the_slurm_executor_profile_runs_each_point_as_a_slurm_job_of_its_own(cl
     for record in records:
         assert record["status"] == "ok", record.get("reason")
         execution = record["execution"]
-        assert execution["path"] == "slurm+prefix" and execution["image"] is None
+        assert execution["path"] == cluster.execution_path()
+        assert (execution["image"] or {}).get("path") == cluster.image()
         assert len(execution["slurm"]["nodes"]) == 1 and set(execution["slurm"]["nodes"]) <= nodes
     # each point was a job of its own
     assert len({r["execution"]["slurm"]["job_id"] for r in records}) == 3
