@@ -65,15 +65,16 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     prov = "provisioned prefix " + (str(pre) if env_file.is_file() else
                                     f"{pre} has no etc/dlobd-env.sh (run `make provision`)")
     hadoop_home = _home("HADOOP_HOME") or pre
-    # provisioning writes dlobd-env.sh: jars in a prefix without it are no install to use
-    caps["hadoop"] = (env_file.is_file() and _have(str(hadoop_home / "**" / "hadoop-common-[0-9]*.jar")),
-                      f"Hadoop jars under {hadoop_home}" if env_file.is_file() else prov)
     image = provenance.stack_setting("DLOBD_APPTAINER_IMAGE")
     if provenance.stack_setting("DLOBD_INSTALL_METHOD") == "apptainer" and env_file.is_file():
         # the apptainer method's HADOOP_HOME links into the image, where the jars are
         caps["hadoop"] = (hadoop_home.is_symlink() and Path(image or "").is_file(),
                           f"Hadoop {provenance.stack_setting('HADOOP_VERSION')} in the image {image} "
                           f"(HADOOP_HOME {hadoop_home} links into it)")
+    else:
+        # provisioning writes dlobd-env.sh: jars in a prefix without it are no install to use
+        caps["hadoop"] = (env_file.is_file() and _have(str(hadoop_home / "**" / "hadoop-common-[0-9]*.jar")),
+                          f"Hadoop jars under {hadoop_home}" if env_file.is_file() else prov)
     spark_home = _home("SPARK_HOME") or pre
     caps["spark"] = (env_file.is_file() and _have(str(spark_home / "**" / "bin" / "spark-submit")),
                      f"spark-submit under {spark_home}" if env_file.is_file() else prov)

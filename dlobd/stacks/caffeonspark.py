@@ -44,8 +44,9 @@ are LMDBs in HDFS (`/dlobd/data/lmdb/<dataset>/{train,test}`), staged from
 the scale names or else the model's; the ILSVRC12 subset is a registered download. A scale may
 shorten the solver (fixed `iterations`, `test_interval`), size the executors
 (`executor_memory`, `executor_overhead_mb`, `executor_cores`) and run several executors on
-fewer NodeManagers (`hosts`: processes for nodes, labelled). The network axis goes through config/networks.yaml; CaffeOnSpark's RDMA
-connection exists only for GPU solvers (caffe-distri's RDMACaffeNet checks it).
+fewer NodeManagers (`hosts`: processes for nodes, labelled). The network axis goes through
+config/networks.yaml; CaffeOnSpark's RDMA connection exists only for GPU solvers
+(caffe-distri's RDMACaffeNet checks it).
 """
 
 from __future__ import annotations
@@ -225,8 +226,6 @@ def plan_point(ctx: runs.RunContext) -> dict:
     connection = networks.require("caffeonspark", network).settings["connection"]
     # the scale's data set where it names one (the synthetic CIFAR-10 here), else the model's
     dataset = str(ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset") or models()[model]["dataset"])
-    if not re.fullmatch(r"[\w-]+", dataset):
-        dataset = models()[model]["dataset"]
     gpu = device.startswith("gpu")
     if connection == "infiniband" and not gpu:
         raise runs.NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "
@@ -235,11 +234,7 @@ def plan_point(ctx: runs.RunContext) -> dict:
         raise runs.NotRunnable(f"device {device}: " + "; ".join(lacking))
     return {"model": model, "device": device, "nodes": nodes, "devices": per_node, "batch": batch,
             "network": network, "connection": connection, "gpu": gpu, "dataset": dataset,
-            "hosts": _count(ctx.fixed.get("hosts")), "labels": labels}
-
-
-def _count(value) -> int | None:
-    return int(value) if value is not None else None
+            "hosts": int(ctx.fixed["hosts"]) if "hosts" in ctx.fixed else None, "labels": labels}
 
 
 def profile() -> str:
