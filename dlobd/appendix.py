@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlobd import ROOT, runs, spec
+from dlobd import ROOT, runs, spec, substitutions
 
 OUT = Path("docs") / "artifact-evaluation.md"
 REASON_CHARS = 160
@@ -49,10 +49,9 @@ def _local_shows(s: spec.Spec, attempts: list) -> str:
     parts = [f"{len(attempts)} points: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))]
     if needs:
         parts.append("the rest need " + ", ".join(needs))
-    maps = [f"{axis} " + ", ".join(f"{k}→{v}" for k, v in m.items())
-            for axis, m in (local.get("axis_map") or {}).items()]
-    if maps:
-        parts.append("stands in: " + "; ".join(maps))
+    stand_ins = substitutions.substitutions(s.source_spec.data, "local")
+    if stand_ins:
+        parts.append("stands in: " + "; ".join(stand_ins))
     parts.append("data: " + str(local.get("dataset") or s.data["dataset"]))
     return "; ".join(parts)
 

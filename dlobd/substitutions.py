@@ -84,8 +84,10 @@ def _fixed_network(spec: dict, scale: str) -> str | None:
 def _hosts(spec: dict, scale: str) -> str | None:
     """Nodes run as processes on fewer hosts (the scale's fixed `hosts`)."""
     local = _scale(spec, scale)
-    hosts = (local.get("fixed") or {}).get("hosts")
-    nodes = [n for n in (local.get("matrix") or {}).get("nodes", []) if isinstance(n, (int, float))]
+    fixed = local.get("fixed") or {}
+    hosts = fixed.get("hosts")
+    nodes = [n for n in (local.get("matrix") or {}).get("nodes") or [fixed.get("nodes")]
+             if isinstance(n, (int, float))]
     if hosts and nodes and max(nodes) > hosts:
         return f"processes on {_fmt(hosts)} host(s) for up to {_fmt(max(nodes))} nodes"
     return None
@@ -109,9 +111,12 @@ def _model_and_data(spec: dict, scale: str) -> list[str]:
     model = (local.get("fixed") or {}).get("model")
     if model and spec.get("model") and model != spec["model"]:
         out.append(f"model {model} for {spec['model']}")
-    # data set ids only: a spec's dataset may be prose ("GPU buffers of varying size")
-    data, paper = str(local.get("dataset") or "").removesuffix("-synthetic"), str(spec.get("dataset") or "")
-    if re.fullmatch(r"[\w-]+", data) and re.fullmatch(r"[\w-]+", paper) and \
+    # data set ids only: a spec's dataset may be prose ("GPU buffers of varying size"), or one id
+    # with its description after it ("imagenet-subset (first 10 classes of ILSVRC12)")
+    data = str(local.get("dataset") or "")
+    described = re.fullmatch(r"([\w-]+)(?: \([^()]*\))?", str(spec.get("dataset") or ""))
+    paper = described[1] if described else ""
+    if re.fullmatch(r"[\w-]+", data) and not data.endswith("-synthetic") and paper and \
             data not in paper and paper not in data:
         out.append(f"data {data} for {paper}")
     return out

@@ -26,6 +26,24 @@ def test_substitutions_name_axis_map_mpi_oversubscription_and_device():
     assert substitutions.oversubscribed(SPECS["scaffe-fig12"], "local", 16) is None
 
 
+def test_a_shrunk_model_on_other_data_and_nodes_on_one_host_are_named():
+    subs = substitutions.substitutions(SPECS["dlobd-fig6a"], "local")
+    # the spec's data set is an id with its description: "imagenet-subset (first 10 classes ...)"
+    assert {"model alexnet-mini for alexnet", "data mnist for imagenet-subset",
+            "processes on 1 host(s) for up to 2 nodes"} <= set(subs)  # nodes fixed, not an axis
+
+
+def test_synthetic_data_and_prose_data_sets_are_no_data_substitution():
+    def data_subs(paper, local):
+        constructed = {"dataset": paper, "scales": {"local": {"dataset": local}}}
+        return [s for s in substitutions.substitutions(constructed, "local") if s.startswith("data ")]
+
+    assert data_subs("hibench-pagerank (Huge, BigData)", "pagerank-hibench-shaped-synthetic") == []
+    assert data_subs("cifar10 (CIFAR-10 Quick); mnist (LeNet)", "mnist") == []  # two data sets
+    assert data_subs("GPU buffers of varying size", "mnist") == []
+    assert data_subs("cifar10", "mnist") == ["data mnist for cifar10"]
+
+
 def test_paper_scale_behaviour_is_void_away_from_the_paper_scale():
     c38 = claim_of("dlobd-fig5b", "dlobd-c38")
     assert "only at its own scale" in void_reason(c38, SPECS["dlobd-fig5b"], "local", ["gpus=8 (here: 2)"])

@@ -42,9 +42,9 @@ batch rule (nodes x batch = 128), validation only where the metric is an accurac
 are LMDBs in HDFS (`/dlobd/data/lmdb/<dataset>/{train,test}`), staged from
 `$CAFFEONSPARK_LMDB_DIR/<dataset>` (role caffeonspark: `$DLOBD_DATA_DIR/lmdb`), the data set
 the scale names or else the model's; the ILSVRC12 subset is a registered download. A scale may
-shorten the solver (fixed `iterations`, `test_interval`), size the executors
-(`executor_memory`, `executor_overhead_mb`, `executor_cores`) and run several executors on
-fewer NodeManagers (`hosts`: processes for nodes, labelled). The network axis goes through
+shorten the solver (fixed `iterations`, `test_interval`), train a shrunk net (`model`: the
+-mini nets), size the executors (`executor_memory`, `executor_overhead_mb`, `executor_cores`)
+and run several executors on fewer NodeManagers (`hosts`: processes for nodes, labelled). The network axis goes through
 config/networks.yaml; CaffeOnSpark's RDMA connection exists only for GPU solvers
 (caffe-distri's RDMACaffeNet checks it).
 """
@@ -201,7 +201,8 @@ def plan_point(ctx: runs.RunContext) -> dict:
     """Model, device, nodes, batch, network and connection of one point, checked; raises
     NotRunnable for what the cluster lacks, ValueError for a bad point."""
     labels = {}
-    model = str(ctx.point.get("model", ctx.spec.get("model")))
+    # a scale's `model` stands in for the paper's (the shrunk -mini nets, named as substitutions)
+    model = str(ctx.point.get("model", ctx.fixed.get("model", ctx.spec.get("model"))))
     if model not in models():
         raise ValueError(f"{ctx.spec['id']}: model {model!r} has no CaffeOnSpark net here "
                          f"(workloads/caffe-nets/models.yaml has {', '.join(models())})")

@@ -14,6 +14,9 @@ import os
 import re
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,9 @@ pytestmark = pytest.mark.integration
 
 IMAGES = Path(os.environ.get("DLOBD_TEST_IMAGES") or apptainer.default_images_dir())
 GROUP_VARS = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_text())
+# The provisioned prefix's ports, shifted off the defaults so that its daemons never meet a local
+# cluster that runs beside the test.
+PORTS = {name: port + 500 for name, port in GROUP_VARS["dlobd_ports"].items()}
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +52,7 @@ def prefix(image, tmp_path_factory) -> Path:
     inventory.write_text((ROOT / "playbooks/inventories/local/hosts.yml").read_text())
     prefix = tmp / "prefix"
     extra = {"dlobd_prefix": str(prefix), "dlobd_install_method": "apptainer", "apptainer_image": str(image),
-             "apptainer_binary": str(apptainer.find_apptainer())}
+             "apptainer_binary": str(apptainer.find_apptainer()), "dlobd_ports": PORTS}
     command = [str(ROOT / ".venv/bin/ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks/install.yml"),
                "-e", json.dumps(extra)]
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
@@ -95,6 +101,39 @@ def test_hdfs_runs_inside_the_image_through_the_wrappers(prefix):
     # JAVA_HOME's java is the wrapper: the JVM that ran is the image's
     java = (prefix / "libexec/apptainer/jvm/bin/java").read_text()
     assert "exec" in java and str(apptainer.find_apptainer()) in java
+
+
+def test_the_namenode_in_the_image_answers_webhdfs(prefix):
+    # The image lists lib/* sorted, so jaxb-impl 2.2.3 precedes jaxb-runtime 2.3.1 there: without
+    # java.lang opened every WebHDFS call answered HTTP 500 (the launchers stage data through it).
+    done = run([prefix / "bin/hdfs", "namenode", "-format", "-force", "-nonInteractive"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    started = run([prefix / "sbin/dlobd-daemon", "start", "namenode"])
+    assert started.returncode == 0, started.stdout + started.stderr
+    base = f"http://127.0.0.1:{PORTS['namenode_http']}/webhdfs/v1"
+    try:
+        summary = _webhdfs_when_up(f"{base}/?op=GETCONTENTSUMMARY&user.name=root")
+        assert summary["ContentSummary"]["directoryCount"] == 1
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{base}/absent?op=GETCONTENTSUMMARY&user.name=root", timeout=30)
+        assert missing.value.code == 404
+    finally:
+        stopped = run([prefix / "sbin/dlobd-daemon", "stop", "namenode"])
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+def _webhdfs_when_up(url: str, wait_s: float = 120) -> dict:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError:
+            raise
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
 
 
 def test_spark_submit_runs_inside_the_image(prefix):
