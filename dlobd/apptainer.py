@@ -138,18 +138,43 @@ def run_prefix(image: Path, binds: list[str] = (), apptainer: Path | None = None
 # ------------------------------------------------------------------ image identity
 
 
+def _committable(root: Path) -> set[Path] | None:
+    """The files git would commit under `root` (tracked, or new and not ignored); None outside a
+    checkout. Generated inventories, secrets and caches are ignored, so they never enter an image."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                              capture_output=True, timeout=60)
+    except FileNotFoundError:
+        return None
+    if done.returncode != 0:
+        return None
+    return {root / name for name in done.stdout.decode().split("\0") if name}
+
+
 def _input_files(root: Path, names) -> list[Path]:
+    committable = _committable(root)
     files = []
     for name in names:
         path = root / name
         if path.is_file():
             files.append(path)
         elif path.is_dir():
-            files += [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                      and not p.name.endswith(".pyc") and "secrets" not in p.relative_to(root).parts]
+            files += [p for p in path.rglob("*") if p.is_file() and (
+                p in committable if committable is not None else
+                "__pycache__" not in p.parts and not p.name.endswith(".pyc")
+                and "secrets" not in p.relative_to(root).parts)]
         else:
             raise ApptainerError(f"image input {name} does not exist under {root}")
     return sorted(files)
+
+
+def stage_inputs(definition: Path, root: Path, into: Path) -> Path:
+    """A copy of exactly the files content_hash covers, for the build to copy in (%files' SRC)."""
+    for path in _input_files(root, definition_inputs(definition)):
+        target = into / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return into
 
 
 def definition_inputs(definition: Path) -> list[str]:
@@ -305,7 +330,8 @@ def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROO
         shutil.copy(cert, site_cas / cert.name)
     env = dict(os.environ, APPTAINER_TMPDIR=str(work / "tmp"), APPTAINER_CACHEDIR=str(work / "cache"))
     partial = work / image.name
-    status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(root), "CA_CERTIFICATES": str(site_cas)}),
+    sources = stage_inputs(definition, root, work / "src")
+    status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(sources), "CA_CERTIFICATES": str(site_cas)}),
                             str(partial), str(rendered)], env=env)
     if status != 0:
         raise ApptainerError(f"apptainer build of {definition} failed (exit {status}); its output is above, "

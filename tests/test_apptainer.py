@@ -140,6 +140,25 @@ def test_content_hash_changes_with_the_definition_and_the_roles_only(tmp_path):
     assert apptainer.content_hash(definition, tmp_path, ("playbooks",)) != second
 
 
+def test_in_a_checkout_only_files_git_would_commit_are_inputs_and_staged(tmp_path):
+    definition = make_tree(tmp_path)
+    (tmp_path / "containers/stack.def").write_text(definition.read_text() + "%files\n    {{ SRC }}/playbooks /x\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("__pycache__/\nplaybooks/inventories/emulated/hosts.yml\nsecrets/\n")
+    clean = apptainer.content_hash(definition, tmp_path)
+    generated = tmp_path / "playbooks/inventories/emulated/hosts.yml"
+    generated.parent.mkdir(parents=True)
+    generated.write_text("all: {hosts: {master: {}}}\n")
+    (tmp_path / "playbooks/secrets").mkdir()
+    (tmp_path / "playbooks/secrets/spark.secret").write_text("s3cret\n")
+    assert apptainer.content_hash(definition, tmp_path) == clean  # ignored: neither hashed nor copied
+    staged = apptainer.stage_inputs(definition, tmp_path, tmp_path / "staged")
+    assert sorted(str(f.relative_to(staged)) for f in staged.rglob("*") if f.is_file()) == \
+        ["playbooks/roles/r/defaults/main.yml"]
+    (tmp_path / "playbooks/new.yml").write_text("- hosts: all\n")  # new, not ignored: an input
+    assert apptainer.content_hash(definition, tmp_path) != clean
+
+
 def test_inputs_are_the_checkout_sources_of_the_files_section(tmp_path):
     definition = tmp_path / "x.def"
     definition.write_text("Bootstrap: localimage\nFrom: {{ ROOTFS }}\n\n%files\n"
