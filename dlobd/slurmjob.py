@@ -306,15 +306,12 @@ def render(template: Path, variables: dict) -> str:
     return templar.template(_trusted(template.read_text()))
 
 
-def env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int) -> str:
-    """The job's etc/dlobd-env.sh: the provisioned stack environment, then this job's cluster."""
+def _cluster_exports(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int) -> list[str]:
+    """This job's cluster as `export` lines: what it sets over the provisioned stack's settings."""
     me, nn = plan.addresses[host], plan.addresses[plan.master]
     workers = " ".join(plan.addresses[w] for w in plan.workers)
     job = Path(plan.job_dir)
-    lines = [
-        f"# Slurm job {plan.job_id} ({plan.execution_path}): the provisioned stack, then this job's",
-        "# cluster (dlobd/slurmjob.py; removed when the job ends).",
-        f"source {plan.provisioned}/etc/dlobd-env.sh",
+    return [
         f"export DLOBD_PREFIX={job}",
         f"export HADOOP_CONF_DIR={job}/etc/hadoop YARN_CONF_DIR={job}/etc/hadoop",
         f"export SPARK_CONF_DIR={job}/etc/spark",
@@ -330,9 +327,30 @@ def env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int)
         "export SPARK_LOCAL_IP=$DLOBD_CLUSTER_ADDRESS TFOS_SERVER_HOST=$DLOBD_CLUSTER_ADDRESS",
         f"export DLOBD_EXECUTION_PATH={plan.execution_path}",
         f"export DLOBD_SLURM_JOB_JSON={Path(plan.shared_dir) / 'job.json'}",
-        f"export PATH={job}/bin:$PATH",
+    ]
+
+
+def env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int) -> str:
+    """The job's etc/dlobd-env.sh: the provisioned stack environment, then this job's cluster."""
+    lines = [
+        f"# Slurm job {plan.job_id} ({plan.execution_path}): the provisioned stack, then this job's",
+        "# cluster (dlobd/slurmjob.py; removed when the job ends).",
+        f"source {plan.provisioned}/etc/dlobd-env.sh",
+        *_cluster_exports(plan, host, yarn_memory_mb, yarn_vcores),
+        f"export PATH={plan.job_dir}/bin:$PATH",
     ]
     return "\n".join(lines) + "\n"
+
+
+def image_env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int) -> str:
+    """The job's etc/dlobd-env-image.sh (a prefix of the apptainer method): what the image's
+    wrappers pass over the image's own settings. The provisioned prefix's, then this job's
+    cluster; the image keeps its own programs' homes and PATH. Self-contained: Apptainer reads
+    an --env-file on the host, where the provisioned file is not sourced."""
+    provisioned = (Path(plan.provisioned) / "etc" / "dlobd-env-image.sh").read_text()
+    lines = [f"# Slurm job {plan.job_id} ({plan.execution_path}): this job's cluster over the provisioned one",
+             *_cluster_exports(plan, host, yarn_memory_mb, yarn_vcores)]
+    return provisioned.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
 
 def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path:
@@ -358,6 +376,8 @@ def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path
     vcores = int(facts["processor_vcpus"]) * int(variables["dlobd_yarn_vcores_per_cpu"])
     (job / "etc" / "dlobd-env.sh").write_text(env_overlay(plan, host, memory_mb, vcores))
     provisioned = Path(plan.provisioned)
+    if (provisioned / "etc" / "dlobd-env-image.sh").is_file():
+        (job / "etc" / "dlobd-env-image.sh").write_text(image_env_overlay(plan, host, memory_mb, vcores))
     for entry in provisioned.iterdir():
         if entry.name not in OWN_ENTRIES:
             (job / entry.name).symlink_to(entry)

@@ -183,6 +183,50 @@ def test_a_prefix_of_the_apptainer_method_runs_the_job_from_its_image(tmp_path):
                            str(tmp_path / "shared"), addresses={"n1": "10.9.0.1", "n2": "10.9.0.2"})
 
 
+def test_a_job_from_an_image_passes_its_own_cluster_into_the_image(tmp_path):
+    plan = job_plan(tmp_path)
+    image_env = tmp_path / "stack" / "etc" / "dlobd-env-image.sh"
+    image_env.write_text(f"export DLOBD_PREFIX={tmp_path}/stack\nexport HADOOP_CONF_DIR={tmp_path}/stack/etc/hadoop\n"
+                         "export DLOBD_BIGDL_JAR=/opt/dlobd/jars/bigdl/bigdl.jar\n")
+    job = slurmjob.write_job_prefix(plan, "n2", slurmjob.stack_of(plan.provisioned), FACTS)
+    own = job / "etc" / "dlobd-env-image.sh"
+    assert not own.is_symlink()  # the provisioned cluster's settings would reach the image
+    env = provenance.source_env(own, base={})
+    assert env["DLOBD_PREFIX"] == str(job) and env["HADOOP_CONF_DIR"] == f"{job}/etc/hadoop"
+    assert env["SPARK_CONF_DIR"] == f"{job}/etc/spark"
+    assert env["DLOBD_HDFS_URI"] == f"hdfs://10.9.0.1:{plan.ports['namenode_rpc']}"
+    assert env["DLOBD_BIGDL_JAR"] == "/opt/dlobd/jars/bigdl/bigdl.jar"  # the image's own paths stay
+    assert "PATH" not in env and "source " not in own.read_text()  # the image keeps its PATH
+
+
+def test_the_image_wrapper_passes_the_callers_prefix_settings_else_its_own(tmp_path):
+    runtime = tmp_path / "apptainer"
+    runtime.write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
+    runtime.chmod(0o755)
+    prefix = tmp_path / "stack"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc" / "dlobd-env-image.sh").write_text("export A=provisioned\n")
+    wrapper = tmp_path / "java"
+    wrapper.write_text(slurmjob.render(slurmjob.PLAYBOOKS / "roles/apptainer/templates/wrapper.j2", {
+        "ansible_managed": "test", "item": "java", "apptainer_wrapper_target_dir": "/usr/lib/jvm/bin",
+        "apptainer_image_path": "/i.sif", "dlobd_prefix": str(prefix),
+        "apptainer_run_prefix": [str(runtime), "exec", "--drop-caps", "CAP_SYS_RESOURCE", "/i.sif"]}))
+    wrapper.chmod(0o755)
+
+    def env_file(**env):
+        out = subprocess.run([str(wrapper), "-version"], env={"PATH": "/usr/bin:/bin", **env},
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+        assert out[-4:-1] == ["/i.sif", "/usr/lib/jvm/bin/java", "-version"]
+        return out[out.index("--env-file") + 1]
+
+    assert env_file() == f"{prefix}/etc/dlobd-env-image.sh"
+    job = tmp_path / "job"
+    assert env_file(DLOBD_PREFIX=str(job)) == f"{prefix}/etc/dlobd-env-image.sh"  # the job has none
+    (job / "etc").mkdir(parents=True)
+    (job / "etc" / "dlobd-env-image.sh").write_text("export A=job\n")
+    assert env_file(DLOBD_PREFIX=str(job)) == f"{job}/etc/dlobd-env-image.sh"
+
+
 def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):
     monkeypatch.setattr(provenance, "workers", lambda gpu=False: ["127.0.0.1"])
     assert slurmjob.execution({})["path"] == "local"
