@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -331,8 +332,14 @@ def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROO
     env = dict(os.environ, APPTAINER_TMPDIR=str(work / "tmp"), APPTAINER_CACHEDIR=str(work / "cache"))
     partial = work / image.name
     sources = stage_inputs(definition, root, work / "src")
-    status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(sources), "CA_CERTIFICATES": str(site_cas)}),
-                            str(partial), str(rendered)], env=env)
+    try:
+        status = run_in_userns([str(apptainer), "build", *build_args({"ROOTFS": str(rootfs), "SRC": str(sources), "CA_CERTIFICATES": str(site_cas)}),
+                                str(partial), str(rendered)], env=env)
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM): a half build is nothing to inspect, and another digest's
+        # next build would never reuse nor remove its folder (gigabytes)
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     if status != 0:
         raise ApptainerError(f"apptainer build of {definition} failed (exit {status}); its output is above, "
                              f"its work folder {work}")
@@ -370,10 +377,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--nv", action="store_true", help="GPUs: bind the host's NVIDIA driver in")
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args) -> int:
     images = args.images or default_images_dir()
     try:
         if args.action == "build":
+            # SIGTERM (a batch system's or a test's timeout) unwinds like Ctrl-C: the build cleans up
+            signal.signal(signal.SIGTERM, _interrupted)
             started = time.monotonic()
             image, built = build(args.definition, images, args.rootfs or images / f"rootfs-{DEBIAN_SUITE}")
             print(f"{'built' if built else 'reused'}: {image} ({time.monotonic() - started:.1f} s)")

@@ -159,6 +159,27 @@ def test_in_a_checkout_only_files_git_would_commit_are_inputs_and_staged(tmp_pat
     assert apptainer.content_hash(definition, tmp_path) != clean
 
 
+def test_an_interrupted_build_removes_its_work_folder(tmp_path, monkeypatch):
+    definition = make_tree(tmp_path)
+    (tmp_path / "playbooks/group_vars/all").mkdir(parents=True)
+    (tmp_path / "playbooks/group_vars/all/main.yml").write_text("dlobd_hadoop_version: '3.4.1'\n")
+    monkeypatch.setattr(apptainer, "find_apptainer", lambda: tmp_path / "apptainer")
+    monkeypatch.setattr(apptainer, "make_rootfs", lambda dest: dest)
+    seen = []
+
+    def interrupted(argv, env):
+        seen.append(Path(env["APPTAINER_TMPDIR"]).parent)
+        assert seen[0].is_dir()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(apptainer, "run_in_userns", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        apptainer.build(definition, tmp_path / "images", tmp_path / "rootfs", root=tmp_path,
+                        ca_certificates=tmp_path / "no-cas")
+    assert seen and not seen[0].exists()
+    assert list((tmp_path / "images").iterdir()) == []
+
+
 def test_inputs_are_the_checkout_sources_of_the_files_section(tmp_path):
     definition = tmp_path / "x.def"
     definition.write_text("Bootstrap: localimage\nFrom: {{ ROOTFS }}\n\n%files\n"
