@@ -154,16 +154,21 @@ def _committable(root: Path) -> set[Path] | None:
 
 def _input_files(root: Path, names) -> list[Path]:
     committable = _committable(root)
+
+    def is_input(p: Path) -> bool:
+        if committable is not None:
+            return p in committable
+        # outside a checkout (an unpacked release): leave out what git would have ignored
+        return "__pycache__" not in p.parts and not p.name.endswith(".pyc") and \
+            "secrets" not in p.relative_to(root).parts
+
     files = []
     for name in names:
         path = root / name
         if path.is_file():
             files.append(path)
         elif path.is_dir():
-            files += [p for p in path.rglob("*") if p.is_file() and (
-                p in committable if committable is not None else
-                "__pycache__" not in p.parts and not p.name.endswith(".pyc")
-                and "secrets" not in p.relative_to(root).parts)]
+            files += [p for p in path.rglob("*") if p.is_file() and is_input(p)]
         else:
             raise ApptainerError(f"image input {name} does not exist under {root}")
     return sorted(files)

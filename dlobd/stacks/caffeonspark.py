@@ -44,9 +44,9 @@ are LMDBs in HDFS (`/dlobd/data/lmdb/<dataset>/{train,test}`), staged from
 the scale names or else the model's; the ILSVRC12 subset is a registered download. A scale may
 shorten the solver (fixed `iterations`, `test_interval`), train a shrunk net (`model`: the
 -mini nets), size the executors (`executor_memory`, `executor_overhead_mb`, `executor_cores`)
-and run several executors on fewer NodeManagers (`hosts`: processes for nodes, labelled). The network axis goes through
-config/networks.yaml; CaffeOnSpark's RDMA connection exists only for GPU solvers
-(caffe-distri's RDMACaffeNet checks it).
+and run several executors on fewer NodeManagers (`hosts`: processes for nodes, labelled). The
+network axis goes through config/networks.yaml; CaffeOnSpark's RDMA connection exists only for
+GPU solvers (caffe-distri's RDMACaffeNet checks it).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ import yaml
 
 from dlobd import hadoop, networks, plan, provenance, runs
 from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, yarn_application_span
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, setting, yarn_application_span
 from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
@@ -202,7 +202,7 @@ def plan_point(ctx: runs.RunContext) -> dict:
     NotRunnable for what the cluster lacks, ValueError for a bad point."""
     labels = {}
     # a scale's `model` stands in for the paper's (the shrunk -mini nets, named as substitutions)
-    model = str(ctx.point.get("model", ctx.fixed.get("model", ctx.spec.get("model"))))
+    model = str(setting(ctx, "model", ctx.spec.get("model")))
     if model not in models():
         raise ValueError(f"{ctx.spec['id']}: model {model!r} has no CaffeOnSpark net here "
                          f"(workloads/caffe-nets/models.yaml has {', '.join(models())})")
