@@ -32,7 +32,8 @@ INVENTORY ?= playbooks/inventories/local/hosts.yml
 # give each host a prefix of its own.
 PREFIX_VAR = $(if $(filter-out file,$(origin DLOBD_PREFIX)),-e dlobd_prefix=$(DLOBD_PREFIX))
 # CAFFEONSPARK=1: provisioning also builds CaffeOnSpark's modern port (dlobd_caffeonspark_port; the
-# sources from SOURCE_MIRROR, else GitHub), so that its experiments run
+# sources from SOURCE_MIRROR, else GitHub), so that its experiments run. make reproduce sets it
+# unless told CAFFEONSPARK=0.
 CAFFEONSPARK ?= 0
 CAFFEONSPARK_VARS = $(if $(filter 1,$(CAFFEONSPARK)),-e dlobd_caffeonspark_port=true -e caffeonspark_source_mirror=$(SOURCE_MIRROR))
 PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) $(PREFIX_VAR) $(CAFFEONSPARK_VARS)
@@ -63,12 +64,12 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
 # The real Spack install (make test-spack), the image build (make test-apptainer), the Slurm
-# path (make test-slurm) and the CaffeOnSpark port's build (make test-caffeonspark) have budgets
-# of their own, not part of make test.
-test-integration: setup emulated-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts
+# path from the image (make test-slurm) and the CaffeOnSpark port's build (make test-caffeonspark)
+# have budgets of their own, not part of make test. The Slurm path from the hosts' provisioned
+# prefix is: test_slurm.py runs on the emulated hosts test_emulated_provision.py provisioned.
+test-integration: setup emulated-deps slurm-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts; Slurm on them
 	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
-	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_slurm.py \
-	  --ignore=tests/integration/test_caffeonspark_port.py
+	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_caffeonspark_port.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -78,10 +79,11 @@ STATE ?= data/state
 PHASE := $(PYTHON) benchmarks/reproduce/phases.py --state $(STATE)
 # make itself, named through a variable: `make -n reproduce` must not run the phases
 SUBMAKE := $(MAKE) --no-print-directory
-reproduce: ## set up, provision, start the cluster, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
+reproduce: CAFFEONSPARK = 1
+reproduce: ## set up, provision (with CaffeOnSpark's port), start the cluster, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
 	$(PHASE) begin
 	$(PHASE) run setup -- $(SUBMAKE) setup
-	$(PHASE) run provision -- $(SUBMAKE) provision
+	$(PHASE) run provision -- $(SUBMAKE) provision CAFFEONSPARK=$(CAFFEONSPARK)
 	$(PHASE) run cluster-up -- $(SUBMAKE) cluster-up
 	status=0; $(PHASE) run experiments -- $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True || status=$$?; \
 	  $(PHASE) run cluster-down -- env $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
@@ -339,11 +341,15 @@ slurm-experiments: setup ## submit the sbatch job for SLURM_EXPERIMENTS on the h
 	  DLOBD_SHARED=$(abspath $(SLURM_OUT)) DLOBD_SCRATCH=$(SLURM_STATE)/node-local \
 	  DLOBD_PREFIX=$(EMULATED_STATE)/stack DLOBD_EXPERIMENTS="$(SLURM_EXPERIMENTS)" slurm/submit
 
-test-slurm: setup slurm-deps emulated-deps ## as root: Slurm on 1 master + 2 emulated hosts, a job running TFoS and native TF points, a cancelled job
-	$(BIN)/pytest -m integration tests/integration/test_slurm.py -q
+# make test runs test_slurm.py from the hosts' provisioned prefix (slurm+prefix); these two run it
+# on hosts of their own provisioned with the apptainer method from the image (built or reused in
+# IMAGES), so every job starts HDFS and YARN from the image (slurm+apptainer).
+SLURM_FROM_IMAGE = DLOBD_SLURM_TEST_APPTAINER=1 DLOBD_TEST_IMAGES=$(IMAGES)
+test-slurm: setup slurm-deps emulated-deps apptainer-deps ## as root: Slurm on 1 master + 2 emulated hosts running the image, a job running TFoS and native TF points, a cancelled job
+	$(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q
 
 bench-slurm: setup slurm-deps emulated-deps bench-image ## the image lines (bench-image), then slurm_up_s, slurm_job_cluster_ready_s, slurm_points_ok/total, cross_path_mismatches
-	$(BIN)/pytest -m integration tests/integration/test_slurm.py -q -s | grep -E '^[a-z_]+: '
+	$(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q -s | grep -E '^[a-z_]+: '
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
 

@@ -94,8 +94,8 @@ def test_accuracy_experiments_validate(tmp_path, cluster):
     assert net.count("num_output: 10\n") == 3  # two auxiliary classifiers and the last
 
 
-@pytest.mark.parametrize("spec_id, model, iterations, modules", [("dlobd-fig6a", "alexnet-mini", 300, 0),
-                                                                  ("dlobd-fig6b", "googlenet-mini", 500, 3)])
+@pytest.mark.parametrize("spec_id, model, iterations, modules", [("dlobd-fig6a", "alexnet-mini", 200, 0),
+                                                                  ("dlobd-fig6b", "googlenet-mini", 450, 3)])
 def test_a_local_scale_trains_its_shrunk_net_on_mnist(tmp_path, cluster, spec_id, model, iterations, modules):
     ctx = context(tmp_path, spec_id, {"network": "loopback"}, scale="local")
     p = caffeonspark.plan_point(ctx)

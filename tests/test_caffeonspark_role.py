@@ -1,11 +1,13 @@
 """The role caffeonspark's source checks, run for real by ansible-playbook on this machine: a mirror
 tarball whose sha256 is not the pinned one, or that is missing, stops the play with the file and
-the reason before anything is unpacked; and the modern profile's patch series applies, in order,
+the reason before anything is unpacked; a clone that fails names the mirror and the switch that
+leaves the port out; and the modern profile's patch series applies, in order,
 to the pinned upstream sources (DLOBD_SOURCE_MIRROR names the folder holding the two tarballs;
 without it that test skips and says so)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -23,12 +25,12 @@ TARBALLS = ("CaffeOnSpark-19df500.tar.gz", "yahoo-caffe-fc0a02e.tar.gz")
 MIRROR = os.environ.get("DLOBD_SOURCE_MIRROR", "")
 
 
-def play(tmp_path, mirror: Path):
+def play(tmp_path, mirror: Path, tasks_from: str = "install-mirror", **variables):
     playbook = tmp_path / "play.yml"
     playbook.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n"
-                        "    - ansible.builtin.include_role: {name: caffeonspark, tasks_from: install-mirror}\n")
+                        f"    - ansible.builtin.include_role: {{name: caffeonspark, tasks_from: {tasks_from}}}\n")
     extra = {"dlobd_prefix": str(tmp_path / "prefix"), "caffeonspark_source_mirror": str(mirror),
-             "dlobd_system_packages": False}
+             "dlobd_system_packages": False, **variables}
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks" / "roles"), "ANSIBLE_NOCOLOR": "1"}
     done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(playbook), "-e", json.dumps(extra)],
@@ -63,6 +65,20 @@ def test_a_missing_tarball_says_which_variable_names_the_folder(tmp_path):
     rc, out = play(tmp_path, mirror)
     assert rc != 0
     assert f"{mirror}/CaffeOnSpark-19df500.tar.gz: missing (caffeonspark_source_mirror names the folder" in out
+
+
+def test_a_failed_clone_names_the_mirror_and_the_switch_that_leaves_the_port_out(tmp_path):
+    # a repository that is not there: git fails as it would without GitHub, with no traffic
+    missing = tmp_path / "no-such-repository"
+    jdk = Path(shutil.which("javac")).resolve().parent.parent
+    rc, out = play(tmp_path, Path(""), tasks_from="install-git", caffeonspark_repository=f"file://{missing}",
+                   caffeonspark_profile="modern", caffeonspark_java_home=str(jdk))
+    assert rc != 0
+    flat = " ".join(out.split())  # the callback wraps long messages
+    assert f"CaffeOnSpark's sources could not be cloned from file://{missing} (fatal: " in flat.replace("''", "'")
+    assert f"Give a folder holding {' and '.join(TARBALLS)} (make ... SOURCE_MIRROR=<dir>" in flat
+    assert "make reproduce CAFFEONSPARK=0" in flat
+    assert not list((tmp_path / "prefix").glob("build/*/*"))
 
 
 def test_the_patch_series_is_small_and_named_for_one_change():

@@ -8,6 +8,13 @@ and YARN up (cluster-up.yml); stopped at the end of the session, and any daemon 
 Other integration tests (experiment slices) use `stack_cluster`: `cluster` with DLOBD_PREFIX
 pointing at it, so `runs.launch` runs its jobs there.
 
+`emulated_site`: 1 master + 2 workers in network namespaces linked by emulated Ethernet eth-1g
+(tests/cluster/emulated.py), provisioned once with site.yml over SSH. test_emulated_provision
+checks that provisioning and runs points across the workers; test_slurm then runs its Slurm on
+the same hosts, so the session provisions them once. Removed at the end of the session.
+`modern_image`: the modern Apptainer image, built or reused from DLOBD_TEST_IMAGES (default the
+stack's images folder), for make test-apptainer and make test-slurm.
+
 DLOBD_TEST_CLUSTER=<prefix> makes the fixtures use that provisioned prefix with its cluster
 already running on the inventory's default ports (a developer's own, e.g. ~/dlobd-stack) instead of provisioning a new one;
 the tests that check provisioning itself are skipped then.
@@ -22,6 +29,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +38,20 @@ import psutil
 import pytest
 import yaml
 
-from dlobd import ROOT
+from dlobd import ROOT, apptainer
+
+sys.path.insert(0, str(ROOT / "tests"))
+from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
 
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
 GROUP_VARS = ROOT / "playbooks" / "group_vars" / "all" / "main.yml"
 # Offsets tried for the test cluster's ports; all keep the shifted ports clear of the defaults.
 PORT_OFFSETS = range(100, 800, 100)
+# The shared emulated site: clear of the default plan (10.77) and of the other emulated tests'
+# subnets (10.78.3, 10.78.7, 10.78.9; test_emulated_hosts also uses this one, before). eth-1g: the tier the specs' emulated points name.
+EMULATED_SUBNET = "10.78.4.0/24"
+EMULATED_TIER = "eth-1g"
 
 
 def port_free(port: int) -> bool:
@@ -163,3 +178,83 @@ def stack_cluster(cluster, monkeypatch):
     yield cluster
     provenance.provisioned_env.cache_clear()
     provenance.versions.cache_clear()
+
+
+@dataclass
+class EmulatedSite:
+    state_dir: Path
+    inventory: Path
+    log_dir: Path
+    runs: dict = field(default_factory=dict)
+    extra_vars: dict = field(default_factory=dict)  # more -e variables for every playbook
+
+    @property
+    def plan(self) -> dict:
+        return json.loads((self.state_dir / "state.json").read_text())["plan"]
+
+    @property
+    def hosts(self) -> dict[str, dict]:
+        return {h["name"]: h for h in self.plan["hosts"]}
+
+    def host(self, short: str) -> dict:
+        return self.hosts[f"{self.plan['prefix']}-{short}"]
+
+    def playbook(self, name: str, record: str | None = None) -> tuple[int, str, float]:
+        cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), str(ROOT / "playbooks" / name)]
+        if self.extra_vars:
+            cmd += ["-e", json.dumps(self.extra_vars)]
+        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+        start = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
+        out = done.stdout + done.stderr
+        # Every run's output is kept, numbered, never overwritten.
+        n = len(list(self.log_dir.glob("*.log")))
+        (self.log_dir / f"{n:02d}-{name.removesuffix('.yml')}.log").write_text(out)
+        result = (done.returncode, out, time.monotonic() - start)
+        if record:
+            self.runs[record] = result
+        return result
+
+
+def make_emulated_site(base: Path, subnet: str, tier: str, extra_vars: dict | None = None) -> EmulatedSite:
+    """1 master + 2 emulated workers under `base`, provisioned with site.yml (runs['first'])."""
+    site = EmulatedSite(state_dir=base / "state", inventory=base / "hosts.yml", log_dir=base / "logs",
+                        extra_vars=extra_vars or {})
+    site.log_dir.mkdir(parents=True)
+    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, subnet, tier), site.inventory,
+                        "/usr/sbin/sshd", sshd_timeout=15)
+    site.playbook("site.yml", record="first")
+    return site
+
+
+def remove_emulated_site(site: EmulatedSite) -> None:
+    site.playbook("cluster-down.yml")
+    emulated_harness.down(site.state_dir)
+
+
+@pytest.fixture(scope="session")
+def emulated_site(provisioned, tmp_path_factory):
+    """The shared emulated hosts; they use this machine's Debian packages, which `provisioned`
+    installs. A failed provisioning is kept in runs['first'] for the tests to report."""
+    base = tmp_path_factory.mktemp("emulated-site")
+    site = None
+    try:
+        site = make_emulated_site(base, EMULATED_SUBNET, EMULATED_TIER)
+        yield site
+    finally:
+        if site is not None:
+            remove_emulated_site(site)
+        elif (base / "state" / "state.json").exists():
+            emulated_harness.down(base / "state")
+
+
+@pytest.fixture(scope="session")
+def modern_image() -> Path:
+    images = Path(os.environ.get("DLOBD_TEST_IMAGES") or apptainer.default_images_dir())
+    found = subprocess.run([sys.executable, "-m", "dlobd.cli", "image", "--images", str(images), "build",
+                            str(apptainer.CONTAINERS_DIR / "modern.def")], cwd=ROOT, text=True,
+                           capture_output=True)
+    assert found.returncode == 0, found.stdout[-3000:] + found.stderr[-3000:]
+    path = Path(re.search(r"^(?:built|reused): (\S+\.sif)", found.stdout, re.M).group(1))
+    assert path.exists()
+    return path

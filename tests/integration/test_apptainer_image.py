@@ -34,24 +34,13 @@ PORTS = {name: port + 500 for name, port in GROUP_VARS["dlobd_ports"].items()}
 
 
 @pytest.fixture(scope="module")
-def image() -> Path:
-    found = subprocess.run([sys.executable, "-m", "dlobd.cli", "image", "--images", str(IMAGES), "build",
-                            str(apptainer.CONTAINERS_DIR / "modern.def")], cwd=ROOT, text=True,
-                           capture_output=True)
-    assert found.returncode == 0, found.stdout[-3000:] + found.stderr[-3000:]
-    path = Path(re.search(r"^(?:built|reused): (\S+\.sif)", found.stdout, re.M).group(1))
-    assert path.exists()
-    return path
-
-
-@pytest.fixture(scope="module")
-def prefix(image, tmp_path_factory) -> Path:
+def prefix(modern_image, tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("apptainer-method")
     inventory = tmp / "inventory" / "hosts.yml"
     inventory.parent.mkdir()
     inventory.write_text((ROOT / "playbooks/inventories/local/hosts.yml").read_text())
     prefix = tmp / "prefix"
-    extra = {"dlobd_prefix": str(prefix), "dlobd_install_method": "apptainer", "apptainer_image": str(image),
+    extra = {"dlobd_prefix": str(prefix), "dlobd_install_method": "apptainer", "apptainer_image": str(modern_image),
              "apptainer_binary": str(apptainer.find_apptainer()), "dlobd_ports": PORTS}
     command = [str(ROOT / ".venv/bin/ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks/install.yml"),
                "-e", json.dumps(extra)]
@@ -69,8 +58,8 @@ def run(argv, **kwargs):
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kwargs)
 
 
-def test_image_test_section_passes(image):
-    argv = apptainer.run_prefix(image)
+def test_image_test_section_passes(modern_image):
+    argv = apptainer.run_prefix(modern_image)
     done = run([argv[0], "test", *argv[2:]])
     assert done.returncode == 0, done.stdout + done.stderr
     for line in (f"ok: Hadoop {GROUP_VARS['dlobd_hadoop_version']}", f"ok: Spark {GROUP_VARS['dlobd_spark_version']}",
@@ -78,20 +67,20 @@ def test_image_test_section_passes(image):
         assert line in done.stdout, done.stdout
 
 
-def test_image_labels_name_profile_commit_and_versions(image):
-    argv = apptainer.run_prefix(image)
-    labels = json.loads(run([argv[0], "inspect", "--json", "--labels", image]).stdout)["data"]["attributes"]["labels"]
+def test_image_labels_name_profile_commit_and_versions(modern_image):
+    argv = apptainer.run_prefix(modern_image)
+    labels = json.loads(run([argv[0], "inspect", "--json", "--labels", modern_image]).stdout)["data"]["attributes"]["labels"]
     assert labels["org.dlobd.profile"] == "modern"
     assert labels["org.dlobd.inputs-sha256"] == apptainer.content_hash(apptainer.CONTAINERS_DIR / "modern.def")
     assert labels["org.dlobd.version.hadoop"] == GROUP_VARS["dlobd_hadoop_version"]
     assert labels["org.dlobd.version.tensorflow"] == GROUP_VARS["dlobd_tensorflow_version"]
 
 
-def test_a_second_build_reuses_the_cached_image(image):
+def test_a_second_build_reuses_the_cached_image(modern_image):
     again = subprocess.run([sys.executable, "-m", "dlobd.cli", "image", "--images", str(IMAGES), "build"],
                            cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.startswith(f"reused: {image} ")
+    assert again.stdout.startswith(f"reused: {modern_image} ")
 
 
 def test_hdfs_runs_inside_the_image_through_the_wrappers(prefix):

@@ -1,6 +1,6 @@
 """site.yml over SSH on an emulated cluster of 1 master + 2 workers (network namespaces linked
-by emulated Ethernet eth-10g), then its smoke tests and one native TensorFlow point spread over
-both workers, launched from the master as on a real cluster.
+by emulated Ethernet eth-1g: conftest's `emulated_site`), then its smoke tests and points spread
+over both workers, launched from the master as on a real cluster.
 
 The hosts install from the controller's package depot (they reach no registry) and use this
 machine's Debian packages, which the `provisioned` fixture's local provisioning installs.
@@ -14,23 +14,23 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import pytest
 
 from dlobd import ROOT
+from conftest import EMULATED_TIER, EmulatedSite
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
 
 HARNESS = ROOT / "tests" / "cluster" / "emulated.py"
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
-# clear of the default plan (a developer's cluster) and of test_emulated_hosts.py's
-SUBNET = "10.78.4.0/24"
-TIER = "eth-10g"
-NETWORK = "eth-10g-emulated"
+NETWORK = f"{EMULATED_TIER}-emulated"
+LINK = emulated_harness.tier_label(EMULATED_TIER)
+# the cluster whose worker's sshd the last test kills: unprovisioned, of its own
+SSHD_DOWN_SUBNET = "10.78.7.0/24"
 
 pytestmark = [
     pytest.mark.integration,
@@ -70,38 +70,6 @@ def harness(state_dir: Path, *args: str, timeout: float = 120) -> subprocess.Com
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
-@dataclass
-class Emulated:
-    state_dir: Path
-    inventory: Path
-    log_dir: Path
-    runs: dict = field(default_factory=dict)
-
-    @property
-    def state(self) -> dict:
-        return json.loads((self.state_dir / "state.json").read_text())
-
-    @property
-    def hosts(self) -> dict[str, dict]:
-        return {h["name"]: h for h in self.state["plan"]["hosts"]}
-
-    def host(self, role_name: str) -> dict:
-        return self.hosts[f"{self.state['plan']['prefix']}-{role_name}"]
-
-    def playbook(self, name: str, record: str | None = None):
-        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-        start = time.monotonic()
-        done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), str(ROOT / "playbooks" / name)],
-                              capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
-        out = done.stdout + done.stderr
-        n = len(list(self.log_dir.glob("*.log")))
-        (self.log_dir / f"{n:02d}-{name.removesuffix('.yml')}.log").write_text(out)
-        result = (done.returncode, out, time.monotonic() - start)
-        if record:
-            self.runs[record] = result
-        return result
-
-
 def recap(out: str) -> dict[str, dict[str, int]]:
     """PLAY RECAP per host: {host: {ok: .., changed: .., unreachable: .., failed: ..}}."""
     tail = out[out.rindex("PLAY RECAP"):]
@@ -110,22 +78,12 @@ def recap(out: str) -> dict[str, dict[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def emulated(provisioned, tmp_path_factory):
-    """The cluster made, provisioned twice and, at the end, stopped and removed."""
-    base = tmp_path_factory.mktemp("emulated-site")
-    e = Emulated(state_dir=base / "state", inventory=base / "hosts.yml", log_dir=base / "logs")
-    e.log_dir.mkdir()
-    up = harness(e.state_dir, "up", "--workers", "2", "--tier", TIER, "--subnet", SUBNET,
-                 "--inventory", str(e.inventory))
-    assert up.returncode == 0, up.stderr
-    try:
-        e.playbook("site.yml", record="first")
-        e.playbook("site.yml", record="rerun")
-        yield e
-    finally:
-        e.playbook("cluster-down.yml")
-        down = harness(e.state_dir, "down")
-        assert down.returncode == 0, down.stderr
+def emulated(emulated_site):
+    """The session's emulated site (conftest), provisioned a second time for the idempotence test;
+    its daemons are stopped when this module ends, so test_slurm finds the hosts idle."""
+    emulated_site.playbook("site.yml", record="rerun")
+    yield emulated_site
+    emulated_site.playbook("cluster-down.yml")
 
 
 def test_site_yml_provisions_every_host_over_ssh(emulated):
@@ -179,7 +137,7 @@ def test_a_point_runs_across_both_workers_from_the_master(emulated, tmp_path):
     assert record["cluster"] == "emulated" and record["labels"]["emulated"] == "true"
     workers = {emulated.host(f"worker{i}")["address"] for i in (1, 2)}
     assert {h["address"] for h in record["hosts"]} == workers
-    assert all(h["link"] == "emulated Ethernet eth-10g (veth + tbf 10000mbit)" for h in record["hosts"])
+    assert all(h["link"] == LINK for h in record["hosts"])
     roles = sorted(r.split(":")[0] for h in record["hosts"] for r in h["roles"])
     assert roles == ["chief", "ps", "worker", "worker"]
     # every worker was sampled over ssh from the master, and every task's log came back
@@ -201,8 +159,8 @@ def test_a_grpc_point_runs_its_server_and_its_worker_on_different_workers(emulat
     assert record["status"] == "ok", record["reason"]
     first, second = (emulated.host(f"worker{i}")["address"] for i in (1, 2))
     assert [(h["address"], h["roles"], h["link"]) for h in record["hosts"]] == [
-        (first, ["ps:0"], "emulated Ethernet eth-10g (veth + tbf 10000mbit)"),
-        (second, ["worker:0"], "emulated Ethernet eth-10g (veth + tbf 10000mbit)")]
+        (first, ["ps:0"], LINK),
+        (second, ["worker:0"], LINK)]
     # the worker, started over ssh on the second worker, called the server on the first
     listening = (attempt / "servers" / "ps-0.log").read_text().split()
     assert listening[0] == "listening" and listening[1].startswith(f"{first}:")
@@ -267,16 +225,25 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     assert daemon_in(worker["name"], daemon) is not None
 
 
-def test_provisioning_names_a_worker_whose_sshd_is_down(emulated):
-    worker = emulated.host("worker2")
-    # the listener and every session (Ansible's persistent connections end with them)
-    for proc in emulated_harness.namespace_processes(worker["name"]):
-        try:
-            if proc.name() == "sshd":
-                proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    rc, out, _ = emulated.playbook("site.yml")
+def test_provisioning_names_a_worker_whose_sshd_is_down(tmp_path):
+    # Hosts of its own, left unprovisioned: killing an sshd ends its host's namespaces, and the
+    # preflight stops the play before anything would be installed.
+    site = EmulatedSite(state_dir=tmp_path / "state", inventory=tmp_path / "hosts.yml", log_dir=tmp_path / "logs")
+    site.log_dir.mkdir()
+    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, SSHD_DOWN_SUBNET, EMULATED_TIER),
+                        site.inventory, "/usr/sbin/sshd", sshd_timeout=15)
+    try:
+        worker = site.host("worker2")
+        # the listener and every session (Ansible's persistent connections end with them)
+        for proc in emulated_harness.namespace_processes(worker["name"]):
+            try:
+                if proc.name() == "sshd":
+                    proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        rc, out, _ = site.playbook("site.yml")
+    finally:
+        emulated_harness.down(site.state_dir)
     assert rc != 0
     assert re.search(rf"fatal: \[{worker['name']}\]: UNREACHABLE!", out), out[-3000:]
     assert recap(out)[worker["name"]]["unreachable"] == 1

@@ -6,10 +6,14 @@ daemons, launched from the master) for compare-paths; a second job cancelled mid
 warned of its time limit mid-run; and the points of an experiment that needs no cluster daemons submitted
 one Slurm job each by Snakemake's Slurm executor (profiles/slurm).
 
-The emulated cluster is made and provisioned here (about 6 min), or reused, already provisioned,
-from DLOBD_SLURM_TEST_EMULATED (its state dir; its inventory beside it as DLOBD_SLURM_TEST_INVENTORY).
-A reused cluster provisioned with the apptainer method runs the jobs from its image: the runs must
-then say slurm+apptainer and name that image.
+The hosts, by what the environment asks:
+- by default (make test) the session's `emulated_site` (conftest), provisioned once for
+  test_emulated_provision too: the jobs run from the hosts' provisioned prefix (slurm+prefix);
+- DLOBD_SLURM_TEST_APPTAINER=1 (make test-slurm): hosts of their own, provisioned with the
+  apptainer method from the modern image (conftest's `modern_image`): the jobs start HDFS and YARN
+  from the image, and every run must say slurm+apptainer and name it;
+- DLOBD_SLURM_TEST_EMULATED (a state dir; its inventory as DLOBD_SLURM_TEST_INVENTORY): a
+  developer's cluster, already provisioned by either method, reused as found.
 Traffic goes only to loopback and the harness's namespace addresses. `make bench-slurm` prints the
 `name: value` lines this module writes.
 """
@@ -26,22 +30,24 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dlobd import ROOT, comparepaths, runs, slurmjob
+from conftest import EMULATED_TIER, EmulatedSite, make_emulated_site, remove_emulated_site
+from dlobd import ROOT, apptainer, comparepaths, runs, slurmjob
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
 from cluster import slurm as slurm_harness  # noqa: E402
 
-ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
-# clear of the default plan (10.77), bench-emulated's (10.79) and test_emulated_*'s (10.78.4, 10.78.x)
+# the apptainer hosts': clear of the default plan (10.77), bench-emulated's (10.79) and the other
+# emulated tests' (10.78.x)
 SUBNET = "10.78.9.0/24"
-TIER = "eth-1g"
+# the emulated link the specs' local matrices name
+NETWORK = f"{EMULATED_TIER}-emulated"
 # rdmatf-fig6's 2-node point on the emulated link (tasks on both workers; the first of its
 # repeats), through the pipeline
-PIPELINE_POINTS = {"rdmatf-fig6": {"network": "eth-1g-emulated", "nodes": 2, "repeat": 1}}
+PIPELINE_POINTS = {"rdmatf-fig6": {"network": NETWORK, "nodes": 2, "repeat": 1}}
 # dlobd-fig5b's 2 TF nodes on YARN (one executor per worker) on the emulated link: not in its
 # spec's local matrix (loopback only), so launched beside the pipeline (DLOBD_LAUNCH)
-LAUNCHED_POINTS = {"dlobd-fig5b": {"gpus": 2, "network": "eth-1g-emulated", "workload": "mnist"}}
+LAUNCHED_POINTS = {"dlobd-fig5b": {"gpus": 2, "network": NETWORK, "workload": "mnist"}}
 POINTS = {**PIPELINE_POINTS, **LAUNCHED_POINTS}
 # an experiment whose points start every process they need (TF-gRPC-Bench on a node's loopback):
 # one Slurm job per point through profiles/slurm
@@ -65,25 +71,23 @@ def bench(name: str, value) -> None:
 
 @dataclass
 class Cluster:
-    state_dir: Path
-    inventory: Path
+    site: EmulatedSite
     slurm_dir: Path
     up_s: float
 
     @property
+    def state_dir(self) -> Path:
+        return self.site.state_dir
+
+    @property
     def plan(self) -> dict:
-        return json.loads((self.state_dir / "state.json").read_text())["plan"]
+        return self.site.plan
 
     def name(self, short: str) -> str:
-        return f"{self.plan['prefix']}-{short}"
+        return self.site.host(short)["name"]
 
     def address(self, short: str) -> str:
-        return next(h["address"] for h in self.plan["hosts"] if h["name"] == self.name(short))
-
-    def playbook(self, name: str) -> subprocess.CompletedProcess:
-        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-        return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), str(ROOT / "playbooks" / name)],
-                              capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
+        return self.site.host(short)["address"]
 
     def env(self) -> dict:
         return slurm_harness.client_env(self.slurm_dir)
@@ -124,33 +128,36 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, request):
-    base = tmp_path_factory.mktemp("slurm")
     reused = os.environ.get("DLOBD_SLURM_TEST_EMULATED")
+    own = None
     if reused:
         state_dir = Path(reused)
-        inventory = Path(os.environ["DLOBD_SLURM_TEST_INVENTORY"])
         assert (state_dir / "state.json").is_file(), f"DLOBD_SLURM_TEST_EMULATED={reused}: no emulated cluster there"
+        logs = tmp_path_factory.mktemp("reused-logs")
+        site = EmulatedSite(state_dir, Path(os.environ["DLOBD_SLURM_TEST_INVENTORY"]), logs)
+    elif os.environ.get("DLOBD_SLURM_TEST_APPTAINER") == "1":
+        image = request.getfixturevalue("modern_image")
+        apptainer_vars = {"dlobd_install_method": "apptainer", "apptainer_image": str(image),
+                          "apptainer_image_shared": True, "apptainer_binary": str(apptainer.find_apptainer())}
+        site = own = make_emulated_site(tmp_path_factory.mktemp("slurm-hosts"), SUBNET, EMULATED_TIER, apptainer_vars)
     else:
-        request.getfixturevalue("provisioned")  # the machine's Debian packages the hosts use
-        state_dir, inventory = base / "emulated", base / "hosts.yml"
-        emulated_harness.up(state_dir, emulated_harness.make_plan(2, SUBNET, TIER), inventory,
-                            "/usr/sbin/sshd", sshd_timeout=15)
+        site = request.getfixturevalue("emulated_site")
+    assert site.plan["network"] == NETWORK, f"the points need hosts linked by {NETWORK}, not {site.plan['network']}"
+    if not reused:
+        rc, out, _ = site.runs["first"]
+        assert rc == 0, "the emulated hosts' provisioning failed:\n" + out[-5000:]
     # munged wants every folder above its socket open to all: not pytest's 0700 tmp folders
     harness_dir = Path(tempfile.mkdtemp(prefix="dlobd-slurm-harness-", dir="/tmp"))
     harness_dir.chmod(0o755)
-    c = Cluster(state_dir, inventory, harness_dir, 0.0)
+    c = Cluster(site, harness_dir, 0.0)
     try:
-        if not reused:
-            site = c.playbook("site.yml")
-            assert site.returncode == 0, site.stdout[-5000:]
-        c.up_s = slurm_harness.up(c.slurm_dir, state_dir)["up_s"]
+        c.up_s = slurm_harness.up(c.slurm_dir, site.state_dir)["up_s"]
         yield c
     finally:
         slurm_harness.down(c.slurm_dir)
         harness_dir.rmdir()
-        if not reused:
-            c.playbook("cluster-down.yml")
-            emulated_harness.down(state_dir)
+        if own is not None:
+            remove_emulated_site(own)
 
 
 def job_processes(marker: str) -> list[str]:
@@ -169,8 +176,8 @@ def test_slurm_comes_up_on_the_master_and_both_workers(cluster):
 def local_runs(cluster, tmp_path_factory):
     """The same points without Slurm: the emulated cluster's own daemons, launched from the master."""
     runs_dir = tmp_path_factory.mktemp("local-path") / "runs"
-    up = cluster.playbook("cluster-up.yml")
-    assert up.returncode == 0, up.stdout[-3000:]
+    rc, out, _ = cluster.site.playbook("cluster-up.yml")
+    assert rc == 0, out[-3000:]
     try:
         for experiment, point in POINTS.items():
             on_master = emulated_harness.host_command(
@@ -179,7 +186,7 @@ def local_runs(cluster, tmp_path_factory):
             done = subprocess.run(on_master, capture_output=True, text=True, timeout=900, cwd=ROOT)
             assert done.returncode == 0, done.stderr[-3000:]
     finally:
-        cluster.playbook("cluster-down.yml")
+        cluster.site.playbook("cluster-down.yml")
     return runs_dir
 
 
