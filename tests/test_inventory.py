@@ -104,6 +104,26 @@ def test_an_inventory_without_workers_is_named(tmp_path):
         inventory.load(path)
 
 
+def test_a_host_whose_variables_do_not_render_is_named(tmp_path):
+    path = write_other(tmp_path)
+    (tmp_path / "host_vars" / "ibm-a5.yml").write_text(yaml.safe_dump({"dlobd_prefix": "{{ 1 // 0 }}"}))
+    with pytest.raises(inventory.InventoryError, match="cannot render the variables of host ibm-a5: .*division"):
+        inventory.load(path)
+
+
+def test_reading_an_inventory_uses_no_deprecated_ansible_feature(tmp_path, monkeypatch):
+    """ansible-core 2.19 deprecates the tree and oneline callbacks (gone in 2.23): reading an
+    inventory must not lean on either, so Ansible prints no deprecation warning."""
+    finished = []
+    run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **kw: finished.append(run(*a, **kw)) or finished[-1])
+    # a callback a user's environment enables is not loaded either
+    monkeypatch.setenv("ANSIBLE_CALLBACKS_ENABLED", "ansible.builtin.tree")
+    inventory.load(write_other(tmp_path))
+    assert finished and finished[-1].returncode == 0
+    assert "DEPRECATION" not in finished[-1].stderr + finished[-1].stdout
+
+
 def paper_stack_settings(cluster) -> dict:
     return {k: v for k, v in cluster.settings.items() if k.startswith(("CAFFEONSPARK_", "CNTK_", "MMLSPARK_"))}
 
