@@ -16,7 +16,9 @@ the file on the launch host gives their values.
 
 How an inventory names the settings (docs/new-cluster.md):
 - per host: `dlobd_cluster_address` (its IPoIB address), `dlobd_cluster_interface`,
-  `dlobd_hardware` ({hca, ib_rate_gbps, gpus, gpu_model}: what the host has), `dlobd_prefix`;
+  `dlobd_ethernet_address` (optional: its Ethernet address, which the points of an Ethernet
+  network use), `dlobd_hardware` ({hca, ib_rate_gbps, gpus, gpu_model}: what the host has),
+  `dlobd_prefix`;
 - groups `namenode`, `resourcemanager`, `workers`, `gpu`;
 - `dlobd_profile` (paper or modern) and `dlobd_install_method`, as for provisioning;
 - `dlobd_stack_settings`: the paths of the software the playbooks do not install, one entry
@@ -93,6 +95,7 @@ class Host:
     address: str                 # dlobd_cluster_address: the IPoIB address on an IB cluster
     interface: str | None        # dlobd_cluster_interface
     hardware: dict               # dlobd_hardware, {} when the inventory declares none
+    ethernet_address: str | None = None  # dlobd_ethernet_address: Ethernet points run over it
 
 
 @dataclass(frozen=True)
@@ -178,15 +181,18 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
     address = values.get("dlobd_cluster_address")
     if not address:
         raise InventoryError(f"{path}: host {name} has no dlobd_cluster_address")
-    if several and _is_loopback(str(address)):
-        raise InventoryError(f"{path}: host {name}: dlobd_cluster_address {address} is loopback "
-                             "in an inventory of several hosts: give each host the address its "
-                             "peers reach it at (the IPoIB address on an InfiniBand cluster)")
+    ethernet = values.get("dlobd_ethernet_address") or None
+    for variable, value, what in (("dlobd_cluster_address", address, "the IPoIB address on an InfiniBand cluster"),
+                                  ("dlobd_ethernet_address", ethernet, "on its Ethernet interface")):
+        if several and value is not None and _is_loopback(str(value)):
+            raise InventoryError(f"{path}: host {name}: {variable} {value} is loopback in an inventory "
+                                 f"of several hosts: give each host the address its peers reach it at ({what})")
     hardware = values.get("dlobd_hardware") or {}
     errors = fabric.declaration_errors(hardware)
     if errors:
         raise InventoryError(f"{path}: host {name}: " + "; ".join(errors))
-    return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware))
+    return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware),
+                None if ethernet is None else str(ethernet))
 
 
 def _stack_settings(values: dict, where: str) -> dict:
