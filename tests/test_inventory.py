@@ -298,7 +298,8 @@ def test_ethernet_addresses_reach_the_launchers(example, other, tmp_path):
     with provenance.inventory_in_use(other):
         assert provenance.ethernet_addresses() == {f"172.31.7.{10 + i}": f"10.40.7.{10 + i}" for i in range(3, 8)}
     with provenance.inventory_in_use(example):
-        done = {pid: r for _, pid, r in dryrun.dry_runs(SPECS, "paper", tmp_path / "runs", experiments=["rdmatf-fig1"])}
+        done = {pid: r for _, pid, r in dryrun.dry_runs(SPECS, "paper", tmp_path / "runs",
+                                                        experiments=["rdmatf-fig1"])}
     tasks = " ".join(" ".join(p["command"]) for p in done["network-eth-1g_workers-2"].extra["processes"])
     assert re.search(r'"worker":\["10\.20\.0\.2:\d+","10\.20\.0\.3:\d+"\]', tasks), tasks
     assert "192.168.100.2:" not in tasks and "192.168.100.3:" not in tasks

@@ -107,8 +107,8 @@ def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, messag
 @pytest.mark.parametrize("version", ["3.7", "3.11"])
 def test_a_python_too_new_for_spark_2_2_is_named(tmp_path, monkeypatch, version):
     install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON": "/usr/bin/python3", "MMLSPARK_PYTHON_VERSION": version})
-    with pytest.raises(runs.NotRunnable, match=rf"MMLSPARK_PYTHON /usr/bin/python3 is Python {version}: "
-                                               r"Spark 2\.2's PySpark runs on 3\.6 at the newest; set mmlspark_python"):
+    too_new = rf"MMLSPARK_PYTHON /usr/bin/python3 is Python {version}: Spark 2\.2's PySpark runs on 3\.6 at the newest"
+    with pytest.raises(runs.NotRunnable, match=too_new + "; set mmlspark_python"):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
 
 
