@@ -3,8 +3,9 @@
 Each point goes through runs.launch with dry_run on: its launcher computes the command a real
 launch would run and returns it without a side effect (no attempt directory, no run.json,
 nothing staged or built). With `--inventory` the cluster is the inventory's (dlobd.inventory):
-its workers' cluster addresses, its launch host's prefix and settings, its declared hardware;
-without, this machine's provisioned prefix. A point the cluster cannot provide prints its reason.
+its workers' cluster addresses (their Ethernet addresses for the points of an Ethernet network),
+its launch host's prefix and settings, its declared hardware; without, this machine's
+provisioned prefix. A point the cluster cannot provide prints its reason.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ the file on the launch host gives their values.
 
 How an inventory names the settings (docs/new-cluster.md):
 - per host: `dlobd_cluster_address` (its IPoIB address), `dlobd_cluster_interface`,
-  `dlobd_hardware` ({hca, ib_rate_gbps, gpus, gpu_model}: what the host has), `dlobd_prefix`;
+  `dlobd_ethernet_address` (optional: its Ethernet address, which the points of an Ethernet
+  network use), `dlobd_hardware` ({hca, ib_rate_gbps, gpus, gpu_model}: what the host has),
+  `dlobd_prefix`;
 - groups `namenode`, `resourcemanager`, `workers`, `gpu`;
 - `dlobd_profile` (paper or modern) and `dlobd_install_method`, as for provisioning;
 - `dlobd_stack_settings`: the paths of the software the playbooks do not install, one entry
@@ -30,6 +32,7 @@ import functools
 import ipaddress
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +95,7 @@ class Host:
     address: str                 # dlobd_cluster_address: the IPoIB address on an IB cluster
     interface: str | None        # dlobd_cluster_interface
     hardware: dict               # dlobd_hardware, {} when the inventory declares none
+    ethernet_address: str | None = None  # dlobd_ethernet_address: Ethernet points run over it
 
 
 @dataclass(frozen=True)
@@ -120,21 +124,42 @@ def ansible_playbook() -> str:
     return found
 
 
-def _render(path: Path, extra_vars: dict, out_dir: Path) -> dict:
-    """host -> rendered message, from the per-host result files of Ansible's tree callback."""
+# How Ansible's minimal stdout callback (the ad-hoc default, not deprecated) opens each task
+# result: `<host> | SUCCESS => ` (or FAILED!), then the result as JSON
+# (ANSIBLE_CALLBACK_RESULT_FORMAT=json), which no longer says whether it failed
+RESULT_HEAD = re.compile(r"^(\S+) \| (SUCCESS|CHANGED|FAILED!) => ", re.MULTILINE)
+
+
+def _results(stdout: str, path: Path) -> dict:
+    """host -> (whether its task failed, its result), from the minimal callback's output of the
+    settings play. A result is read whole before the next head is looked for, so no text inside
+    one is taken for a head."""
+    decoder = json.JSONDecoder()
+    results, at = {}, 0
+    while head := RESULT_HEAD.search(stdout, at):
+        try:
+            result, at = decoder.raw_decode(stdout, head.end())
+        except json.JSONDecodeError as exc:
+            raise InventoryError(f"{path}: Ansible's result for host {head[1]} is not JSON: {exc}") from None
+        results[head[1]] = (head[2] == "FAILED!", result)
+    return results
+
+
+def _render(path: Path, extra_vars: dict) -> dict:
+    """host -> rendered message of the settings play, read from Ansible's output."""
     argv = [ansible_playbook(), "-i", str(path), str(SETTINGS_PLAYBOOK),
             "--tags", "dlobd_settings", "-e", json.dumps({**PROVISIONED, **extra_vars})]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.tree", "ANSIBLE_CALLBACK_TREE_DIR": str(out_dir)}
+    # only the minimal callback writes to stdout: none a user's environment enables
+    env = {**{k: v for k, v in os.environ.items() if k != "ANSIBLE_CALLBACKS_ENABLED"},
+           "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.minimal", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env,
                               timeout=ANSIBLE_TIMEOUT_S, cwd=ROOT)
     except subprocess.TimeoutExpired:
         raise InventoryError(f"{path}: ansible did not read it within {ANSIBLE_TIMEOUT_S} s") from None
-    results = {}
-    for result_file in sorted(out_dir.iterdir()) if out_dir.is_dir() else ():
-        results[result_file.name] = json.loads(result_file.read_text())
-    failed = {host: r.get("msg") for host, r in results.items() if r.get("failed")}
+    results = _results(proc.stdout, path)
+    failed = {host: r.get("msg") for host, (failure, r) in results.items() if failure}
     if failed:
         host, msg = next(iter(failed.items()))
         raise InventoryError(f"{path}: Ansible cannot render the variables of host {host}: {msg}")
@@ -142,7 +167,7 @@ def _render(path: Path, extra_vars: dict, out_dir: Path) -> dict:
         detail = (proc.stderr or proc.stdout).strip()[-1500:]
         raise InventoryError(f"{path}: Ansible found no host to read (exit {proc.returncode}): "
                              f"{detail or 'no output'}")
-    return {host: r["msg"] for host, r in results.items()}
+    return {host: r["msg"] for host, (_, r) in results.items()}
 
 
 def _is_loopback(address: str) -> bool:
@@ -156,15 +181,18 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
     address = values.get("dlobd_cluster_address")
     if not address:
         raise InventoryError(f"{path}: host {name} has no dlobd_cluster_address")
-    if several and _is_loopback(str(address)):
-        raise InventoryError(f"{path}: host {name}: dlobd_cluster_address {address} is loopback "
-                             "in an inventory of several hosts: give each host the address its "
-                             "peers reach it at (the IPoIB address on an InfiniBand cluster)")
+    ethernet = values.get("dlobd_ethernet_address") or None
+    for variable, value, what in (("dlobd_cluster_address", address, "the IPoIB address on an InfiniBand cluster"),
+                                  ("dlobd_ethernet_address", ethernet, "on its Ethernet interface")):
+        if several and value is not None and _is_loopback(str(value)):
+            raise InventoryError(f"{path}: host {name}: {variable} {value} is loopback in an inventory "
+                                 f"of several hosts: give each host the address its peers reach it at ({what})")
     hardware = values.get("dlobd_hardware") or {}
     errors = fabric.declaration_errors(hardware)
     if errors:
         raise InventoryError(f"{path}: host {name}: " + "; ".join(errors))
-    return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware))
+    return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware),
+                None if ethernet is None else str(ethernet))
 
 
 def _stack_settings(values: dict, where: str) -> dict:
@@ -192,7 +220,7 @@ def load(path, prefix: str | None = None) -> Cluster:
     if not path.exists():
         raise InventoryError(f"{path}: no such inventory")
     with tempfile.TemporaryDirectory(prefix="dlobd-inventory-") as tmp:
-        rendered = _render(path, {"dlobd_prefix": prefix} if prefix else {}, Path(tmp) / "tree")
+        rendered = _render(path, {"dlobd_prefix": prefix} if prefix else {})
         groups = next(iter(rendered.values()))["groups"]
         for group in ("namenode", "resourcemanager", "workers"):
             if not groups.get(group):

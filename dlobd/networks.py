@@ -82,3 +82,26 @@ def require(stack: str, network: str) -> Transport:
     if lacking:
         raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
     return resolve(stack, network)
+
+
+def worker_addresses(link: Transport, workers: list[str]) -> list[str]:
+    """Where `link` reaches `workers` (their cluster addresses, as provenance.workers() lists
+    them): an Ethernet link at each one's Ethernet address (dlobd_ethernet_address), any other
+    link at the cluster address (IPoIB on an InfiniBand cluster). runs.NotRunnable naming the
+    workers without an Ethernet address: on an InfiniBand cluster the cluster address would
+    carry an Ethernet point over IPoIB."""
+    from dlobd import provenance, runs
+
+    if link.address != "ethernet":
+        return list(workers)
+    ethernet = provenance.ethernet_addresses()
+    lacking = [w for w in workers if not ethernet.get(w)]
+    if lacking:
+        cluster = provenance.inventory()
+        names = {h.address: h.name for h in cluster.hosts.values()} if cluster else {}
+        raise runs.NotRunnable(
+            f"network {link.network}: worker(s) "
+            + ", ".join(f"{names[w]} ({w})" if w in names else w for w in lacking)
+            + " have no Ethernet address: set dlobd_ethernet_address for them in the inventory "
+              "(their cluster address carries the IPoIB and RDMA points)")
+    return [ethernet[w] for w in workers]

@@ -88,6 +88,13 @@ def workers(gpu: bool = False) -> list[str]:
     return re.split(r"[,\s]+", listed) if listed else []
 
 
+def ethernet_addresses() -> dict[str, str]:
+    """Worker cluster address -> its Ethernet address, for the workers the inventory gives one
+    (dlobd_ethernet_address; DLOBD_WORKERS_ETHERNET of dlobd-env.sh)."""
+    pairs = (stack_setting("DLOBD_WORKERS_ETHERNET") or "").split()
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+
 def is_local_address(host: str) -> bool:
     """Whether `host` names this machine (loopback or one of its interfaces' addresses)."""
     try:

@@ -11,12 +11,15 @@ from dlobd import ROOT
 EXAMPLE = ROOT / "playbooks" / "inventories" / "example-ib" / "hosts.yml"
 
 
-def write_other(root: Path, gpu_hosts=(5, 6, 7), **changes) -> Path:
+def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), **changes) -> Path:
     """A 7-host cluster: a NameNode and a ResourceManager of their own, five workers on hsn0
-    (ibm-a3 to ibm-a7), those of `gpu_hosts` with 8 V100s each; settings in
-    group_vars/everyone.yml (`changes` added to them), hardware in host_vars."""
+    (ibm-a3 to ibm-a7), those of `gpu_hosts` with 8 V100s each, those of `ethernet_hosts` with an
+    Ethernet address (10.40.7.<10 + i>) beside the IPoIB one; settings in group_vars/everyone.yml
+    (`changes` added to them), hardware in host_vars."""
     hosts = {f"ibm-a{i}": {"ansible_host": f"mgmt-a{i}", "dlobd_cluster_interface": "hsn0",
-                           "dlobd_cluster_address": f"172.31.7.{10 + i}"} for i in range(1, 8)}
+                           "dlobd_cluster_address": f"172.31.7.{10 + i}",
+                           **({"dlobd_ethernet_address": f"10.40.7.{10 + i}"} if i in ethernet_hosts else {})}
+             for i in range(1, 8)}
     groups = {"namenode": ["ibm-a1"], "resourcemanager": ["ibm-a2"],
               "workers": [f"ibm-a{i}" for i in range(3, 8)], "gpu": [f"ibm-a{i}" for i in gpu_hosts]}
     data = {"all": {"hosts": hosts, "children": {

@@ -288,6 +288,10 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     assert remote["DLOBD_MMLSPARK_HOSTS"] == "192.168.100.3 192.168.100.4"
     assert remote["PATH"].startswith("/scratch/dlobd/dlobd-stack/libexec/mmlspark:/opt/cntk-2.2-gpu/cntk/bin:"
                                      "/opt/openmpi-1.10.3/bin:")
+    # Spark 2.2's PySpark on the example's Python 3.6 (mmlspark_python), whose version provisioning finds
+    assert "spark.executorEnv.PYSPARK_PYTHON=/opt/python-3.6/bin/python" in cntk.command
+    assert "spark.pyspark.driver.python=/opt/python-3.6/bin/python" in cntk.command
+    assert "the mmlspark role finds its version when provisioning" in cntk.extra["notes"][0]
     assert "set CNTK_HOME_CPU_OPENBLAS" in done["dlobd-fig4c", "device-cpu-openblas_nodes-1"].reason
 
 
@@ -297,7 +301,8 @@ def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
     path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8),
                        dlobd_paper_stacks=["caffeonspark", "mmlspark"],
                        caffeonspark_install_method="mirror", caffeonspark_builds=["cpu-mkl", "gpu-cudnn"],
-                       mmlspark_cntk_homes={"cpu-mkl": "/sw/cntk-2.2-cpu"}, mmlspark_mpi_home="/sw/openmpi-1.10")
+                       mmlspark_cntk_homes={"cpu-mkl": "/sw/cntk-2.2-cpu"}, mmlspark_mpi_home="/sw/openmpi-1.10",
+                       mmlspark_python="/sw/python-3.6/bin/python")
     done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4a", "dlobd-fig4c", "dlobd-fig5a"])
     workers = [f"172.31.7.{10 + i}" for i in range(3, 8)]
     home = "/lustre/dlobd/stack/caffeonspark"
@@ -321,3 +326,15 @@ def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
     assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_TCP_IF"] == "hsn0"
     assert "/sw/cntk-2.2-cpu/cntk/bin:/sw/openmpi-1.10/bin" in cntk.extra["remote_env"]["PATH"]
     assert "set CNTK_HOME_GPU_CUDNN" in done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"].reason
+    assert "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/python-3.6/bin/python" in cntk.command
+
+
+def test_cntk_points_without_mmlspark_python_name_it(tmp_path):
+    """The mmlspark role without mmlspark_python: the stacks' Python 3.11 cannot run Spark 2.2's
+    PySpark, so every CNTK point that has its build and fits the cluster names the setting."""
+    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_paper_stacks=["mmlspark"],
+                       mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2-gpu"}, mmlspark_mpi_home="/sw/openmpi-1.10")
+    done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4c"])
+    fitting = [done["dlobd-fig4c", f"device-gpu-cudnn_nodes-{n}"] for n in (1, 2, 4)]
+    assert all(r.status == "not runnable" for r in fitting)
+    assert all("set MMLSPARK_PYTHON (role mmlspark)" in r.reason and "mmlspark_python" in r.reason for r in fitting)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, dryrun, inventory, plan, provenance
+from dlobd import ROOT, dryrun, inventory, networks, plan, provenance
 from dlobd import spec as dspec
 from inventories import EXAMPLE, write_other
 
@@ -86,6 +86,7 @@ def test_bad_settings_are_named(tmp_path, changes, message):
 
 @pytest.mark.parametrize("host_vars, message", [
     ({"dlobd_cluster_address": "127.0.0.1"}, "host ibm-a4: dlobd_cluster_address 127.0.0.1 is loopback"),
+    ({"dlobd_ethernet_address": "127.0.1.1"}, "host ibm-a4: dlobd_ethernet_address 127.0.1.1 is loopback"),
     ({"dlobd_hardware": {"hca": "mlx5", "gpu": 4}}, "host ibm-a4: dlobd_hardware.gpu: not a field the fabric role checks"),
 ])
 def test_bad_hosts_are_named(tmp_path, host_vars, message):
@@ -102,6 +103,26 @@ def test_an_inventory_without_workers_is_named(tmp_path):
                                                          "resourcemanager": {"hosts": {"n1": None}}}}}))
     with pytest.raises(inventory.InventoryError, match="group workers has no host"):
         inventory.load(path)
+
+
+def test_a_host_whose_variables_do_not_render_is_named(tmp_path):
+    path = write_other(tmp_path)
+    (tmp_path / "host_vars" / "ibm-a5.yml").write_text(yaml.safe_dump({"dlobd_prefix": "{{ 1 // 0 }}"}))
+    with pytest.raises(inventory.InventoryError, match="cannot render the variables of host ibm-a5: .*division"):
+        inventory.load(path)
+
+
+def test_reading_an_inventory_uses_no_deprecated_ansible_feature(tmp_path, monkeypatch):
+    """ansible-core 2.19 deprecates the tree and oneline callbacks (gone in 2.23): reading an
+    inventory must not lean on either, so Ansible prints no deprecation warning."""
+    finished = []
+    run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **kw: finished.append(run(*a, **kw)) or finished[-1])
+    # a callback a user's environment enables is not loaded either
+    monkeypatch.setenv("ANSIBLE_CALLBACKS_ENABLED", "ansible.builtin.tree")
+    inventory.load(write_other(tmp_path))
+    assert finished and finished[-1].returncode == 0
+    assert "DEPRECATION" not in finished[-1].stderr + finished[-1].stdout
 
 
 def paper_stack_settings(cluster) -> dict:
@@ -121,7 +142,9 @@ def test_the_paper_stack_roles_settings_are_what_provisioning_records(example, o
         "CNTK_HOME_GPU_CUDNN": "/opt/cntk-2.2-gpu", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3",
         "MMLSPARK_JARS_DIR": f"{home}/jars/mmlspark", "MMLSPARK_SSH_KEY": f"{home}/etc/mmlspark/identity",
         "MMLSPARK_WRAPPERS": f"{home}/libexec/mmlspark", "MMLSPARK_WORKDIR_ROOT": "/tmp/dlobd-mmlspark",
-        "MMLSPARK_TCP_IF_INCLUDE": "ib0"}
+        "MMLSPARK_TCP_IF_INCLUDE": "ib0", "MMLSPARK_PYTHON": "/opt/python-3.6/bin/python",
+        # the role finds the version when provisioning: unknown from here
+        "MMLSPARK_PYTHON_VERSION": ""}
     assert paper_stack_settings(other) == {}
 
 
@@ -232,12 +255,23 @@ def test_no_experiment_lacks_a_launcher():
     assert not without, f"no launcher: {without}"
 
 
+def over_ethernet(eid: str, pid: str) -> bool:
+    """Whether the point's network is an Ethernet one (config/networks.yaml: address ethernet)."""
+    spec = SPECS[eid]
+    point = dict(spec.points("paper"))[pid]
+    network = point.get("network", spec.scale("paper").get("fixed", {}).get("network"))
+    return network is not None and networks.resolve(_stack_of(spec, point), str(network)).address == "ethernet"
+
+
 def test_dry_run_names_the_inventory_hosts_never_loopback(cluster, tmp_path):
     with provenance.inventory_in_use(cluster):
         done = dryrun.dry_runs(SPECS, "paper", tmp_path / "runs")
     workers = {h.address for h in cluster.members("workers")}
+    # both inventories give every host an Ethernet address beside its IPoIB one
+    ethernet = {h.ethernet_address for h in cluster.members("workers")}
+    assert len(ethernet) == len(workers) and not ethernet & workers
     commands = [(eid, pid, r) for eid, pid, r in done if r.status == "dry run"]
-    multi = 0
+    multi = ethernet_points = 0
     for eid, pid, r in commands:
         text = " ".join(r.command) + " ".join(" ".join(p["command"]) + str(p.get("env"))
                                               for p in r.extra.get("processes", []))
@@ -245,9 +279,49 @@ def test_dry_run_names_the_inventory_hosts_never_loopback(cluster, tmp_path):
         hosts = {p["host"] for p in r.extra.get("processes", [])}
         if hosts:
             multi += 1
-            assert hosts <= workers, (eid, pid, hosts)
+            if over_ethernet(eid, pid):
+                ethernet_points += 1
+                assert hosts <= ethernet, (eid, pid, hosts)
+            else:
+                assert hosts <= workers, (eid, pid, hosts)
     assert multi >= 20  # TF across nodes, TF-gRPC-Bench's servers: the test is not vacuous
+    assert ethernet_points >= 10  # rdmatf-fig1's and TF-gRPC-Bench's Ethernet points
     assert not (tmp_path / "runs").exists()
+
+
+def test_ethernet_addresses_reach_the_launchers(example, other, tmp_path):
+    """dlobd_ethernet_address goes through the launch host's dlobd-env.sh to the launchers: an
+    Ethernet point's TF cluster is on the Ethernet addresses, never the IPoIB ones."""
+    assert example.hosts["node03"].ethernet_address == "10.20.0.3"
+    assert example.settings["DLOBD_WORKERS_ETHERNET"] == \
+        "192.168.100.2=10.20.0.2 192.168.100.3=10.20.0.3 192.168.100.4=10.20.0.4"
+    with provenance.inventory_in_use(other):
+        assert provenance.ethernet_addresses() == {f"172.31.7.{10 + i}": f"10.40.7.{10 + i}" for i in range(3, 8)}
+    with provenance.inventory_in_use(example):
+        done = {pid: r for _, pid, r in dryrun.dry_runs(SPECS, "paper", tmp_path / "runs",
+                                                        experiments=["rdmatf-fig1"])}
+    tasks = " ".join(" ".join(p["command"]) for p in done["network-eth-1g_workers-2"].extra["processes"])
+    assert re.search(r'"worker":\["10\.20\.0\.2:\d+","10\.20\.0\.3:\d+"\]', tasks), tasks
+    assert "192.168.100.2:" not in tasks and "192.168.100.3:" not in tasks
+
+
+def test_ethernet_points_need_every_workers_ethernet_address(tmp_path):
+    """Workers without dlobd_ethernet_address: the Ethernet points that would use them are not
+    runnable, naming the variable and the hosts; the IPoIB and RDMA points run as before."""
+    cluster = inventory.load(write_other(tmp_path, ethernet_hosts=(1, 2, 3, 4, 5)))
+    assert cluster.hosts["ibm-a6"].ethernet_address is None
+    with provenance.inventory_in_use(cluster):
+        done = {(eid, pid): r for eid, pid, r in dryrun.dry_runs(SPECS, "paper", tmp_path / "runs",
+                                                                 experiments=["tfgrpc-fig14", "rdmatf-fig1"])}
+    for (eid, pid), r in done.items():
+        if over_ethernet(eid, pid):
+            assert r.status == "not runnable", (eid, pid)
+            assert re.match(r"network eth-1?0?g: worker\(s\) ", r.reason), r.reason
+            assert "ibm-a6 (172.31.7.16), ibm-a7 (172.31.7.17) have no Ethernet address: set " \
+                   "dlobd_ethernet_address" in r.reason, r.reason
+        else:
+            assert r.status == "dry run", (eid, pid, r.reason)
+    assert sum(over_ethernet(*key) for key in done) == 6
 
 
 def test_make_experiments_dry_run_prints_commands_and_writes_nothing(tmp_path):
@@ -264,6 +338,8 @@ def test_make_experiments_dry_run_prints_commands_and_writes_nothing(tmp_path):
     assert "worker:3 on 172.31.7.16: ssh" in out
     assert "rdmatf-fig6 network-rdma_nodes-8:\n  not runnable: needs 8 worker nodes: the inventory has 5" in out
     assert "ps:0 on 172.31.7.13: ssh" in out and not LOOPBACK.search(out)
+    # an Ethernet point's servers on the workers' Ethernet addresses
+    assert re.search(r"tfgrpc-fig14 network-eth-10g_[^:]*:\n  \$ .*\n    ps:0 on 10\.40\.7\.13: ssh ", out)
     assert out.rstrip().endswith("13 points: 12 with a command, 1 not runnable, 0 launcher errors")
     assert sorted(str(p) for p in data.rglob("*")) == before
 

@@ -4,6 +4,7 @@ run), the reasons a point is not runnable, and the parser on a constructed log
 (tests/data/constructed-logs/mmlspark: format from MMLSpark's, CNTK's and OpenMPI's sources;
 no real run could be had here) and damaged copies of it."""
 
+import ast
 import re
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ import jinja2
 
 import pytest
 
-from dlobd import runs, stacks
+from dlobd import hadoop, runs, stacks
 from dlobd.stacks import mmlspark
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
 
@@ -21,6 +22,7 @@ SETTINGS = {
     "SPARK_HOME": "/opt/spark-2.2.0", "DLOBD_DATA_DIR": "/srv/dlobd/data", "DLOBD_GPU_WORKERS": " ".join(WORKERS),
     "DLOBD_GPUS_PER_NODE": "1", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3", "MMLSPARK_JARS_DIR": "/opt/mmlspark/jars",
     "MMLSPARK_SSH_KEY": "/srv/dlobd/etc/mmlspark/identity", "MMLSPARK_WRAPPERS": "/srv/dlobd/libexec/mmlspark",
+    "MMLSPARK_PYTHON": "/opt/python-3.6/bin/python", "MMLSPARK_PYTHON_VERSION": "3.6",
     **{f"CNTK_HOME_{d}": f"/opt/cntk-{d.lower()}" for d in ("CPU_OPENBLAS", "CPU_MKL", "GPU_CUDNN")},
 }
 
@@ -54,6 +56,31 @@ def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
     if "device" not in point:
         assert "not stated" in result.labels["device"]
     assert [h["address"] for h in result.hosts] == WORKERS[:nodes]
+    # the driver and the executors run the site's Python 3.6, not the stacks' (spark-defaults.conf's)
+    confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
+    assert {k: v for k, v in confs.items() if "python" in k.lower()} == {
+        key: "/opt/python-3.6/bin/python" for key in (
+            "spark.pyspark.python", "spark.pyspark.driver.python", "spark.executorEnv.PYSPARK_PYTHON",
+            "spark.yarn.appMasterEnv.PYSPARK_PYTHON")}
+    assert "notes" not in result.extra  # the version the role found is known
+
+
+def test_the_driver_runs_with_mmlspark_python(tmp_path, cluster, monkeypatch):
+    """A real launch gives spark-submit the Python in its environment too (PYSPARK_PYTHON,
+    PYSPARK_DRIVER_PYTHON), which pyspark's launcher reads before the configuration."""
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "mmlspark_2.11-0.10.jar").write_bytes(b"")
+    install(monkeypatch, {**SETTINGS, "MMLSPARK_JARS_DIR": str(jars)})
+    monkeypatch.setattr(hadoop, "stack_env", lambda: {"PATH": "/usr/bin:/bin"})
+    started = {}
+    monkeypatch.setattr(runs, "run_command", lambda ctx, argv, env=None, **kw: started.update(env=env)
+                        or runs.LaunchResult(status="ok", command=list(argv)))
+    ctx = context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2})
+    ctx.dry_run = False
+    ctx.attempt_dir.mkdir()
+    mmlspark.launch(ctx)
+    assert started["env"]["PYSPARK_PYTHON"] == started["env"]["PYSPARK_DRIVER_PYTHON"] == "/opt/python-3.6/bin/python"
 
 
 def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
@@ -68,11 +95,50 @@ def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
     ("MMLSPARK_MPI_HOME", "OpenMPI 1.10.*set MMLSPARK_MPI_HOME"),
     ("MMLSPARK_JARS_DIR", "mmlspark Maven repository.*set MMLSPARK_JARS_DIR"),
     ("MMLSPARK_SSH_KEY", "set MMLSPARK_SSH_KEY"),
+    ("MMLSPARK_PYTHON", r"PySpark needs a Python 3\.6 or older with numpy \(the role's mmlspark_python\).*"
+                        r"set MMLSPARK_PYTHON \(role mmlspark\)"),
 ])
 def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, message):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
     with pytest.raises(runs.NotRunnable, match=message):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 2}))
+
+
+@pytest.mark.parametrize("version", ["3.7", "3.11"])
+def test_a_python_too_new_for_spark_2_2_is_named(tmp_path, monkeypatch, version):
+    install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON": "/usr/bin/python3", "MMLSPARK_PYTHON_VERSION": version})
+    too_new = rf"MMLSPARK_PYTHON /usr/bin/python3 is Python {version}: Spark 2\.2's PySpark runs on 3\.6 at the newest"
+    with pytest.raises(runs.NotRunnable, match=too_new + "; set mmlspark_python"):
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
+
+
+def test_a_python_of_unknown_version_is_planned_with_a_note(tmp_path, monkeypatch):
+    """An inventory's dry run cannot run the hosts' Python: the role finds its version when
+    provisioning, and the dry run says so; an older one than 3.6 runs."""
+    install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != "MMLSPARK_PYTHON_VERSION"})
+    result = mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
+    assert result.status == "dry run"
+    assert result.extra["notes"] == ["MMLSPARK_PYTHON /opt/python-3.6/bin/python: the mmlspark role finds its "
+                                     "version when provisioning; newer than 3.6 is not runnable"]
+    install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON_VERSION": "2.7"})
+    assert mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2})).status == "dry run"
+    install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON_VERSION": "three"})
+    with pytest.raises(ValueError, match="MMLSPARK_PYTHON_VERSION 'three' is not a version like 3.6"):
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
+
+
+def test_the_driver_program_runs_on_python_3_6():
+    """train.py runs on MMLSPARK_PYTHON: its syntax is 3.6's, and no annotation is one that 3.6
+    cannot evaluate when the function is defined (`X | None`, `list[str]`)."""
+    tree = ast.parse((mmlspark.WORKLOADS / "train.py").read_text(), feature_version=(3, 6))
+    functions = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    annotations = [a.annotation for f in functions for a in f.args.args + f.args.kwonlyargs if a.annotation]
+    annotations += [f.returns for f in functions if f.returns]
+    assert annotations  # the check reads something
+    too_new = [ast.unparse(a) for a in annotations for n in ast.walk(a)
+               if isinstance(n, ast.BinOp) or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                                               and n.value.id in ("list", "dict", "tuple", "set", "type"))]
+    assert not too_new
 
 
 def test_rdma_without_an_hca_and_too_few_gpu_hosts(tmp_path, monkeypatch):

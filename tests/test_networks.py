@@ -2,7 +2,7 @@
 
 import pytest
 
-from dlobd import ROOT, networks, plan, spec
+from dlobd import ROOT, networks, plan, runs, spec
 
 SPECS = spec.load_all(ROOT)
 # stacks whose launchers take their transport from config/networks.yaml
@@ -99,3 +99,19 @@ def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh
     reasons = networks.missing("bigdl", "eth-10g-emulated")
     assert any("multi-host" in r for r in reasons)
     assert any(r.startswith("needs eth-10g-emulated: no emulated link") for r in reasons)
+
+
+def test_ethernet_points_reach_the_workers_at_their_ethernet_addresses(monkeypatch):
+    """A provisioned cluster's dlobd-env.sh maps each worker's cluster address to its Ethernet
+    one: Ethernet links use those, IPoIB and RDMA links the cluster addresses; a worker without
+    one is named by its address."""
+    env = {"DLOBD_WORKERS": "10.1.0.2 10.1.0.3", "DLOBD_WORKERS_ETHERNET": "10.1.0.2=10.2.0.2 10.1.0.3=10.2.0.3"}
+    monkeypatch.setattr(plan.provenance, "prefix_env", lambda: env)
+    workers = ["10.1.0.2", "10.1.0.3"]
+    assert networks.worker_addresses(networks.resolve("tensorflow", "eth-1g"), workers) == ["10.2.0.2", "10.2.0.3"]
+    for network in ("ipoib", "rdma", "eth-1g-emulated"):
+        assert networks.worker_addresses(networks.resolve("tensorflow", network), workers) == workers
+    env["DLOBD_WORKERS_ETHERNET"] = "10.1.0.3=10.2.0.3"
+    with pytest.raises(runs.NotRunnable, match=r"^network eth-40g: worker\(s\) 10\.1\.0\.2 have no Ethernet "
+                                               r"address: set dlobd_ethernet_address"):
+        networks.worker_addresses(networks.resolve("grpcbench", "eth-40g"), workers)

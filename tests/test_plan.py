@@ -56,3 +56,11 @@ def test_plan_of_another_inventory_runs_caffeonspark_on_its_gpu_workers(tmp_path
     assert "set CAFFEONSPARK_HOME_GPU " in text and "needs 8 worker nodes" in text
     # the mmlspark role is not run there: CNTK's points say so
     assert "the inventory does not run the mmlspark role" in lines["dlobd-fig4c"][1]
+
+
+def test_plan_names_mmlspark_python_where_the_inventory_gives_none(tmp_path):
+    lines = plan_lines(write_other(tmp_path, gpu_hosts=range(3, 8), dlobd_paper_stacks=["mmlspark"],
+                                   mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2-gpu"},
+                                   mmlspark_mpi_home="/sw/openmpi-1.10"))
+    verdict, text = lines["dlobd-fig4c"]
+    assert verdict == "not runnable" and "set MMLSPARK_PYTHON (role mmlspark)" in text, text

@@ -388,6 +388,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     else:
         result = _launch_across_hosts(ctx, parameter_servers, worker_roles,
                                       str(params.get("mode", "non-serialized")),
+                                      networks.worker_addresses(link, provenance.workers()),
                                       INSTALLS[link.settings.get("grpc", "system")])
     log = Path(ctx.attempt_dir) / "stdout.log"
     grpc = grpc_version(log.read_text(errors="replace") if log.is_file() else "")
@@ -403,11 +404,11 @@ INSTALLS = {"system": "tf-grpc-bench", "rdma-grpc": "tf-grpc-bench-rdma"}
 
 
 def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_roles: list[str],
-                        mode: str, install: str = INSTALLS["system"]) -> runs.LaunchResult:
-    """Parameter servers and workers on different hosts of the cluster, each host running the
-    tf_grpc_bench its grpc_bench role installed under the common prefix (`install`: the build
-    against the transport's gRPC)."""
-    server_hosts, client = placement(parameter_servers, provenance.workers())
+                        mode: str, hosts: list[str], install: str = INSTALLS["system"]) -> runs.LaunchResult:
+    """Parameter servers and workers on different hosts of the cluster (`hosts`: the workers'
+    addresses on the point's network), each host running the tf_grpc_bench its grpc_bench role
+    installed under the common prefix (`install`: the build against the transport's gRPC)."""
+    server_hosts, client = placement(parameter_servers, hosts)
     binary = str(provenance.prefix() / install / "bin" / BINARY)
     adir = Path(ctx.attempt_dir).resolve()
     env = provenance.prefix_env()

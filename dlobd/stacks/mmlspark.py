@@ -40,7 +40,10 @@ Launcher: `spark-submit --master yarn --deploy-mode client --jars <every jar of
 MMLSPARK_JARS_DIR>` of train.py, the CNTK build of the point's device (CNTK_HOME_<DEVICE>:
 CPU_OPENBLAS, CPU_MKL, GPU_CUDNN), `nodes` GPU hosts (DLOBD_GPU_WORKERS) with
 DLOBD_GPUS_PER_NODE ranks each, the global minibatch 128 of the spec's batch rule, and the
-network axis as OpenMPI's BTL through config/networks.yaml.
+network axis as OpenMPI's BTL through config/networks.yaml. The driver and the executors' PySpark
+run MMLSPARK_PYTHON (role mmlspark, mmlspark_python), not the stacks' Python 3.11: Spark 2.2's
+PySpark breaks on Python 3.7 and later (PEP 479's StopIteration; SPARK-24739 fixed it in Spark
+2.3.2/2.4), so a Python the role found newer than 3.6 (MMLSPARK_PYTHON_VERSION) is not runnable.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ GLOBAL_MINIBATCH = 128   # the spec's batch rule: nodes x per-node batch = 128
 EPOCHS = 20              # not stated by the paper: the BrainScript's learning-rate schedule spans 20
 UNSTATED_DEVICE = "gpu-cudnn"
 WORKDIR_ROOT = "/tmp/dlobd-mmlspark"
+NEWEST_PYTHON = "3.6"    # the newest Python Spark 2.2's PySpark runs on
 
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
 MPI_TAG = re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr)>:(.*)$")
@@ -192,6 +196,22 @@ def _setting(name: str, what: str) -> str:
     return value
 
 
+def pyspark_python() -> tuple[str, str | None]:
+    """(MMLSPARK_PYTHON, the version the role found there, None where not known from here);
+    NotRunnable where it is not given or is newer than Spark 2.2's PySpark runs on."""
+    python = _setting("MMLSPARK_PYTHON", f"Spark 2.2's PySpark needs a Python {NEWEST_PYTHON} or older "
+                                         "with numpy (the role's mmlspark_python), not the stacks' Python")
+    version = provenance.stack_setting("MMLSPARK_PYTHON_VERSION") or None
+    if version is not None:
+        if not re.fullmatch(r"\d+\.\d+", version):
+            raise ValueError(f"MMLSPARK_PYTHON_VERSION {version!r} is not a version like {NEWEST_PYTHON}")
+        if [int(n) for n in version.split(".")] > [int(n) for n in NEWEST_PYTHON.split(".")]:
+            raise runs.NotRunnable(f"MMLSPARK_PYTHON {python} is Python {version}: Spark 2.2's PySpark "
+                                   f"runs on {NEWEST_PYTHON} at the newest; set mmlspark_python (role "
+                                   "mmlspark) to an older one with numpy")
+    return python, version
+
+
 def plan_point(ctx: runs.RunContext) -> dict:
     labels = {}
     device = ctx.point.get("device", ctx.fixed.get("device"))
@@ -230,15 +250,19 @@ def remote_env(p: dict, cntk_home: str, mpi_home: str, wrappers: str) -> dict:
             "DLOBD_MMLSPARK_DEVICE_ID": p["device_id"]}
 
 
-def command(ctx: runs.RunContext, p: dict, jars: list[str], workdir: str, key: str) -> list[str]:
+def command(ctx: runs.RunContext, p: dict, jars: list[str], workdir: str, key: str, python: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
         raise FileNotFoundError("SPARK_HOME is not set: is the paper profile's Spark 2.2 provisioned?")
     data = Path(provenance.stack_setting("DLOBD_DATA_DIR") or "") / "cifar10"
+    # over the stacks' Python that spark-defaults.conf names for the executors and the AM
+    pythons = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
+               "spark.executorEnv.PYSPARK_PYTHON": python, "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python}
     return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(p["nodes"]), "--driver-memory", str(ctx.fixed.get("driver_memory", "8g")),
             "--jars", ",".join(jars),
             "--conf", "spark.dynamicAllocation.enabled=false", "--conf", "spark.yarn.maxAppAttempts=1",
+            *(arg for name, value in pythons.items() for arg in ("--conf", f"{name}={value}")),
             *hadoop.spark_conf(ctx),
             str(WORKLOADS / "train.py"),
             "--data-dir", str(data), "--brainscript", str(WORKLOADS / "cifar10_convnet.cntk"),
@@ -256,6 +280,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     jars_dir = _setting("MMLSPARK_JARS_DIR", "MMLSpark 0.10's jars (from the mmlspark Maven repository)")
     key = _setting("MMLSPARK_SSH_KEY", "the ssh key CNTKLearner uses to reach the GPU host")
     wrappers = _setting("MMLSPARK_WRAPPERS", "the ssh/scp/mpirun wrappers that carry the run's settings")
+    python, python_version = pyspark_python()
     workdir = f"{provenance.stack_setting('MMLSPARK_WORKDIR_ROOT') or WORKDIR_ROOT}/{hadoop.app_tag(ctx)}"
     if ctx.dry_run:
         jars = [f"{jars_dir}/*.jar"]
@@ -266,16 +291,20 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     env = None
     if not ctx.dry_run:
         env = {**hadoop.stack_env(), "PATH": f"{wrappers}:{hadoop.stack_env().get('PATH', '')}",
+               "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
                "DLOBD_MMLSPARK_REMOTE_ENV": "; ".join(
                    f"export {k}={shlex.quote(v) if '$' not in v else v}"
                    for k, v in remote_env(p, cntk_home, mpi_home, wrappers).items())}
-    argv = command(ctx, p, jars, workdir, key)
+    argv = command(ctx, p, jars, workdir, key, python)
     result = runs.run_command(ctx, argv, env=env, cwd=str(Path(ctx.attempt_dir).resolve()),
                               yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"mmlspark 0.10 + cntk ({p['device']})"}
     result.labels = {"data": "cifar10", "network": p["network"], "btl": p["btl"], "device": p["device"],
                      "ranks": f"{p['nodes'] * p['per_node']} ({p['per_node']} per node)", **p["labels"]}
     result.extra["remote_env"] = remote_env(p, cntk_home, mpi_home, wrappers)
+    if ctx.dry_run and python_version is None:
+        result.extra["notes"] = [f"MMLSPARK_PYTHON {python}: the mmlspark role finds its version when "
+                                 f"provisioning; newer than {NEWEST_PYTHON} is not runnable"]
     result.hosts = [{"name": h, "address": h, "roles": ["gpu" if p["device"].startswith("gpu") else "workers"]}
                     for h in p["hosts"]]
     return result

@@ -392,7 +392,7 @@ def transport(network: str, stack: str = "tensorflow"):
 
 
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:
-    from dlobd import hadoop, provenance
+    from dlobd import hadoop, networks, provenance
 
     network = str(ctx.point.get("network", "loopback"))
     link, rdma_python = transport(network)
@@ -412,7 +412,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         data_dir = str(Path(env.get("DLOBD_DATA_DIR", "")) / DATASETS[dataset])
         if not env.get("DLOBD_DATA_DIR") or not provenance.present(data_dir):
             raise runs.NotRunnable(f"data set {dataset}: no {data_dir} (DLOBD_DATA_DIR; run `make provision`)")
-    hosts = task_hosts(link, provenance.workers())
+    hosts = task_hosts(link, networks.worker_addresses(link, provenance.workers()))
     adir = Path(ctx.attempt_dir).resolve()
     for key in WORKER_KEYS:
         runs.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))

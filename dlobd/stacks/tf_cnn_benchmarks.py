@@ -41,7 +41,7 @@ import math
 import re
 from pathlib import Path
 
-from dlobd import provenance, runs
+from dlobd import networks, provenance, runs
 from dlobd.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, line_parser
 
@@ -206,7 +206,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     if model not in MODELS:
         raise runs.NotRunnable(f"model {model}: not one this launcher gives tf_cnn_benchmarks ({', '.join(MODELS)})")
     lay = layout(ctx)
-    worker_hosts, ps_hosts = hosts_for(lay)
+    worker_hosts, ps_hosts = (networks.worker_addresses(link, hosts) for hosts in hosts_for(lay))
     ports = free_ports(len(worker_hosts) + len(ps_hosts))
     tasks = ([tensorflow.Task("worker", i, h, ports[i], True) for i, h in enumerate(worker_hosts)]
              + [tensorflow.Task("ps", i, h, ports[len(worker_hosts) + i], False) for i, h in enumerate(ps_hosts)])

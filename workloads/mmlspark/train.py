@@ -11,6 +11,9 @@ local file through Java reflection (a Scala object's `val` is a final instance f
 Field.set may change once setAccessible(true) succeeds) before fitting.
 
 Prints `DLOBD event=...` lines (driver_start, data_ready, fit_start, fit_end) to stdout.
+
+It runs on MMLSPARK_PYTHON, a Python 3.6 (Spark 2.2's PySpark runs on none newer): nothing here
+may need a newer one, e.g. `X | None` annotations, which Python 3.6 evaluates and rejects.
 """
 
 import argparse
@@ -18,6 +21,7 @@ import getpass
 import re
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from pyspark.ml.linalg import Vectors
@@ -32,7 +36,7 @@ def event(name: str, **fields) -> None:
     print(f"DLOBD event={name} time={time.time():.3f}{extra}", flush=True)
 
 
-def read_cifar(folder: Path, limit: int | None) -> np.ndarray:
+def read_cifar(folder: Path, limit: Optional[int]) -> np.ndarray:
     """The records of CIFAR-10's binary training batches: label byte, then 3072 pixel bytes."""
     chunks = []
     for name in TRAIN_FILES:
