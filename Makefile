@@ -348,8 +348,12 @@ SLURM_FROM_IMAGE = DLOBD_SLURM_TEST_APPTAINER=1 DLOBD_TEST_IMAGES=$(IMAGES)
 test-slurm: setup slurm-deps emulated-deps apptainer-deps ## as root: Slurm on 1 master + 2 emulated hosts running the image, a job running TFoS and native TF points, a cancelled job
 	$(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q
 
+# The whole pytest output stays in SLURM_BENCH_LOG: a failed test shows its tail and fails the target.
+SLURM_BENCH_LOG ?= $(SLURM_STATE)-bench.log
 bench-slurm: setup slurm-deps emulated-deps bench-image ## the image lines (bench-image), then slurm_up_s, slurm_job_cluster_ready_s, slurm_points_ok/total, cross_path_mismatches
-	$(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q -s | grep -E '^[a-z_]+: '
+	status=0; $(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q -s \
+	  > $(SLURM_BENCH_LOG) 2>&1 || status=$$?; grep -E '^[a-z_]+: ' $(SLURM_BENCH_LOG); \
+	  [ $$status -eq 0 ] || { tail -40 $(SLURM_BENCH_LOG); exit $$status; }
 
 ## ---------------------------------------------------------------- emulated multi-host cluster (issue #7)
 
