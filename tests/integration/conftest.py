@@ -49,7 +49,8 @@ GROUP_VARS = ROOT / "playbooks" / "group_vars" / "all" / "main.yml"
 # Offsets tried for the test cluster's ports; all keep the shifted ports clear of the defaults.
 PORT_OFFSETS = range(100, 800, 100)
 # The shared emulated site: clear of the default plan (10.77) and of the other emulated tests'
-# subnets (10.78.3, 10.78.7, 10.78.9; test_emulated_hosts also uses this one, before). eth-1g: the tier the specs' emulated points name.
+# subnets (10.78.3, 10.78.7, 10.78.9; test_emulated_hosts uses this one too, before the site is
+# made). eth-1g: the tier the specs' emulated points name.
 EMULATED_SUBNET = "10.78.4.0/24"
 EMULATED_TIER = "eth-1g"
 
