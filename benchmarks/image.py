@@ -13,6 +13,7 @@ later `make image` reuses it. `make bench-image` runs it; `make bench-slurm` cal
 
 import argparse
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,8 @@ def main(argv=None) -> int:
     parser.add_argument("--definition", type=Path, default=apptainer.CONTAINERS_DIR / "modern.def")
     args = parser.parse_args(argv)
     rootfs = args.images / f"rootfs-{apptainer.DEBIAN_SUITE}"
+    # SIGTERM unwinds like Ctrl-C, as `dlobd image build` does: the build stops and cleans up
+    signal.signal(signal.SIGTERM, apptainer.interrupted)
     try:
         if not (rootfs / ".dlobd-rootfs").exists():
             _, seconds = timed(lambda: apptainer.make_rootfs(rootfs))

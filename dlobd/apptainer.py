@@ -279,7 +279,9 @@ def userns_command(argv: list[str]) -> list[str]:
 def run_in_userns(argv: list[str], env=None) -> int:
     """Run argv as root of a user namespace mapping ids 0-65535 onto the same ids outside.
     Apptainer's %post needs real root there; plain root here lacks CAP_SYS_RESOURCE."""
-    child = subprocess.Popen(userns_command(argv), stdin=subprocess.PIPE, env=env)
+    # a session of its own: an interrupted caller stops the whole build (apptainer, its starter,
+    # %post's playbook), not only the process it started
+    child = subprocess.Popen(userns_command(argv), stdin=subprocess.PIPE, env=env, start_new_session=True)
     try:
         # the maps can be written only once the child is in its new namespace
         ours = os.readlink("/proc/self/ns/user")
@@ -291,11 +293,28 @@ def run_in_userns(argv: list[str], env=None) -> int:
             Path(f"/proc/{child.pid}/{name}").write_text(BUILD_ID_MAP + "\n")
         child.stdin.write(b"go\n")
         child.stdin.close()
+        return child.wait()
     except BaseException:
-        child.kill()
-        child.wait()
+        stop_group(child)
         raise
-    return child.wait()
+
+
+def stop_group(child: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGTERM to the child's process group; SIGKILL to whatever of it is left after grace_s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            child.poll()  # reaps the leader, whose zombie would keep the group
+            try:
+                os.killpg(child.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+    child.wait()
 
 
 def build_args(values: dict[str, str]) -> list[str]:
@@ -382,7 +401,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--nv", action="store_true", help="GPUs: bind the host's NVIDIA driver in")
 
 
-def _interrupted(signum, frame):
+def interrupted(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -391,7 +410,7 @@ def run(args) -> int:
     try:
         if args.action == "build":
             # SIGTERM (a batch system's or a test's timeout) unwinds like Ctrl-C: the build cleans up
-            signal.signal(signal.SIGTERM, _interrupted)
+            signal.signal(signal.SIGTERM, interrupted)
             started = time.monotonic()
             image, built = build(args.definition, images, args.rootfs or images / f"rootfs-{DEBIAN_SUITE}")
             print(f"{'built' if built else 'reused'}: {image} ({time.monotonic() - started:.1f} s)")

@@ -5,11 +5,14 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -264,6 +267,30 @@ def test_run_in_userns_runs_as_root_of_a_mapped_namespace():
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split()
     assert lines[0] == "0" and lines[1:] == ["0", "0", "65536", "0", "0", "65536"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="writing another namespace's uid_map needs root")
+def test_sigterm_to_a_build_stops_every_process_the_build_started(tmp_path):
+    """As `dlobd image build` and the image benchmark do: SIGTERM unwinds, and the build's
+    processes (here a shell and two of its children standing in for apptainer and %post) go too,
+    the ones that ignore SIGTERM included."""
+    pids = tmp_path / "pids"
+    script = (f"trap '' TERM; sleep 300 & echo $! >> {pids}; (trap '' TERM; sleep 300) & echo $! >> {pids}; "
+              f"echo $$ >> {pids}; wait")
+    caller = subprocess.Popen(
+        [sys.executable, "-c", "import signal, sys; from dlobd import apptainer; "
+         "signal.signal(signal.SIGTERM, apptainer.interrupted); "
+         f"apptainer.run_in_userns(['sh', '-c', {script!r}])"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and len(pids.read_text().split()) == 3):
+        assert time.monotonic() < deadline and caller.poll() is None, "the build did not start"
+        time.sleep(0.1)
+    started = [int(p) for p in pids.read_text().split()]
+    caller.send_signal(signal.SIGTERM)
+    assert caller.wait(timeout=60) != 0
+    assert "KeyboardInterrupt" in caller.stderr.read()
+    left = [p for p in started if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert left == [], f"still running after the build was interrupted: {left}"
 
 
 def test_make_rootfs_reuses_a_finished_rootfs(tmp_path):
