@@ -32,7 +32,8 @@ SCHEMA = 1
 # ARPHRD_INFINIBAND: /sys/class/net/<if>/type of an IPoIB interface
 IPOIB_TYPE = "32"
 # The fields an inventory's dlobd_hardware may declare.
-HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "link_layer", "gpus", "gpu_model")
+# lustre: a folder on a Lustre file system mounted on the host (S-Caffe reads images from one)
+HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "link_layer", "gpus", "gpu_model", "lustre")
 # Network needs (config/networks.yaml) that only a host with an active HCA port can meet.
 HCA_NEEDS = ("infiniband", "rdma")
 GPU_QUERY = "index,name,uuid,driver_version,memory.total,pci.bus_id"
@@ -331,6 +332,18 @@ def detect_gpus(tools: Tools) -> dict:
     return gpus
 
 
+def detect_lustre(mounts: Path) -> dict:
+    """The host's Lustre mount points, from its mount table."""
+    try:
+        table = mounts.read_text().splitlines()
+    except OSError as exc:
+        return {"mounts": [], "none_because": f"{mounts} not readable: {exc.strerror}"}
+    # /proc/mounts: device, mount point (spaces as \\040), type, ...
+    found = [fields[1].replace("\\040", " ") for fields in (line.split() for line in table)
+             if len(fields) > 2 and fields[2] == "lustre"]
+    return {"mounts": found} if found else {"mounts": [], "none_because": f"no file system of type lustre in {mounts}"}
+
+
 def describe_hcas(fp: dict, addresses: bool = True) -> str:
     """Each HCA port: state, rate, link layer (RoCE for Ethernet), netdev and its addresses."""
     parts = []
@@ -375,10 +388,12 @@ def by_host(fabrics: dict | None) -> list[str]:
     return [f"{', '.join(hosts)}: {text}" for text, hosts in groups.items()]
 
 
-def detect(sysfs: Path = Path("/sys"), tools: Tools | None = None, host: str | None = None) -> dict:
+def detect(sysfs: Path = Path("/sys"), tools: Tools | None = None, host: str | None = None,
+           mounts: Path = Path("/proc/mounts")) -> dict:
     tools = tools if tools is not None else Tools.found()
     fp = {"schema": SCHEMA, "host": host or socket.gethostname(),
-          "infiniband": detect_infiniband(sysfs, tools), "gpus": detect_gpus(tools)}
+          "infiniband": detect_infiniband(sysfs, tools), "gpus": detect_gpus(tools),
+          "lustre": detect_lustre(mounts)}
     fp["summary"] = describe(fp)
     return fp
 
@@ -454,6 +469,12 @@ def check(fp: dict, hardware: dict | None, networks: list | None, links: dict | 
         models = [d["model"] for d in gpus["devices"]]
         if not models or not all(want.lower() in m.lower() for m in models):
             out.append(f"{host}: dlobd_hardware.gpu_model: expected {want}, found {_found_gpus(fp)}")
+    if "lustre" in hardware:
+        want = Path(str(hardware["lustre"]))
+        lustre = fp.get("lustre") or {"mounts": [], "none_because": "not recorded"}
+        if not any(want == Path(m) or Path(m) in want.parents for m in lustre["mounts"]):
+            found = ", ".join(lustre["mounts"]) or lustre.get("none_because", "none")
+            out.append(f"{host}: dlobd_hardware.lustre: expected {want} on a Lustre file system, found {found}")
     links = links or {}
     for network in networks or []:
         if network not in links:

@@ -13,6 +13,12 @@ from dlobd import ROOT, fabric, inventory, plan, spec
 from dlobd.appendix import natural_key, write_generated
 
 OUT = Path("docs") / "new-cluster.md"
+# The settings a role records where the inventory runs it, which the plan sees as given
+ROLE_SETTINGS = {
+    "RDMA_SPARK_HOME": ", or recorded by the `rdma_spark` role (`rdma_spark` in `dlobd_paper_stacks`, "
+                       "`rdma_spark_tarball`)",
+    "HIBENCH_HOME": ", or recorded by the `hibench` role (`hibench_enabled: true`)",
+}
 
 
 def _max(values) -> int | None:
@@ -58,7 +64,8 @@ def render(root: Path = ROOT) -> str:
     return env.get_template("new-cluster.md.j2").render(
         rows=table, n_specs=len(spec.load_all(root)), stack_settings=inventory.STACK_SETTINGS,
         hardware_fields=fabric.HARDWARE_FIELDS, provisioned=plan.PROVISIONED,
-        software_settings=plan.SOFTWARE_SETTINGS, paper_roles=plan.PAPER_ROLES, undeclared=plan.UNDECLARED,
+        software_settings=plan.SOFTWARE_SETTINGS, role_settings=ROLE_SETTINGS, paper_roles=plan.PAPER_ROLES,
+        undeclared=plan.UNDECLARED,
         total_hours=sum(r["hours"] for r in table))
 
 

@@ -8,8 +8,8 @@ stack roles' defaults and any extra vars, in a play's precedence (`ansible-inven
 would leave derived values such as dlobd_python unrendered, and miss the playbooks' group_vars,
 which outrank an inventory's `all: vars:`). On the launch host (the first `namenode` host:
 experiments run from there, as from a head node) the task also renders the stack_env role's
-dlobd-env.sh template, with the settings the caffeonspark and mmlspark roles record where the
-inventory runs them, so the settings a dry run sees are the ones provisioning writes into that
+dlobd-env.sh template, with the settings the caffeonspark, mmlspark, rdma_spark and hibench roles
+record where the inventory runs them, so the settings a dry run sees are the ones provisioning writes into that
 file. Values only provisioning finds (where Spark was installed, the BigDL jars, the host's
 memory) stay references to the variable of dlobd-env.sh that carries them, e.g. `$SPARK_HOME`:
 the file on the launch host gives their values.
@@ -23,7 +23,10 @@ How an inventory names the settings (docs/new-cluster.md):
 - `dlobd_profile` (paper or modern) and `dlobd_install_method`, as for provisioning;
 - `dlobd_stack_settings`: the paths of the software the playbooks do not install, one entry
   per setting the launchers read (STACK_SETTINGS below), e.g.
-  `{RDMA_SPARK_HOME: /opt/rdma-spark-0.9.5, DLOBD_TF_RDMA_PYTHON: /opt/tf-verbs/bin/python}`.
+  `{RDMA_SPARK_HOME: /opt/rdma-spark-0.9.5, DLOBD_TF_RDMA_PYTHON: /opt/tf-verbs/bin/python}`
+  (with `registered_stacks` in dlobd_paper_stacks, that role checks each on every host);
+- the paper stack roles' own variables (rdma_spark_tarball, hibench_enabled, ...): the settings
+  those roles would record are in the rendered dlobd-env.sh.
 """
 
 from __future__ import annotations
@@ -68,6 +71,23 @@ STACK_SETTINGS = {
     "TF_CNN_BENCHMARKS_HOME": "a checkout of github.com/tensorflow/benchmarks (the role "
                               "tf_cnn_benchmarks clones it at the pinned commit): the "
                               "directory holding scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py",
+    "SCAFFE_HOME": "OSU-Caffe 0.9, the release of S-Caffe (HiDL; registered download at "
+                   "hidl.cse.ohio-state.edu), built against MVAPICH2-GDR: its bin/caffe; S-Caffe's "
+                   "training experiments",
+    **{f"SCAFFE_HOME_{build}": f"S-Caffe built with the {build.replace('_', '-')} reduce design of its "
+                               "Fig. 13 (a build of the authors' S-Caffe, not a switch of the release): "
+                               "its bin/caffe"
+       for build in ("SC_B", "SC_OB", "CC_8", "CB_4", "CB_8")},
+    "CAFFE_HOME": "single-process multi-GPU Caffe (NVIDIA's or BVLC's build): its bin/caffe; "
+                  "S-Caffe's comparisons with Caffe",
+    "INSPUR_CAFFE_HOME": "Inspur Caffe-MPI (github.com/Caffe-MPI): its bin/caffe; S-Caffe's "
+                         "comparison with Inspur-Caffe",
+    "SCAFFE_IMAGENET_LMDB": "ILSVRC12 (registered download at image-net.org) as train/ and val/ "
+                            "LMDBs: S-Caffe's ImageNet points",
+    "SCAFFE_IMAGENET_LIST": "ILSVRC12 as image files with train.txt and val.txt lists, on the "
+                            "parallel file system: S-Caffe's points that read images",
+    "SCAFFE_IMAGENET_MAP": "ILSVRC12's map files for CNTK's reader: the CNTK points of S-Caffe's "
+                           "comparison",
 }
 
 # Values only provisioning finds (role facts, the host's own facts), as the references to the

@@ -141,7 +141,10 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
                        str(hibench) if hibench else
                        "HiBench not provisioned (HIBENCH_HOME unset: the hibench role sets it where "
                        "an inventory has hibench_enabled: true)")
-    caps["lustre"] = (Path("/proc/fs/lustre").is_dir(), "no Lustre client (/proc/fs/lustre)")
+    from dlobd import fabric
+
+    lustre = fabric.detect_lustre(Path("/proc/mounts"))
+    caps["lustre"] = (bool(lustre["mounts"]), ", ".join(lustre["mounts"]) or lustre["none_because"])
     workers = provenance.workers()
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(workers)}" if len(workers) > 1
                           else "one host (DLOBD_WORKERS names fewer than two workers)")
@@ -168,7 +171,6 @@ PAPER_ROLES = {"caffeonspark": "caffeonspark", "cntk": "mmlspark"}
 # Software no inventory setting or role declares yet: why the plan cannot count on it.
 UNDECLARED = {
     "caffe": "Caffe (pycaffe): no inventory setting or role provides it yet",
-    "lustre": "a Lustre file system: inventories do not declare one yet",
 }
 
 
@@ -197,6 +199,11 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
                                                f"GPU(s) ({', '.join(models)})"))
                    if gpu_hosts else
                    (False, "no host of group gpu declares GPUs (dlobd_hardware.gpus)"))
+    no_lustre = [h.name for h in workers if not h.hardware.get("lustre")]
+    caps["lustre"] = ((False, f"worker(s) {', '.join(no_lustre)} declare no Lustre folder (dlobd_hardware.lustre)")
+                      if no_lustre else
+                      (True, _declared(workers, "Lustre at " + ", ".join(sorted({str(h.hardware["lustre"])
+                                                                                  for h in workers})))))
     caps["nvidia-smi"] = (caps["gpu"][0], "comes with the NVIDIA driver of the declared GPUs"
                           if gpu_hosts else caps["gpu"][1])
     profile = cluster.settings.get("DLOBD_PROFILE")
@@ -207,9 +214,9 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
                             "method); not checked from here")
     for name, setting in SOFTWARE_SETTINGS.items():
         value = cluster.settings.get(setting)
-        caps[name] = (bool(value), f"{setting}={value} (given in dlobd_stack_settings; not checked "
-                                   "from here)" if value else
-                      f"{setting} is not in the inventory's dlobd_stack_settings")
+        caps[name] = (bool(value), f"{setting}={value} (dlobd-env.sh on the launch host, from "
+                                   "dlobd_stack_settings or a role; not checked from here)" if value else
+                      f"{setting} is not in the inventory's dlobd_stack_settings, nor installed by a role")
     for name, role in PAPER_ROLES.items():
         enabled = caps["paper-profile"][0] and role in cluster.paper_stacks
         caps[name] = (enabled, f"installed by the {role} role (dlobd_paper_stacks); not checked from here"

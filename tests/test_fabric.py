@@ -282,7 +282,7 @@ def test_mismatch_messages_name_host_field_expected_and_found(tmp_path):
     hardware = {"hca": "mlx5", "ib_rate_gbps": 100, "gpus": 4, "gpu_model": "K80", "nics": 2}
     assert fabric.check(fp, hardware, ["loopback", "eth-10g", "rdma", "infiniband-ish"], LINKS, "node04") == [
         "node04: dlobd_hardware.nics: not a field the fabric role checks "
-        "(fields: hca, ib_rate_gbps, link_layer, gpus, gpu_model)",
+        "(fields: hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre)",
         f"node04: dlobd_hardware.hca: expected mlx5, found no HCA ({fp['infiniband']['none_because']})",
         "node04: dlobd_hardware.ib_rate_gbps: expected 100 on an ACTIVE port, "
         f"found no HCA ({fp['infiniband']['none_because']})",
@@ -294,8 +294,30 @@ def test_mismatch_messages_name_host_field_expected_and_found(tmp_path):
         "(known: eth-10g, ipoib, loopback, rdma)"]
     assert fabric.check(fp, {"hca": "none", "gpus": 0}, ["loopback"], LINKS, "node04") == []
     assert fabric.check(fp, ["mlx5"], [], LINKS, "node04") == [
-        "node04: dlobd_hardware: expected a mapping of hca, ib_rate_gbps, link_layer, gpus, gpu_model, "
+        "node04: dlobd_hardware: expected a mapping of hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre, "
         "found ['mlx5']"]
+
+
+def test_lustre_mounts_are_read_from_the_mount_table_and_a_declared_folder_checked(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("10.0.0.1@o2ib:/scratch /lustre/scratch lustre rw,flock 0 0\n"
+                      "/dev/sda1 / ext4 rw 0 0\n"
+                      "10.0.0.2@o2ib:/proj /lustre/my\\040proj lustre rw 0 0\n")
+    fp = fabric.detect(tmp_path / "sys", NO_COMMANDS, host="node04", mounts=mounts)
+    assert fp["lustre"] == {"mounts": ["/lustre/scratch", "/lustre/my proj"]}
+    assert fabric.check(fp, {"lustre": "/lustre/scratch/dlobd"}, [], LINKS, "node04") == []
+    assert fabric.check(fp, {"lustre": "/scratch"}, [], LINKS, "node04") == [
+        "node04: dlobd_hardware.lustre: expected /scratch on a Lustre file system, "
+        "found /lustre/scratch, /lustre/my proj"]
+    mounts.write_text("/dev/sda1 / ext4 rw 0 0\n")
+    fp = fabric.detect(tmp_path / "sys", NO_COMMANDS, host="node04", mounts=mounts)
+    assert fabric.check(fp, {"lustre": "/lustre/scratch"}, [], LINKS, "node04") == [
+        "node04: dlobd_hardware.lustre: expected /lustre/scratch on a Lustre file system, "
+        f"found no file system of type lustre in {mounts}"]
+    # a fingerprint recorded before Lustre was detected cannot confirm a declaration
+    del fp["lustre"]
+    assert fabric.check(fp, {"lustre": "/lustre"}, [], LINKS, "node04") == [
+        "node04: dlobd_hardware.lustre: expected /lustre on a Lustre file system, found not recorded"]
 
 
 def test_the_command_line_prints_the_fingerprint_and_fails_on_a_mismatch(tmp_path, capsys):

@@ -1,6 +1,8 @@
 """docs/new-cluster.md is what `dlobd guide` writes from the specs and the settings modules."""
 
-from dlobd import ROOT, guide, inventory
+import yaml
+
+from dlobd import ROOT, fabric, guide, inventory
 
 
 def test_the_new_cluster_guide_is_current():
@@ -12,6 +14,13 @@ def test_the_guide_has_a_row_per_experiment_and_every_setting():
     rows = guide.rows(ROOT)
     assert len(rows) == 42 and all(f"| {r['id']} |" in text for r in rows)
     assert all(f"`{name}`" in text for name in inventory.STACK_SETTINGS)
+    # every hardware field, and the variables of the roles that record settings or check them
+    assert all(field in text for field in fabric.HARDWARE_FIELDS)
+    assert all(f"`{variable}" in text for variable in (
+        "dlobd_stack_settings", "dlobd_paper_stacks", "registered_stacks", "rdma_spark_tarball",
+        "rdma_spark_sha256", "hibench_enabled", "hibench_dir", "mmlspark_cntk_homes", "caffeonspark_builds"))
+    checked = yaml.safe_load((ROOT / "playbooks/roles/registered_stacks/defaults/main.yml").read_text())
+    assert all(f"`{name}`" in text for name in checked["registered_stacks_checks"])
     # the estimates come from the specs: TF-gRPC-Bench's own duration, unknown where no time is stated
     fig8 = next(r for r in rows if r["id"] == "tfgrpc-fig8")
     assert fig8["estimate"] == "0.30 for 9 of 9 points" and fig8["nodes"] == "2 or more"

@@ -177,6 +177,58 @@ def test_the_paper_stack_roles_settings_follow_the_inventory(tmp_path, changes, 
         assert settings["MMLSPARK_TCP_IF_INCLUDE"] == "hsn0"  # the inventory's cluster interface
 
 
+@pytest.mark.parametrize("changes, expected", [
+    ({"dlobd_paper_stacks": ["rdma_spark"], "rdma_spark_tarball": "/sw/rdma-spark-0.9.5-bin.tar.gz"},
+     {"RDMA_SPARK_HOME": "/lustre/dlobd/stack/rdma-spark",
+      "RDMA_SPARK_NATIVE_DIR": "/lustre/dlobd/stack/rdma-spark/lib/native/Linux-amd64-64"}),
+    # HiBench built on the hosts from its pinned commit, or Spack's, whose prefix only provisioning finds
+    ({"hibench_enabled": True, "dlobd_hibench_install_method": "source"},
+     {"HIBENCH_HOME": "/lustre/dlobd/stack/hibench-7.1.1"}),
+    ({"hibench_enabled": True}, {"HIBENCH_HOME": "$HIBENCH_HOME"}),
+    # install.yml runs rdma_spark for the paper profile only
+    ({"dlobd_paper_stacks": ["rdma_spark"], "dlobd_profile": "modern"}, {}),
+])
+def test_the_rdma_spark_and_hibench_roles_settings_reach_the_plan(tmp_path, changes, expected):
+    cluster = inventory.load(write_other(tmp_path, **changes))
+    assert {k: v for k, v in cluster.settings.items() if k.startswith(("RDMA_SPARK_", "HIBENCH_HOME"))} == expected
+    with provenance.inventory_in_use(cluster):
+        caps = plan.capabilities()
+    for setting, capability in (("RDMA_SPARK_HOME", "rdma-spark"), ("HIBENCH_HOME", "hibench")):
+        assert caps[capability][0] == (setting in expected), caps[capability]
+
+
+# what a cluster of 5 workers with 24 GPUs lacks for S-Caffe's larger points
+SIZE_ONLY = re.compile(r"needs \d+ GPUs: the inventory's workers declare 24|"
+                       r"single-process Caffe drives the GPUs of one node: \d+ GPUs > 8 per node")
+SCAFFE_SETTINGS = {"SCAFFE_HOME": "/sw/osu-caffe", "MVAPICH2_GDR_HOME": "/sw/mvapich2-gdr", "CAFFE_HOME": "/sw/caffe",
+                   "INSPUR_CAFFE_HOME": "/sw/caffe-mpi", "SCAFFE_IMAGENET_LMDB": "/data/ilsvrc12-lmdb",
+                   "SCAFFE_IMAGENET_LIST": "/lustre/ilsvrc12", "SCAFFE_IMAGENET_MAP": "/data/ilsvrc12-map",
+                   **{f"SCAFFE_HOME_{b}": f"/sw/s-caffe-{b.lower()}" for b in ("SC_B", "SC_OB", "CC_8", "CB_4", "CB_8")}}
+
+
+def test_scaffe_points_run_where_the_inventory_gives_their_installs_and_lustre(tmp_path):
+    """Without the settings S-Caffe's points name each one they lack; with them (and a Lustre
+    folder declared on every worker) what still blocks them is the cluster's size alone."""
+    scaffe = [e for e in SPECS if e.startswith("scaffe-") and not SPECS[e].data.get("data_from")]
+    bare = planned(inventory.load(write_other(tmp_path / "bare")), tmp_path)
+    assert "set SCAFFE_IMAGENET_LMDB" in " ".join(r for v in bare["scaffe-table2"]["blocked"].values() for r in v)
+    assert "lustre" in bare["scaffe-fig8"]["reason"]
+    given = write_other(tmp_path / "given", dlobd_paper_stacks=["mmlspark"], mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2"},
+                        mmlspark_mpi_home="/sw/openmpi-1.10",
+                        dlobd_stack_settings={**SCAFFE_SETTINGS, "MVAPICH2_HOME": "/sw/mvapich2"})
+    for i in range(3, 8):
+        host_vars = given.parent / "host_vars" / f"ibm-a{i}.yml"
+        values = yaml.safe_load(host_vars.read_text())
+        values["dlobd_hardware"]["lustre"] = "/lustre/dlobd"
+        host_vars.write_text(yaml.safe_dump(values))
+    found = planned(inventory.load(given), tmp_path)
+    assert all(found[e]["runnable"] for e in ("scaffe-fig9", "scaffe-fig10", "scaffe-fig13", "scaffe-table2")), \
+        {e: found[e]["blocked"] for e in scaffe}
+    for eid in scaffe:
+        reasons = [found[eid].get("reason") or ""] + [r for v in found[eid]["blocked"].values() for r in v]
+        assert all(not r or SIZE_ONLY.fullmatch(r) for r in reasons), (eid, reasons)
+
+
 def test_capabilities_are_the_declared_ones(example, other):
     with provenance.inventory_in_use(example):
         caps = plan.capabilities()

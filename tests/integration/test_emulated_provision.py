@@ -100,6 +100,13 @@ def test_site_yml_provisions_every_host_over_ssh(emulated):
         assert f"export DLOBD_PREFIX={emulated.state_dir / 'stack'}\n" in text
         assert f"export DLOBD_EMULATED_NETWORK={NETWORK}\n" in text
         assert (emulated.state_dir / "hosts" / name / "stack" / "python" / "bin" / "python").exists()
+        # the fabric role ran on the host itself: a namespace sees this machine's sysfs, which has
+        # no HCA, and no nvidia-smi, so each records both as absent with the reason
+        fingerprint = json.loads((env_file.parent / "fabric.json").read_text())
+        assert fingerprint["host"] == name, fingerprint
+        assert fingerprint["infiniband"]["hcas"] == [] and fingerprint["infiniband"]["none_because"], fingerprint
+        assert fingerprint["gpus"]["count"] == 0 and fingerprint["gpus"]["none_because"], fingerprint
+        assert f"{name}: {fingerprint['summary']}" in out
 
 
 def test_second_run_changes_nothing_on_any_host(emulated):
