@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlobd import provenance
+from dlobd import fabric, provenance
 
 
 def _have(pattern: str) -> bool:
@@ -141,8 +141,6 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
                        str(hibench) if hibench else
                        "HiBench not provisioned (HIBENCH_HOME unset: the hibench role sets it where "
                        "an inventory has hibench_enabled: true)")
-    from dlobd import fabric
-
     lustre = fabric.detect_lustre(Path("/proc/mounts"))
     caps["lustre"] = (bool(lustre["mounts"]), ", ".join(lustre["mounts"]) or lustre["none_because"])
     workers = provenance.workers()
