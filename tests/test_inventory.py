@@ -13,6 +13,7 @@ import yaml
 
 from dlobd import ROOT, dryrun, inventory, networks, plan, provenance
 from dlobd import spec as dspec
+from dlobd.stacks import scaffe
 from inventories import EXAMPLE, write_other
 
 LOOPBACK = re.compile(r"\b127\.\d+\.\d+\.\d+\b|\blocalhost\b")
@@ -203,7 +204,12 @@ SIZE_ONLY = re.compile(r"needs \d+ GPUs: the inventory's workers declare 24|"
 SCAFFE_SETTINGS = {"SCAFFE_HOME": "/sw/osu-caffe", "MVAPICH2_GDR_HOME": "/sw/mvapich2-gdr", "CAFFE_HOME": "/sw/caffe",
                    "INSPUR_CAFFE_HOME": "/sw/caffe-mpi", "SCAFFE_IMAGENET_LMDB": "/data/ilsvrc12-lmdb",
                    "SCAFFE_IMAGENET_LIST": "/lustre/ilsvrc12", "SCAFFE_IMAGENET_MAP": "/data/ilsvrc12-map",
-                   **{f"SCAFFE_HOME_{b}": f"/sw/s-caffe-{b.lower()}" for b in ("SC_B", "SC_OB", "CC_8", "CB_4", "CB_8")}}
+                   **{f"SCAFFE_HOME_{b}": f"/sw/s-caffe-{b.lower()}" for b in set(scaffe.DESIGN_BUILD.values())}}
+
+
+def test_every_setting_the_scaffe_launcher_reads_is_one_an_inventory_may_give():
+    # the per-design builds are named after the launcher's table, which the settings list by hand
+    assert set(SCAFFE_SETTINGS) <= set(inventory.STACK_SETTINGS)
 
 
 def test_scaffe_points_run_where_the_inventory_gives_their_installs_and_lustre(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from dlobd import ROOT, inventory
+from dlobd.stacks import scaffe
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
@@ -32,6 +33,8 @@ def play(tmp_path, settings: dict):
 
 def test_every_checked_setting_is_one_an_inventory_may_give():
     assert set(CHECKS) <= set(inventory.STACK_SETTINGS)
+    # and every S-Caffe design build the launcher reads is checked
+    assert {f"SCAFFE_HOME_{build}" for build in scaffe.DESIGN_BUILD.values()} <= set(CHECKS)
 
 
 def test_installs_that_hold_what_their_settings_name_pass(tmp_path):
