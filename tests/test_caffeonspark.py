@@ -95,14 +95,14 @@ def test_accuracy_experiments_validate(tmp_path, cluster):
 
 
 @pytest.mark.parametrize("spec_id, model, iterations, modules", [("dlobd-fig6a", "alexnet-mini", 200, 0),
-                                                                  ("dlobd-fig6b", "googlenet-mini", 450, 3)])
+                                                                  ("dlobd-fig6b", "googlenet-mini", 400, 3)])
 def test_a_local_scale_trains_its_shrunk_net_on_mnist(tmp_path, cluster, spec_id, model, iterations, modules):
     ctx = context(tmp_path, spec_id, {"network": "loopback"}, scale="local")
     p = caffeonspark.plan_point(ctx)
     assert (p["model"], p["dataset"], p["nodes"], p["batch"]) == (model, "mnist", 2, 64)
     texts = caffeonspark.render(ctx, p, {"train": "t", "test": "v"})
     solver, net = texts["solver.prototxt"], texts["net.prototxt"]
-    assert f"max_iter: {iterations}\n" in solver and "test_interval: 50\n" in solver and "test_iter: 20\n" in solver
+    assert f"max_iter: {iterations}\n" in solver and "test_interval: 50\n" in solver and "test_iter: 10\n" in solver
     assert re.findall(r"channels: (\d+)\n\s+height: (\d+)\n\s+width: (\d+)", net) == [("1", "28", "28")] * 2
     assert net.count('type: "Concat"') == modules and net.count("num_output: 10\n") == 1
 

@@ -103,3 +103,5 @@ def test_the_modern_series_applies_in_order_to_the_pinned_sources(tmp_path):
     assert "javah -d" not in (tree / "caffe-distri" / "Makefile").read_text()
     assert "CV_LOAD_IMAGE" not in (tree / "caffe-public" / "src" / "caffe" / "util" / "io.cpp").read_text()
     assert "<version>2.5.0</version>" not in (tree / "caffe-distri" / "pom.xml").read_text()
+    # caffe-public's distribution holds what CaffeOnSpark uses, not pycaffe, the tools and examples
+    assert "cp -r python $(DISTRIBUTE_DIR)" not in (tree / "caffe-public" / "Makefile").read_text()

@@ -7,9 +7,9 @@
                            and the harness overhead per run, as `name: value` lines
 
 Standard library only: the first phase (setup) runs before the project's venv exists.
-The experiment times come from what the pipeline itself kept: Snakemake's benchmark file of
-each `run` step (its wall time) and each run's run.json (`job_start`/`job_end`: the span of
-the stack's own command). The harness overhead of a run is the step's wall time minus that
+The experiment times come from what the pipeline itself kept: the marker of each `run` step
+(`step_s`, its wall time) and each run's run.json (`job_start`/`job_end`: the span of the
+stack's own command). The harness overhead of a run is the step's wall time minus that
 span: preparation, data staging, samplers, collecting YARN records and logs, run.json.
 """
 
@@ -69,15 +69,17 @@ def report(state: Path) -> int:
     per_experiment: dict[str, float] = {}
     overheads = []
     launched = 0
-    for bench in sorted((state / "benchmarks" / "run").rglob("*.tsv")):
-        marker = state / "launched" / bench.relative_to(state / "benchmarks" / "run").with_suffix(".json")
-        if not marker.is_file() or marker.stat().st_mtime < began:
+    for marker in sorted((state / "launched").rglob("*.json")):
+        if marker.stat().st_mtime < began:
             continue  # launched by an earlier reproduce (this one resumed past it)
-        wall = float(next(csv.DictReader(open(bench), delimiter="\t"))["s"])
+        step = json.loads(marker.read_text())
+        if "step_s" not in step:
+            sys.exit(f"{marker}: no step_s (written by a pipeline older than this script)")
+        wall = float(step["step_s"])
         launched += 1
-        experiment = bench.parent.name
+        experiment = marker.parent.name
         per_experiment[experiment] = per_experiment.get(experiment, 0.0) + wall
-        record = json.loads((Path(json.loads(marker.read_text())["attempt"]) / "run.json").read_text())
+        record = json.loads((Path(step["attempt"]) / "run.json").read_text())
         if record.get("job_start") and record.get("job_end"):
             overheads.append(wall - (_iso(record["job_end"]) - _iso(record["job_start"])))
     for experiment, seconds in sorted(per_experiment.items()):

@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import re
+import time
 from pathlib import Path
 
 from dlobd import runs as druns
@@ -176,13 +177,16 @@ def _log(path, text):
 
 
 def step_run(wildcards, output, log):
+    started = time.monotonic()
     points = dict(SPECS[wildcards.experiment].points(wildcards.scale))
     if wildcards.point not in points:
         raise ValueError(f"{wildcards.experiment}: no point {wildcards.point!r} at scale {wildcards.scale}")
     attempt = druns.launch(merged_spec(wildcards.experiment), wildcards.scale,
                            points[wildcards.point], RUNS, cluster=wildcards.cluster)
     record = druns.read_attempt(attempt, RUNS).record
-    summary = {"attempt": str(attempt), "status": record["status"], "reason": record.get("reason")}
+    # step_s: the step's wall time, against which `make bench-reproduce` sets the job's own
+    summary = {"attempt": str(attempt), "status": record["status"], "reason": record.get("reason"),
+               "step_s": round(time.monotonic() - started, 3)}
     Path(output.marker).write_text(json.dumps(summary) + "\n")
     _log(log[0], f"{attempt}: {record['status']}" + (f" ({record['reason']})" if record.get("reason") else ""))
 

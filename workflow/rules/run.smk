@@ -13,9 +13,8 @@ checkpoint run:
         marker=f"{STATE}/launched/{{cluster}}/{{scale}}/{{experiment}}/{{point}}.json",
     log:
         f"{STATE}/logs/run/{{cluster}}/{{scale}}/{{experiment}}/{{point}}.log",
-    # wall time of the whole step, against which `make bench-reproduce` sets the job's own
-    benchmark:
-        f"{STATE}/benchmarks/run/{{cluster}}/{{scale}}/{{experiment}}/{{point}}.tsv"
+    # no `benchmark:`: its sampler reads every job process's smaps twice a second for the first
+    # 30 s of each run, CPU the runs would otherwise have; the marker keeps the step's wall time
     run:
         step_run(wildcards, output, log)
 
