@@ -40,8 +40,9 @@ PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INV
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 .PHONY: provision cluster-up cluster-down cluster-status smoke-test bench-provision lint-ansible test-integration
+# SMOKE_TESTS=later: provision without them (make reproduce runs them on the cluster it starts)
 provision: setup ## install Java, Hadoop, Spark, the DL stacks and data sets; ends with the smoke tests
-	$(PLAYBOOK) playbooks/site.yml
+	$(PLAYBOOK) playbooks/site.yml $(if $(SMOKE_TESTS),-e dlobd_smoke_tests=$(SMOKE_TESTS))
 
 cluster-up: setup ## start HDFS and YARN; wait until every worker is live
 	$(PLAYBOOK) playbooks/cluster-up.yml
@@ -80,11 +81,12 @@ PHASE := $(PYTHON) benchmarks/reproduce/phases.py --state $(STATE)
 # make itself, named through a variable: `make -n reproduce` must not run the phases
 SUBMAKE := $(MAKE) --no-print-directory
 reproduce: CAFFEONSPARK = 1
-reproduce: ## set up, provision (with CaffeOnSpark's port), start the cluster, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
+reproduce: ## set up, provision (with CaffeOnSpark's port), start the cluster, smoke-test it, run every experiment that can run here (local scale), regenerate figures, verdicts and report, stop
 	$(PHASE) begin
 	$(PHASE) run setup -- $(SUBMAKE) setup
-	$(PHASE) run provision -- $(SUBMAKE) provision CAFFEONSPARK=$(CAFFEONSPARK)
+	$(PHASE) run provision -- $(SUBMAKE) provision CAFFEONSPARK=$(CAFFEONSPARK) SMOKE_TESTS=later
 	$(PHASE) run cluster-up -- $(SUBMAKE) cluster-up
+	$(PHASE) run smoke-test -- $(SUBMAKE) smoke-test || { $(PLAYBOOK) playbooks/cluster-down.yml; exit 1; }
 	status=0; $(PHASE) run experiments -- $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True || status=$$?; \
 	  $(PHASE) run cluster-down -- env $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
 	@echo "report: $(abspath report/index.html)"
