@@ -209,25 +209,46 @@ def image_path(images_dir: Path, name: str, digest: str) -> Path:
     return images_dir / f"{name}-{digest[:16]}.sif"
 
 
-def versions(root: Path = ROOT) -> dict[str, str]:
-    """Every component version the playbooks pin: `dlobd_<x>_version` of the shared settings and
-    `<role>_..._version` of the roles' defaults (literal values only, not derived ones)."""
+def version_set(profile: str, paper_env: str | None = None) -> str:
+    """The version set (`dlobd_profile_versions` of the shared settings) of a profile: the paper
+    profile has one per Spack environment, `paper-<paper_env>` (the playbooks' dlobd_paper_env)."""
+    if profile != "paper":
+        return profile
+    if not paper_env:
+        raise ApptainerError("the paper profile's versions are those of its Spack environment: "
+                             "name it (dlobd_paper_env, e.g. caffeonspark)")
+    return f"paper-{paper_env}"
+
+
+def versions(version_set: str, root: Path = ROOT) -> dict[str, str]:
+    """Every component version the playbooks pin for a version set: its entry of the shared
+    settings' `dlobd_profile_versions`, their other literal `dlobd_<x>_version` values and the
+    literal `<role>_..._version` values of the roles' defaults (derived values are left out)."""
     import yaml
 
-    sources = [root / "playbooks/group_vars/all/main.yml"]
-    sources += sorted((root / "playbooks/roles").glob("*/defaults/main.yml"))
+    shared = root / "playbooks/group_vars/all/main.yml"
+    shared_settings = yaml.safe_load(shared.read_text()) or {}
+    sets = shared_settings.get("dlobd_profile_versions") or {}
+    if version_set not in sets:
+        raise ApptainerError(f"{shared}: dlobd_profile_versions has no version set {version_set} "
+                             f"(known: {', '.join(sets) or 'none'})")
+    defaults = [yaml.safe_load(source.read_text()) or {}
+                for source in sorted((root / "playbooks/roles").glob("*/defaults/main.yml"))]
     found = {}
-    for source in sources:
-        for key, value in (yaml.safe_load(source.read_text()) or {}).items():
+    for settings in [shared_settings, *defaults]:
+        for key, value in settings.items():
             if key.endswith("_version") and isinstance(value, (str, int, float)) and "{{" not in str(value):
                 found[key.removeprefix("dlobd_").removesuffix("_version")] = str(value)
+    found.update({name: str(value) for name, value in sets[version_set].items()})
     return dict(sorted(found.items()))
 
 
-def labels(profile: str, commit: str, digest: str, root: Path = ROOT) -> dict[str, str]:
-    """The image's %labels: profile, project commit, input digest, every component version."""
+def labels(profile: str, commit: str, digest: str, root: Path = ROOT, paper_env: str | None = None) -> dict[str, str]:
+    """The image's %labels: profile, project commit, input digest, and every component version of
+    the version set the image is built for (the paper profile's: of Spack environment `paper_env`)."""
     result = {"org.dlobd.profile": profile, "org.dlobd.commit": commit, "org.dlobd.inputs-sha256": digest}
-    result.update({f"org.dlobd.version.{name}": value for name, value in versions(root).items()})
+    result.update({f"org.dlobd.version.{name}": value
+                   for name, value in versions(version_set(profile, paper_env), root).items()})
     return result
 
 
@@ -246,6 +267,23 @@ def definition_profile(definition: Path) -> str:
         if line.startswith("# dlobd-profile:"):
             return line.split(":", 1)[1].strip()
     raise ApptainerError(f"{definition}: no `# dlobd-profile: <name>` line")
+
+
+def definition_paper_env(definition: Path) -> str | None:
+    """The Spack environment a paper-profile definition builds: dlobd_paper_env of the settings its
+    build provisions with, `<name>.vars.yml` beside it; None for another profile."""
+    import yaml
+
+    if definition_profile(definition) != "paper":
+        return None
+    settings_file = definition.with_name(f"{definition.stem}.vars.yml")
+    if not settings_file.is_file():
+        raise ApptainerError(f"{definition}: a paper-profile image needs {settings_file.name} beside it, "
+                             "naming its Spack environment (dlobd_paper_env)")
+    paper_env = (yaml.safe_load(settings_file.read_text()) or {}).get("dlobd_paper_env")
+    if not paper_env:
+        raise ApptainerError(f"{settings_file}: no dlobd_paper_env (the Spack environment the image is built from)")
+    return paper_env
 
 
 # ------------------------------------------------------------------ building
@@ -348,7 +386,8 @@ def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROO
     # The labels are rendered into a copy of the definition: %labels takes no build arguments.
     rendered = work / definition.name
     rendered.write_text(definition.read_text().replace(
-        "    # dlobd-labels", labels_block(labels(definition_profile(definition), project_commit(root), digest, root))))
+        "    # dlobd-labels", labels_block(labels(definition_profile(definition), project_commit(root), digest, root,
+                                             definition_paper_env(definition)))))
     site_cas = work / "ca-certificates"
     site_cas.mkdir()
     for cert in sorted(Path(ca_certificates).glob("*.crt")):

@@ -258,6 +258,8 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
         "dlobd_cluster_address": plan.addresses[host],
         "dlobd_ports": plan.ports,
         "dlobd_secret_source": str(Path(plan.job_dir) / "etc" / "secrets" / "spark.secret"),
+        # the prefix's profile chooses the JVM options of its Java (every paper version set has Java 8)
+        "dlobd_profile": stack["DLOBD_PROFILE"],
         "dlobd_java_home": stack["JAVA_HOME"],
         "dlobd_hadoop_home": stack["HADOOP_HOME"],
         "hadoop_classpath": stack["DLOBD_HADOOP_CLASSPATH"],

@@ -165,7 +165,7 @@ def test_in_a_checkout_only_files_git_would_commit_are_inputs_and_staged(tmp_pat
 def test_an_interrupted_build_removes_its_work_folder(tmp_path, monkeypatch):
     definition = make_tree(tmp_path)
     (tmp_path / "playbooks/group_vars/all").mkdir(parents=True)
-    (tmp_path / "playbooks/group_vars/all/main.yml").write_text("dlobd_hadoop_version: '3.4.1'\n")
+    (tmp_path / "playbooks/group_vars/all/main.yml").write_text("dlobd_profile_versions: {modern: {hadoop: '3.4.1'}}\n")
     monkeypatch.setattr(apptainer, "find_apptainer", lambda: tmp_path / "apptainer")
     monkeypatch.setattr(apptainer, "make_rootfs", lambda dest: dest)
     seen = []
@@ -209,24 +209,60 @@ def test_the_project_image_inputs_exist_and_the_cache_path_carries_the_hash(tmp_
     assert apptainer.image_path(tmp_path, "modern", digest) == tmp_path / f"modern-{digest[:16]}.sif"
 
 
-def test_labels_carry_profile_commit_and_every_literal_version(tmp_path):
+def version_sets_tree(tmp_path: Path) -> Path:
     (tmp_path / "playbooks/group_vars/all").mkdir(parents=True)
     (tmp_path / "playbooks/group_vars/all/main.yml").write_text(yaml.safe_dump({
-        "dlobd_hadoop_version": "3.4.1", "dlobd_java_version": 17,
+        "dlobd_profile_versions": {"modern": {"hadoop": "3.4.1", "java": 17},
+                                   "paper-x": {"hadoop": "2.7.3", "java": 8}},
+        "dlobd_hadoop_version": "{{ dlobd_versions.hadoop }}", "dlobd_psutil_version": "7.2.2",
         "dlobd_derived_version": "{{ other }}", "dlobd_prefix": "/x"}))
     (tmp_path / "playbooks/roles/python_env/defaults").mkdir(parents=True)
     (tmp_path / "playbooks/roles/python_env/defaults/main.yml").write_text("python_env_pip_version: '26.3'\n")
-    assert apptainer.labels("modern", "abc123", "f" * 64, tmp_path) == {
+    return tmp_path
+
+
+def test_labels_carry_profile_commit_and_the_version_set_of_the_image(tmp_path):
+    root = version_sets_tree(tmp_path)
+    shared = {"org.dlobd.version.psutil": "7.2.2", "org.dlobd.version.python_env_pip": "26.3"}
+    assert apptainer.labels("modern", "abc123", "f" * 64, root) == {
         "org.dlobd.profile": "modern", "org.dlobd.commit": "abc123", "org.dlobd.inputs-sha256": "f" * 64,
-        "org.dlobd.version.hadoop": "3.4.1", "org.dlobd.version.java": "17",
-        "org.dlobd.version.python_env_pip": "26.3"}
+        "org.dlobd.version.hadoop": "3.4.1", "org.dlobd.version.java": "17", **shared}
+    assert apptainer.labels("paper", "abc123", "f" * 64, root, paper_env="x") == {
+        "org.dlobd.profile": "paper", "org.dlobd.commit": "abc123", "org.dlobd.inputs-sha256": "f" * 64,
+        "org.dlobd.version.hadoop": "2.7.3", "org.dlobd.version.java": "8", **shared}
 
 
-def test_the_project_labels_name_the_stack_versions():
-    found = apptainer.labels("modern", "c0ffee", "0" * 64)
+def test_labels_of_an_unknown_version_set_name_it_and_the_known_ones(tmp_path):
+    root = version_sets_tree(tmp_path)
+    with pytest.raises(apptainer.ApptainerError, match="has no version set paper-y .known: modern, paper-x"):
+        apptainer.labels("paper", "c", "d", root, paper_env="y")
+    with pytest.raises(apptainer.ApptainerError, match="versions are those of its Spack environment: name it"):
+        apptainer.labels("paper", "c", "d", root)
+
+
+def test_each_image_is_labelled_with_the_versions_of_its_version_set():
     group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_text())
-    for name in ("hadoop", "spark", "tensorflow", "tensorflowonspark", "bigdl", "mpi4py", "java"):
-        assert found[f"org.dlobd.version.{name}"] == str(group_vars[f"dlobd_{name}_version"])
+    for definition in sorted(apptainer.CONTAINERS_DIR.glob("*.def")):
+        profile, paper_env = apptainer.definition_profile(definition), apptainer.definition_paper_env(definition)
+        found = apptainer.labels(profile, "c0ffee", "0" * 64, paper_env=paper_env)
+        pinned = group_vars["dlobd_profile_versions"]["modern" if profile == "modern" else f"paper-{paper_env}"]
+        for name in ("hadoop", "spark", "java", "tensorflow", "tensorflowonspark", "bigdl", "mpi4py"):
+            assert found.get(f"org.dlobd.version.{name}") == (str(pinned[name]) if name in pinned else None), \
+                (definition.name, name)
+    modern = apptainer.labels("modern", "c0ffee", "0" * 64)
+    assert (modern["org.dlobd.version.hadoop"], modern["org.dlobd.version.java"]) == ("3.4.1", "17")
+
+
+def test_a_paper_definition_names_its_spack_environment(tmp_path):
+    assert apptainer.definition_paper_env(apptainer.CONTAINERS_DIR / "paper-mmlspark.def") == "mmlspark"
+    assert apptainer.definition_paper_env(apptainer.CONTAINERS_DIR / "modern.def") is None
+    definition = tmp_path / "paper-x.def"
+    definition.write_text("# dlobd-profile: paper\n")
+    with pytest.raises(apptainer.ApptainerError, match="needs paper-x.vars.yml beside it"):
+        apptainer.definition_paper_env(definition)
+    (tmp_path / "paper-x.vars.yml").write_text("dlobd_profile: paper\n")
+    with pytest.raises(apptainer.ApptainerError, match="paper-x.vars.yml: no dlobd_paper_env"):
+        apptainer.definition_paper_env(definition)
 
 
 def test_labels_block_and_build_args_render_in_order():

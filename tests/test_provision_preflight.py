@@ -125,6 +125,7 @@ def results(tmp_path_factory, mirror, maven_settings):
             "java_old": (ONE_NODE, None, "preflight.yml", (), {"dlobd_java_min_version": 99}),
             "java_missing": (ONE_NODE, None, "preflight.yml", (),
                              {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
+            "old_paper_setting": (ONE_NODE, None, "preflight.yml", (), {"spack_paper_stack": "caffeonspark"}),
             "unknown_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "conda"}),
             "apptainer_no_image": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
                                    {"dlobd_install_method": "apptainer"}),
@@ -197,6 +198,12 @@ def test_missing_java_fails_when_not_installing(results):
     rc, out, _ = results["java_missing"]
     assert rc != 0
     assert "no Java at /nonexistent/jdk" in out
+
+
+def test_the_spack_roles_old_paper_setting_is_refused_naming_its_successor(results):
+    rc, out, _ = results["old_paper_setting"]
+    assert rc != 0
+    assert "spack_paper_stack is no longer read; set dlobd_paper_env" in " ".join(out.split())
 
 
 def test_unimplemented_install_method_fails(results):

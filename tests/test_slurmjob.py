@@ -58,7 +58,7 @@ def test_a_port_already_held_on_the_address_is_named():
         assert slurmjob.ports_in_use("127.0.0.1", {"namenode_rpc": port}) == [f"namenode_rpc (127.0.0.1:{port})"]
 
 
-def fake_provisioned(root):
+def fake_provisioned(root, profile="modern"):
     """A provisioned prefix's layout with its dlobd-env.sh (paths only: nothing is started)."""
     for sub in ("etc", "bin", "python/bin", "hadoop-3.4.1/lib", "data"):
         (root / sub).mkdir(parents=True)
@@ -66,6 +66,7 @@ def fake_provisioned(root):
     (root / "bin" / "dlobd-python-tool").write_text("#!/bin/sh\n")
     (root / "etc" / "dlobd-env.sh").write_text("\n".join([
         f"export DLOBD_PREFIX={root}",
+        f"export DLOBD_PROFILE={profile}",
         "export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64",
         f"export HADOOP_HOME={root}/hadoop-3.4.1",
         f"export HADOOP_CONF_DIR={root}/etc/hadoop",
@@ -79,8 +80,8 @@ def fake_provisioned(root):
     return root
 
 
-def job_plan(tmp_path, job_id=5150):
-    provisioned = fake_provisioned(tmp_path / "stack")
+def job_plan(tmp_path, job_id=5150, profile="modern"):
+    provisioned = fake_provisioned(tmp_path / "stack", profile)
     return slurmjob.make_plan(job_id, ["n1", "n2", "n3"], str(provisioned), str(tmp_path / "scratch"),
                               str(tmp_path / "shared"),
                               addresses={"n1": "10.9.0.1", "n2": "10.9.0.2", "n3": "10.9.0.3"})
@@ -91,6 +92,17 @@ def xml_props(path):
 
 
 FACTS = {"user_id": "tester", "memtotal_mb": 8000, "processor_vcpus": 2}
+
+
+@pytest.mark.parametrize("profile, opens", [("modern", True), ("paper", False)])
+def test_the_job_s_jvm_options_are_those_of_the_prefix_s_java(tmp_path, profile, opens):
+    """Java 17 needs java.lang opened to the daemons' web services; the paper profile's Java 8
+    refuses to start with the option."""
+    plan = job_plan(tmp_path, profile=profile)
+    job = slurmjob.write_job_prefix(plan, "n2", slurmjob.stack_of(plan.provisioned), FACTS)
+    flag = "--add-opens=java.base/java.lang=ALL-UNNAMED"
+    assert (f'[datanode]="{flag}"' in (job / "sbin" / "dlobd-daemon").read_text()) is opens
+    assert (flag in (job / "bin" / "yarn").read_text()) is opens
 
 
 def test_the_playbook_templates_render_into_a_job_private_prefix(tmp_path):

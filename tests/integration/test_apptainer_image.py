@@ -31,6 +31,8 @@ GROUP_VARS = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_te
 # The provisioned prefix's ports, shifted off the defaults so that its daemons never meet a local
 # cluster that runs beside the test.
 PORTS = {name: port + 500 for name, port in GROUP_VARS["dlobd_ports"].items()}
+# The versions the modern image is built with
+MODERN = GROUP_VARS["dlobd_profile_versions"]["modern"]
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +64,7 @@ def test_image_test_section_passes(modern_image):
     argv = apptainer.run_prefix(modern_image)
     done = run([argv[0], "test", *argv[2:]])
     assert done.returncode == 0, done.stdout + done.stderr
-    for line in (f"ok: Hadoop {GROUP_VARS['dlobd_hadoop_version']}", f"ok: Spark {GROUP_VARS['dlobd_spark_version']}",
+    for line in (f"ok: Hadoop {MODERN['hadoop']}", f"ok: Spark {MODERN['spark']}",
                  "ok: TensorFlow, TensorFlowOnSpark", "ok: BigDL's Engine class", "ok: MPI", "ok: data sets"):
         assert line in done.stdout, done.stdout
 
@@ -72,8 +74,8 @@ def test_image_labels_name_profile_commit_and_versions(modern_image):
     labels = json.loads(run([argv[0], "inspect", "--json", "--labels", modern_image]).stdout)["data"]["attributes"]["labels"]
     assert labels["org.dlobd.profile"] == "modern"
     assert labels["org.dlobd.inputs-sha256"] == apptainer.content_hash(apptainer.CONTAINERS_DIR / "modern.def")
-    assert labels["org.dlobd.version.hadoop"] == GROUP_VARS["dlobd_hadoop_version"]
-    assert labels["org.dlobd.version.tensorflow"] == GROUP_VARS["dlobd_tensorflow_version"]
+    assert labels["org.dlobd.version.hadoop"] == MODERN["hadoop"]
+    assert labels["org.dlobd.version.tensorflow"] == MODERN["tensorflow"]
 
 
 def test_a_second_build_reuses_the_cached_image(modern_image):
@@ -86,7 +88,7 @@ def test_a_second_build_reuses_the_cached_image(modern_image):
 def test_hdfs_runs_inside_the_image_through_the_wrappers(prefix):
     done = run([prefix / "bin/hdfs", "version"])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"Hadoop {GROUP_VARS['dlobd_hadoop_version']}\n")
+    assert done.stdout.startswith(f"Hadoop {MODERN['hadoop']}\n")
     # JAVA_HOME's java is the wrapper: the JVM that ran is the image's
     java = (prefix / "libexec/apptainer/jvm/bin/java").read_text()
     assert "exec" in java and str(apptainer.find_apptainer()) in java
@@ -128,16 +130,16 @@ def _webhdfs_when_up(url: str, wait_s: float = 120) -> dict:
 def test_spark_submit_runs_inside_the_image(prefix):
     done = run([prefix / "bin/dlobd-env", "spark-submit", "--version"])
     assert done.returncode == 0, done.stderr
-    assert f"version {GROUP_VARS['dlobd_spark_version']}" in done.stdout + done.stderr
+    assert f"version {MODERN['spark']}" in done.stdout + done.stderr
     env = (prefix / "etc/dlobd-env.sh").read_text()
-    assert f"export SPARK_HOME={prefix}/spark-{GROUP_VARS['dlobd_spark_version']}\n" in env
+    assert f"export SPARK_HOME={prefix}/spark-{MODERN['spark']}\n" in env
 
 
 def test_the_stacks_python_is_the_images(prefix):
     done = run([prefix / "python/bin/python", "-c",
                 "import sys, tensorflow, tensorflowonspark; print(sys.prefix, tensorflow.__version__)"])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["/opt/dlobd/python", GROUP_VARS["dlobd_tensorflow_version"]]
+    assert done.stdout.split() == ["/opt/dlobd/python", MODERN["tensorflow"]]
 
 
 def test_commands_in_the_image_see_the_hosts_stack_environment_not_the_images(prefix):

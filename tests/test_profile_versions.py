@@ -1,0 +1,306 @@
+"""The profiles' version sets (dlobd_profile_versions of the playbooks' group_vars): each is what its
+Spack environment pins, and the settings the roles use follow the host's set, rendered by the real
+ansible-playbook on this machine (connection local; nothing is installed): versions, JAVA_HOME,
+HADOOP_HOME, the JVM options, dlobd-env.sh. The modern profile renders what it always did; the
+paper profile's spack method takes Java 8 from the Spack environment, without Java 17's options."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlobd import ROOT
+
+PLAYBOOKS = ROOT / "playbooks"
+SPACK_ENVS = ROOT / "spack-envs"
+GROUP_VARS = yaml.safe_load((PLAYBOOKS / "group_vars" / "all" / "main.yml").read_text())
+ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
+# A version set's entries and the Spack package each is the pin of
+PACKAGES = {"java": "openjdk", "hadoop": "hadoop", "spark": "spark", "tensorflow": "py-tensorflow",
+            "tensorflowonspark": "py-tensorflowonspark", "mpi4py": "py-mpi4py", "bigdl": "bigdl"}
+PINNED = re.compile(r"^([\w-]+)@([^\s~+^]+)")
+OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED"
+# What only provisioning finds (role facts, the host's memory), as placeholders
+PROVISIONED = {"spark_home": "/FACT/spark", "spark_pythonpath": "", "hadoop_classpath": "/FACT/classpath",
+               "dl_libs_bigdl_jar": "/FACT/bigdl.jar", "dl_libs_bigdl_core_jar": "/FACT/core.jar",
+               "dlobd_yarn_memory_mb": 1024, "dlobd_yarn_vcores": 2, "apptainer_image_path": "/FACT/image.sif"}
+PREFIX = "/prefix"
+
+
+def spack_pins(spack_yaml: Path) -> dict[str, str]:
+    """package -> the version its first spec with one pins, e.g. py-tensorflow@2.5~cuda: 2.5."""
+    pins = {}
+    for spec in yaml.safe_load(spack_yaml.read_text())["spack"]["specs"]:
+        if match := PINNED.match(spec):
+            pins.setdefault(match[1], match[2])
+    return pins
+
+
+def drift(sets: dict, envs: Path) -> list[str]:
+    """Where the version sets and the Spack environments of `envs` disagree."""
+    problems = []
+    for name in sorted(set(sets) | {p.name for p in envs.iterdir() if (p / "spack.yaml").is_file()}):
+        if name not in sets:
+            problems.append(f"spack-envs/{name} has no version set")
+            continue
+        if not (envs / name / "spack.yaml").is_file():
+            problems.append(f"version set {name} has no spack-envs/{name}/spack.yaml")
+            continue
+        pins = spack_pins(envs / name / "spack.yaml")
+        for key, package in PACKAGES.items():
+            pinned = pins.get(package)
+            if package == "openjdk" and pinned:
+                pinned = pinned.removeprefix("1.").split(".")[0]  # 1.8.0 is Java 8
+            stated = sets[name].get(key)
+            if (None if stated is None else str(stated)) != pinned:
+                problems.append(f"{name}: {key} {stated} in dlobd_profile_versions, {package}@{pinned} in spack.yaml")
+    return problems
+
+
+def test_every_version_set_is_what_its_spack_environment_pins():
+    assert drift(GROUP_VARS["dlobd_profile_versions"], SPACK_ENVS) == []
+    # the sampler's psutil is not a profile's, but the modern environment pins it too
+    assert spack_pins(SPACK_ENVS / "modern" / "spack.yaml")["py-psutil"] == GROUP_VARS["dlobd_psutil_version"]
+
+
+def test_a_version_set_drifting_from_its_environment_is_named(tmp_path):
+    sets = yaml.safe_load(yaml.safe_dump(GROUP_VARS["dlobd_profile_versions"]))
+    sets["paper-tfos-bigdl"]["spark"] = "2.1.1"
+    del sets["paper-mmlspark"]["java"]
+    sets["paper-gone"] = {"java": 8}
+    (tmp_path / "paper-new").mkdir()
+    (tmp_path / "paper-new" / "spack.yaml").write_text("spack:\n  specs: [spark@9.9.9]\n")
+    for name in GROUP_VARS["dlobd_profile_versions"]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "spack.yaml").write_bytes((SPACK_ENVS / name / "spack.yaml").read_bytes())
+    assert drift(sets, tmp_path) == [
+        "version set paper-gone has no spack-envs/paper-gone/spack.yaml",
+        "paper-mmlspark: java None in dlobd_profile_versions, openjdk@8 in spack.yaml",
+        "spack-envs/paper-new has no version set",
+        "paper-tfos-bigdl: spark 2.1.1 in dlobd_profile_versions, spark@2.1.0 in spack.yaml",
+    ]
+
+
+def ansible(tmp_path: Path, playbook: str, hosts: dict, extra: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `playbook` (text) on `hosts` (name -> host variables), every host this machine, with the
+    playbooks' group_vars beside it (linked) and their roles."""
+    (tmp_path / "group_vars").symlink_to(PLAYBOOKS / "group_vars")
+    (tmp_path / "play.yml").write_text(playbook)
+    first = next(iter(hosts))
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+             "dlobd_cluster_address": "127.0.0.1"}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
+        "hosts": {name: {**local, **values} for name, values in hosts.items()},
+        "children": {"namenode": {"hosts": {first: None}}, "resourcemanager": {"hosts": {first: None}},
+                     "workers": {"hosts": {first: None}}}}}))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
+           "ANSIBLE_NOCOLOR": "1"}
+    return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                           "-e", json.dumps({"dlobd_prefix": PREFIX, **(extra or {})})],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+RENDER = """
+- hosts: all
+  gather_facts: true
+  gather_subset: [min]
+  roles:  # for their defaults alone
+    - {role: hadoop, when: false}
+    - {role: python_env, when: false}
+    - {role: spack, when: false}
+    - {role: stack_env, when: false}
+  tasks:
+    - ansible.builtin.copy:
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+        content: "{{ rendered | to_json }}"
+      vars:
+        rendered:
+          vars: "{{ dict(names | zip(query('ansible.builtin.vars', *names))) }}"
+          arch: "{{ dlobd_deb_arch }}"
+          dlobd-daemon: "{{ lookup('ansible.builtin.template', roles_dir ~ '/hadoop/templates/dlobd-daemon.j2') }}"
+          yarn: "{{ lookup('ansible.builtin.template', roles_dir ~ '/stack_env/templates/yarn.j2') }}"
+          dlobd-env.sh: "{{ lookup('ansible.builtin.template', roles_dir ~ '/stack_env/templates/dlobd-env.sh.j2') }}"
+        names: [dlobd_version_set, dlobd_java_version, dlobd_java_min_version, dlobd_java_install_method,
+                dlobd_java_home, dlobd_hadoop_version, dlobd_spark_version, dlobd_tensorflow_version,
+                dlobd_tensorflowonspark_version, dlobd_mpi4py_version, dlobd_bigdl_version, dlobd_psutil_version,
+                dlobd_hadoop_home, hadoop_daemon_java_opts, spack_env, python_env_bounds]
+"""
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("profile-versions")
+    (tmp / "out").mkdir()
+    hosts = {"modern-registry": {},
+             "modern-spack": {"dlobd_install_method": "spack"},
+             "modern-apptainer": {"dlobd_install_method": "apptainer"},
+             **{f"paper-{env}": {"dlobd_profile": "paper", "dlobd_install_method": "spack", "dlobd_paper_env": env}
+                for env in ("tfos-bigdl", "caffeonspark", "mmlspark")},
+             # an inventory overrides any one version, as before the sets
+             "paper-newer-spark": {"dlobd_profile": "paper", "dlobd_install_method": "spack",
+                                   "dlobd_spark_version": "2.1.1"},
+             "modern-java-21": {"dlobd_java_version": 21}}
+    done = ansible(tmp, RENDER, hosts, {**PROVISIONED, "out": str(tmp / "out"), "roles_dir": str(PLAYBOOKS / "roles")})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {host: json.loads((tmp / "out" / f"{host}.json").read_text()) for host in hosts}
+
+
+def exports(host: dict) -> dict:
+    return dict(line.removeprefix("export ").split("=", 1) for line in host["dlobd-env.sh"].splitlines()
+                if line.startswith("export ") and " " not in line.removeprefix("export ").split("=", 1)[0])
+
+
+def test_the_modern_profile_renders_what_it_always_did(rendered):
+    for name in ("modern-registry", "modern-spack"):
+        host = rendered[name]
+        jdk = f"/usr/lib/jvm/java-17-openjdk-{host['arch']}"
+        assert host["vars"] == {
+            "dlobd_version_set": "modern", "dlobd_java_version": 17, "dlobd_java_min_version": 11,
+            "dlobd_java_install_method": "registry", "dlobd_java_home": jdk,
+            "dlobd_hadoop_version": "3.4.1", "dlobd_spark_version": "3.5.9", "dlobd_tensorflow_version": "2.15.1",
+            "dlobd_tensorflowonspark_version": "2.2.5", "dlobd_mpi4py_version": "4.1.2",
+            "dlobd_bigdl_version": "2.4.0", "dlobd_psutil_version": "7.2.2",
+            "dlobd_hadoop_home": f"{PREFIX}/hadoop-3.4.1",
+            "hadoop_daemon_java_opts": dict.fromkeys(("namenode", "datanode", "resourcemanager", "nodemanager"), OPENS),
+            "spack_env": "modern", "python_env_bounds": {}}, name
+        assert f'  [namenode]="{OPENS}"\n' in host["dlobd-daemon"]
+        assert f"-Djava.net.preferIPv4Stack=true {OPENS} -Dhadoop.home.dir=" in host["yarn"]
+        env = exports(host)
+        assert (env["JAVA_HOME"], env["HADOOP_VERSION"], env["HADOOP_HOME"], env["SPARK_VERSION"],
+                env["DLOBD_BIGDL_VERSION"]) == (jdk, "3.4.1", f"{PREFIX}/hadoop-3.4.1", "3.5.9", "2.4.0")
+        assert "# The stacks' Python (TensorFlow 2.15.1, TensorFlowOnSpark\n# 2.2.5, mpi4py" in host["dlobd-env.sh"]
+    apptainer = rendered["modern-apptainer"]["vars"]
+    assert (apptainer["dlobd_java_install_method"], apptainer["dlobd_java_home"]) == (
+        "apptainer", f"{PREFIX}/libexec/apptainer/jvm")
+
+
+@pytest.mark.parametrize("paper_env, hadoop, spark", [("tfos-bigdl", "2.7.3", "2.1.0"),
+                                                      ("caffeonspark", "2.6.5", "1.6.2"),
+                                                      ("mmlspark", "2.7.3", "2.2.0")])
+def test_the_paper_profile_on_spack_renders_its_environment_s_versions(rendered, paper_env, hadoop, spark):
+    host = rendered[f"paper-{paper_env}"]
+    got = host["vars"]
+    assert got["dlobd_version_set"] == got["spack_env"] == f"paper-{paper_env}"
+    assert (got["dlobd_java_version"], got["dlobd_java_min_version"], got["dlobd_java_install_method"],
+            got["dlobd_java_home"]) == (8, 8, "spack", f"{PREFIX}/jdk-8")
+    assert (got["dlobd_hadoop_version"], got["dlobd_spark_version"], got["dlobd_hadoop_home"]) == (
+        hadoop, spark, f"{PREFIX}/hadoop-{hadoop}")
+    # Java 8 refuses --add-opens: none anywhere a JVM starts
+    assert set(got["hadoop_daemon_java_opts"].values()) == {""}
+    assert "add-opens" not in host["dlobd-daemon"] and "add-opens" not in host["yarn"]
+    env = exports(host)
+    assert (env["JAVA_HOME"], env["HADOOP_VERSION"], env["HADOOP_HOME"], env["SPARK_VERSION"]) == (
+        f"{PREFIX}/jdk-8", hadoop, f"{PREFIX}/hadoop-{hadoop}", spark)
+
+
+def test_the_paper_sets_name_only_their_environment_s_stacks(rendered):
+    tfos = rendered["paper-tfos-bigdl"]
+    assert [tfos["vars"][f"dlobd_{name}_version"] for name in ("tensorflow", "tensorflowonspark", "mpi4py", "bigdl")] \
+        == ["2.5", "1.0.8", "3.1", "a1f3a88"]
+    assert exports(tfos)["DLOBD_BIGDL_VERSION"] == "a1f3a88"
+    assert tfos["vars"]["python_env_bounds"] == {"tensorflow_min": "3.6", "pyspark_max": "3.5"}
+    caffeonspark = rendered["paper-caffeonspark"]
+    assert caffeonspark["vars"]["dlobd_tensorflow_version"] == caffeonspark["vars"]["dlobd_bigdl_version"] == ""
+    assert "# The stacks' Python (psutil), not the project's tooling venv." in caffeonspark["dlobd-env.sh"]
+
+
+def test_an_inventory_still_overrides_each_version(rendered):
+    assert exports(rendered["paper-newer-spark"])["SPARK_VERSION"] == "2.1.1"
+    assert rendered["paper-newer-spark"]["vars"]["dlobd_hadoop_version"] == "2.7.3"
+    java21 = rendered["modern-java-21"]
+    assert java21["vars"]["dlobd_java_home"] == f"/usr/lib/jvm/java-21-openjdk-{java21['arch']}"
+    assert f'  [datanode]="{OPENS}"\n' in java21["dlobd-daemon"]
+
+
+SHOW_VERSION_SET = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.debug:
+        var: dlobd_java_version
+"""
+
+
+@pytest.mark.parametrize("settings, named", [
+    ({"dlobd_profile": "papers"}, "dlobd_profile papers names no version set"),
+    ({"dlobd_profile": "paper", "dlobd_paper_env": "tfos"},
+     "dlobd_profile paper with dlobd_paper_env tfos names no version set"),
+])
+def test_a_profile_without_a_version_set_is_named_with_the_known_ones(tmp_path, settings, named):
+    done = ansible(tmp_path, SHOW_VERSION_SET, {"h": settings})
+    out = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0
+    known = "modern, paper-tfos-bigdl, paper-caffeonspark, paper-mmlspark"
+    assert f"{named} of dlobd_profile_versions (known: {known})" in out
+
+
+JAVA_FROM_SPACK = """
+- hosts: all
+  gather_facts: true
+  gather_subset: [min]
+  roles:
+    - {role: spack, when: false}  # its defaults: spack_env, spack_specs
+  tasks:
+    - ansible.builtin.include_role: {name: java, tasks_from: install-spack.yml}
+"""
+# A JDK 8 as far as the java role's check reads one
+FAKE_JAVA_8 = "#!/bin/sh\necho '    java.specification.version = 1.8' >&2\n"
+
+
+def test_the_paper_profile_s_java_home_links_to_the_spack_environment_s_jdk(tmp_path):
+    jdk = tmp_path / "spack" / "openjdk-1.8.0_265"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "bin" / "java").write_text(FAKE_JAVA_8)
+    (jdk / "bin" / "java").chmod(0o755)
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    done = ansible(tmp_path, JAVA_FROM_SPACK, {"h": {"dlobd_profile": "paper", "dlobd_install_method": "spack"}},
+                   {"dlobd_prefix": str(prefix), "spack_locations": {"openjdk": str(jdk)}})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (prefix / "jdk-8").is_symlink() and (prefix / "jdk-8").resolve() == jdk
+
+
+def test_a_spack_environment_without_its_jdk_is_named(tmp_path):
+    done = ansible(tmp_path, JAVA_FROM_SPACK, {"h": {"dlobd_profile": "paper", "dlobd_install_method": "spack",
+                                                     "spack_specs": ["spark@2.1.0"]}},
+                   {"spack_locations": {"spark": "/spack/spark"}})
+    out = " ".join(done.stdout.split())
+    assert done.returncode != 0
+    assert ("h: Java 8 comes from the Spack environment paper-tfos-bigdl on the spack method, but the host "
+            "installs none of its openjdk (spack_specs: spark@2.1.0): add the environment's openjdk to "
+            "spack_specs") in out
+
+
+PYTHON_BOUNDS = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {name: python_env, tasks_from: bounds.yml}
+"""
+PAPER_TFOS = {"dlobd_profile": "paper", "dlobd_install_method": "spack"}
+
+
+def test_the_tfos_bigdl_set_stops_at_the_stacks_python_naming_why(tmp_path):
+    done = ansible(tmp_path, PYTHON_BOUNDS, {"h": PAPER_TFOS}, {"python_env_interpreter": sys.executable})
+    out = " ".join(done.stdout.split())
+    assert done.returncode != 0
+    assert (f"h: the stacks' Python ({sys.executable}, Python {'.'.join(map(str, sys.version_info[:3]))}) has to "
+            "be Python 3.6 or newer for TensorFlow 2.5 and 3.5 or older for Spark 2.1.0's PySpark (version set "
+            "paper-tfos-bigdl): no Python is both, so this version set cannot provision the stacks' Python") in out
+
+
+@pytest.mark.parametrize("bounds, fits", [({"tensorflow_min": "3.6", "pyspark_max": "3.9"}, False),
+                                          ({"tensorflow_min": "3.6", "pyspark_max": "3.99"}, True)])
+def test_the_stacks_python_is_checked_against_its_bounds(tmp_path, bounds, fits):
+    done = ansible(tmp_path, PYTHON_BOUNDS, {"h": PAPER_TFOS}, {
+        "python_env_interpreter": sys.executable, "python_env_version_bounds": {"paper-tfos-bigdl": bounds}})
+    assert (done.returncode == 0) is fits, done.stdout[-3000:]
+    if not fits:
+        assert ("or older for Spark 2.1.0's PySpark (version set paper-tfos-bigdl): set python_env_interpreter "
+                "to such a Python on every host") in " ".join(done.stdout.split())
