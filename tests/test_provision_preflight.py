@@ -126,6 +126,7 @@ def results(tmp_path_factory, mirror, maven_settings):
             "java_missing": (ONE_NODE, None, "preflight.yml", (),
                              {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
             "old_paper_setting": (ONE_NODE, None, "preflight.yml", (), {"spack_paper_stack": "caffeonspark"}),
+            "paper_from_registry": (ONE_NODE, None, "preflight.yml", (), {"dlobd_profile": "paper"}),
             "unknown_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "conda"}),
             "apptainer_no_image": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
                                    {"dlobd_install_method": "apptainer"}),
@@ -204,6 +205,14 @@ def test_the_spack_roles_old_paper_setting_is_refused_naming_its_successor(resul
     rc, out, _ = results["old_paper_setting"]
     assert rc != 0
     assert "spack_paper_stack is no longer read; set dlobd_paper_env" in " ".join(out.split())
+
+
+def test_the_paper_profile_from_the_registries_is_refused_naming_the_methods_that_carry_it(results):
+    rc, out, _ = results["paper_from_registry"]
+    assert rc != 0
+    flat = " ".join(out.split())
+    assert "the paper profile's versions (Java 8, Hadoop 2.7.3, Spark 2.1.0)" in flat
+    assert "the registry method installs the modern profile's only: set dlobd_install_method to spack or apptainer" in flat
 
 
 def test_unimplemented_install_method_fails(results):
