@@ -76,13 +76,19 @@ def rows(root: Path, runs_dir: Path, results_dir: Path) -> list[dict]:
     out = []
     for eid, s in sorted(spec.load_all(root).items(), key=lambda kv: natural_key(kv[0])):
         source = s.source_spec
-        attempts = runs.select(runs.experiment_attempts(runs_dir, "local", source.id))
+        owner = s.runs_from("local")
+        attempts = runs.select(runs.experiment_attempts(runs_dir, "local", owner or source.id))
+        if owner:  # only the owner's points that stand for this spec's
+            theirs = set(s.shared_points("local").values())
+            attempts = [a for a in attempts if Path(a.run_id).parts[3] in theirs]
         paper = source.data["scales"]["paper"]
         local = source.data["scales"].get("local") or {}
         seconds = sum(_seconds(a.record) for a in attempts
                       if a.record.get("status") != "not runnable" and a.record.get("start") and a.record.get("end"))
         if s.data.get("data_from"):
             command, time = f"drawn from the runs of {source.id}", "—"
+        elif owner:
+            command, time, seconds = f"`make experiment ID={eid}` (runs {owner}'s points)", "—", 0.0
         elif local.get("runnable", True):
             command, time = f"`make experiment ID={eid}`", f"{seconds / 60:.1f} min" if seconds else "—"
         else:

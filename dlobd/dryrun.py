@@ -21,11 +21,14 @@ from dlobd import ROOT, provenance, runs
 def dry_runs(specs: dict, scale: str, runs_dir, cluster: str = "local",
              experiments=None) -> list[tuple[str, str, runs.LaunchResult]]:
     """(experiment, point id, LaunchResult) of every point the pipeline would launch at
-    `scale` (specs whose data come from another spec's runs launch nothing)."""
+    `scale` (specs whose data come from another spec's runs launch nothing: that spec's
+    points are launched instead)."""
+    chosen = set(experiments or specs)
+    chosen |= {specs[e].runs_from(scale) for e in chosen if specs[e].runs_from(scale)}
     out = []
-    for eid in sorted(experiments or specs):
+    for eid in sorted(chosen):
         spec = specs[eid]
-        if spec.data.get("data_from"):
+        if spec.data.get("data_from") or spec.runs_from(scale):
             continue
         try:
             points = spec.points(scale)
@@ -95,6 +98,9 @@ def run(args) -> int:
     for eid, pid, result in done:
         print(f"{eid} {pid}:")
         print("\n".join(describe(result)))
+    for eid in sorted(args.experiments or specs):
+        if specs[eid].runs_from(args.scale):
+            print(f"{eid}: its points are those of {specs[eid].runs_from(args.scale)} (runs_from), run once")
     counts = {s: sum(1 for *_, r in done if r.status == s) for s in ("dry run", "not runnable", "failed")}
     print(f"{len(done)} points: {counts['dry run']} with a command, {counts['not runnable']} not "
           f"runnable, {counts['failed']} launcher errors")

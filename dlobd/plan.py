@@ -481,6 +481,8 @@ def _report(args, specs) -> int:
         else:
             n_ok += 1
             lines.append(f"  {'runnable':13} {eid}: {p['points']} point(s)")
+        if spec.runs_from(args.scale):
+            lines.append(f"  {'(same runs)':13} {eid}: its points are those of {spec.runs_from(args.scale)}, run once")
         if args.scale == "paper":
             lines.append(f"  {'':13} node-hours {describe_node_hours(node_hours(spec, 'paper'))}")
     owners = sum(1 for s in specs.values() if not s.data.get("data_from"))

@@ -89,12 +89,14 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
     return out
 
 
-def parse_point(point_dir, runs_dir, stack) -> pd.DataFrame:
+def parse_point(point_dir, runs_dir, stack, as_point: dict | None = None) -> pd.DataFrame:
     """Tidy rows of one matrix point, from its chosen attempt.
 
     `stack` is the stack name, or a function of the point giving it (specs whose
     `stack_axis` names the stack per point). A run.json that breaks the contract makes
     the point `unparseable` with the reason, so one bad record cannot stop the pipeline.
+    `as_point`: the point the rows stand for when the runs are another spec's (a scale's
+    `runs_from`); by default the point the run recorded.
     """
     point_dir = Path(point_dir)
     found = []
@@ -116,7 +118,7 @@ def parse_point(point_dir, runs_dir, stack) -> pd.DataFrame:
     if not rows:
         rows = [{"metric": None, "value": None, "unit": None}]
     frame = pd.DataFrame(rows)
-    for axis, value in rec.get("point", {}).items():
+    for axis, value in (rec.get("point", {}) if as_point is None else as_point).items():
         frame[f"point.{axis}"] = value
     frame["run_id"] = chosen.run_id
     frame["status"] = status
@@ -170,11 +172,14 @@ def assemble(experiment: str, axes: list[str], parsed_csvs) -> pd.DataFrame:
     return table.reindex(columns=cols)
 
 
-def run_summaries(runs_dir, scale: str, experiment: str) -> list[dict]:
-    """Every attempt of an experiment, with the fields the report shows."""
-    chosen = {a.run_id for a in runs.select(runs.experiment_attempts(runs_dir, scale, experiment))}
+def run_summaries(runs_dir, scale: str, experiment: str, points=None) -> list[dict]:
+    """Every attempt of an experiment (of only these point ids, if given), with the fields the
+    report shows."""
+    found = [a for a in runs.experiment_attempts(runs_dir, scale, experiment)
+             if points is None or Path(a.run_id).parts[3] in points]
+    chosen = {a.run_id for a in runs.select(found)}
     out = []
-    for a in runs.experiment_attempts(runs_dir, scale, experiment):
+    for a in found:
         rec = a.record
         out.append({
             "run_id": a.run_id,
@@ -203,14 +208,17 @@ def run_summaries(runs_dir, scale: str, experiment: str) -> list[dict]:
 
 
 def write_results(experiment: str, axes: list[str], parsed_csvs, out_csv, runs_json=None,
-                  runs_dir=None, scale=None) -> pd.DataFrame:
+                  runs_dir=None, scale=None, runs_of=None) -> pd.DataFrame:
+    """The tidy table of an experiment and the summaries of its runs; `runs_of` is
+    (experiment, point ids) when its runs at this scale are another spec's (`runs_from`)."""
     table = assemble(experiment, axes, parsed_csvs)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_csv, index=False)
     if runs_json is not None:
         Path(runs_json).parent.mkdir(parents=True, exist_ok=True)
-        summaries = run_summaries(runs_dir, scale, experiment) if runs_dir else []
+        owner, points = runs_of or (experiment, None)
+        summaries = run_summaries(runs_dir, scale, owner, points) if runs_dir else []
         Path(runs_json).write_text(json.dumps(summaries, indent=1, default=str) + "\n")
     return table
 

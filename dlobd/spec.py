@@ -11,7 +11,9 @@ API used by the pipeline:
   dict; a spec with ``data_from`` returns its source spec's scale), ``.axes()``, ``.dimensions()``,
   ``.source_spec`` (the spec owning the data),
   ``.points(scale) -> [(point_id, {axis: value})]`` (matrix expanded, ``exclude`` applied,
-  sorted by point id), ``.stack(scale)`` (the stack module at that scale), ``.claims``.
+  sorted by point id), ``.stack(scale)`` (the stack module at that scale), ``.claims``,
+  ``.runs_from(scale)`` and ``.shared_points(scale)`` (a scale whose runs are another spec's:
+  its point ids -> that spec's point ids with equal ``launch_settings``).
 - ``claims_files(root) -> dict[path, dict]``: the claims-only files ``claims/*-text.yaml``.
 - ``point_id(point) -> str``: the directory name of a matrix point.
 - ``validate(root, files=None) -> (errors, summary)``: schema + cross-checks; every error
@@ -133,9 +135,73 @@ class Spec:
         """The stack module that runs this spec at `scale` (a scale may override the spec's)."""
         return self.scale(scale).get("stack", self.data["stack"])
 
+    def runs_from(self, scale: str) -> str | None:
+        """The spec whose runs at `scale` are this spec's (the scale's `runs_from`), or None."""
+        return (self.source_spec.data.get("scales", {}).get(scale) or {}).get("runs_from")
+
+    def shared_points(self, scale: str) -> dict[str, str]:
+        """This scale's point ids -> the `runs_from` spec's point ids with equal launch settings
+        (empty without `runs_from`). Raises ValueError naming a point that has no equal there."""
+        other_id = self.runs_from(scale)
+        if other_id is None:
+            return {}
+        other = self.registry[other_id]
+        theirs = {}
+        for pid, point in other.points(scale):
+            theirs.setdefault(_frozen(launch_settings(other.data, scale, point)), pid)
+        out = {}
+        for pid, point in self.points(scale):
+            found = theirs.get(_frozen(launch_settings(self.source_spec.data, scale, point)))
+            if found is None:
+                raise ValueError(f"point {pid} has no point with the same launch settings in {other_id} "
+                                 f"at scale {scale}: {_nearest_difference(self, other, scale, point)}")
+            out[pid] = found
+        return out
+
     @property
     def claims(self) -> list[dict]:
         return self.data.get("claims", [])
+
+
+def launch_settings(spec_data: dict, scale: str, point: dict) -> dict:
+    """What a launcher is given for one point, as text: its stack, model, data set, time limit,
+    the capabilities it needs and its settings (the scale's `fixed` with the point over them).
+    Two points with equal launch settings are the same run."""
+    data = spec_data["scales"][scale]
+    axis = spec_data.get("stack_axis")
+    needs = set(data.get("needs") or [])
+    for entry in data.get("point_needs") or []:
+        if _matches(point, entry["at"]):
+            needs.update(entry["needs"])
+    return {
+        "stack": _fmt(point[axis]) if axis and axis in point else data.get("stack", spec_data.get("stack")),
+        "model": _fmt(point.get("model", spec_data.get("model"))),
+        "dataset": data.get("dataset", spec_data.get("dataset")),
+        "time_limit_s": _fmt(data.get("time_limit_s")),
+        "runnable": data.get("runnable", True),
+        "needs": sorted(needs),
+        "settings": {k: _fmt(v) for k, v in {**(data.get("fixed") or {}), **point}.items()},
+    }
+
+
+def _frozen(settings: dict) -> str:
+    return json.dumps(settings, sort_keys=True, default=str)
+
+
+def _nearest_difference(spec: Spec, other: Spec, scale: str, point: dict) -> str:
+    """The fields in which `point` differs from the closest point of `other`, for an error."""
+    mine = launch_settings(spec.source_spec.data, scale, point)
+
+    def diff(theirs: dict) -> list[str]:
+        out = [f"{k} {mine[k]!r} there {theirs[k]!r}" for k in mine if k != "settings" and mine[k] != theirs[k]]
+        for key in sorted(set(mine["settings"]) | set(theirs["settings"])):
+            a, b = mine["settings"].get(key), theirs["settings"].get(key)
+            if a != b:
+                out.append(f"{key} {a!r} there {b!r}")
+        return out
+
+    candidates = [diff(launch_settings(other.data, scale, p)) for _, p in other.points(scale)]
+    return "; ".join(min(candidates, key=len)) if candidates else f"{other.id} has no points at {scale}"
 
 
 # libyaml's loader when PyYAML has it: the same safe subset, several times faster
@@ -260,6 +326,27 @@ def _axis_values(spec: Spec) -> dict[str, list]:
         for axis, vals in (scale.get("matrix") or {}).items():
             values.setdefault(axis, []).extend(vals)
     return values
+
+
+def _check_runs_from(spec: Spec, scale: str, other_id: str, registry: dict, errors: _Errors) -> None:
+    where = f"scales.{scale}.runs_from"
+    other = registry.get(other_id)
+    if other is None or other_id == spec.id:
+        errors.add(spec.path, where, f"names {'itself' if other is not None else f'unknown spec {other_id!r}'}")
+        return
+    if other.data.get("data_from"):
+        errors.add(spec.path, where, f"{other_id} takes its data from {other.data['data_from']}: name that spec")
+        return
+    if scale not in (other.data.get("scales") or {}):
+        errors.add(spec.path, where, f"{other_id} has no scale {scale!r}")
+        return
+    if other.runs_from(scale):
+        errors.add(spec.path, where, f"{other_id} itself takes its runs at {scale} from {other.runs_from(scale)}")
+        return
+    try:
+        spec.shared_points(scale)
+    except (ValueError, KeyError, TypeError) as exc:
+        errors.add(spec.path, where, str(exc))
 
 
 def _check_scale(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
@@ -529,6 +616,8 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
         if target is None:
             for name, scale in data["scales"].items():
                 _check_scale(spec, name, scale, errors)
+                if "runs_from" in scale:
+                    _check_runs_from(spec, name, scale["runs_from"], registry, errors)
         for i, claim in enumerate(data.get("claims", [])):
             n_claims += 1
             place(claim, spec.id, path, f"claims[{i}]", spec.id, data["paper"])

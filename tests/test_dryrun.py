@@ -338,3 +338,11 @@ def test_cntk_points_without_mmlspark_python_name_it(tmp_path):
     fitting = [done["dlobd-fig4c", f"device-gpu-cudnn_nodes-{n}"] for n in (1, 2, 4)]
     assert all(r.status == "not runnable" for r in fitting)
     assert all("set MMLSPARK_PYTHON (role mmlspark)" in r.reason and "mmlspark_python" in r.reason for r in fitting)
+
+
+def test_dry_runs_of_a_spec_with_runs_from_are_the_other_specs_points(tmp_path):
+    specs = dspec.load_all(ROOT)
+    done = dryrun.dry_runs(specs, "local", tmp_path / "runs", experiments=["slides-resnet50"])
+    assert sorted((eid, pid) for eid, pid, _ in done) == sorted(
+        ("dlobd-fig11", pid) for pid, _ in specs["dlobd-fig11"].points("local"))
+    assert not (tmp_path / "runs").exists()

@@ -4,6 +4,7 @@ import hashlib
 import html
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,31 @@ def test_launch_records_not_runnable_points_once_and_asks_again(tmp_path):
     newest = sorted((tmp_path / "runs").rglob("attempt-002/run.json"))
     assert len(newest) == 4
     assert all("other-prefix" in json.loads(p.read_text())["reason"] for p in newest)
+
+
+def test_a_scale_with_runs_from_reads_the_other_specs_runs(tmp_path):
+    # slides-inception3-8nodes takes its local runs from slides-inception3-4nodes: launching
+    # it runs that spec's three points once, and its rows are those runs, with its own point
+    config = ['experiments=["slides-inception3-8nodes"]']
+    planned = snakemake(tmp_path, "--dry-run", config=[*config, "launch=True"])
+    launched = {line.split("experiment=")[1].split(",")[0] for line in planned.splitlines()
+                if "wildcards:" in line and "point=" in line and "experiment=" in line}
+    assert job_counts(snakemake(tmp_path, "--dry-run", "--quiet", "rules", config=[*config, "launch=True"]))["run"] == "3"
+    assert "slides-inception3-4nodes" in launched
+    # the reference set's real runs of the 4-node chart, as a cluster would have left them
+    source = ROOT / "data" / "reference" / "local" / "local" / "slides-inception3-4nodes"
+    shutil.copytree(source, tmp_path / "runs" / "local" / "local" / "slides-inception3-4nodes")
+    snakemake(tmp_path, config=config)
+    table = pd.read_csv(tmp_path / "results" / "local" / "slides-inception3-8nodes.csv")
+    ok = table[(table["status"] == "ok") & table["value"].notna()]
+    assert set(ok["experiment"]) == {"slides-inception3-8nodes"} and set(ok["repeat"]) == {1, 2, 3}
+    assert {r.split("/")[2] for r in ok["run_id"]} == {"slides-inception3-4nodes"}
+    assert set(ok["batch"]) == {4} and set(ok["network"]) == {"loopback"}
+    summaries = json.loads((tmp_path / "results" / "local" / "runs" / "slides-inception3-8nodes.json").read_text())
+    assert sorted(r["run_id"] for r in summaries) == sorted(set(table["run_id"]))
+    assert not (tmp_path / "runs" / "local" / "local" / "slides-inception3-8nodes").exists()
+    verdicts = pd.read_csv(tmp_path / "results" / "local" / "verdicts" / "slides-inception3-8nodes.csv")
+    assert list(verdicts["claim_id"]) == ["slides-c32"]
 
 
 def job_counts(out: str) -> dict:

@@ -36,9 +36,11 @@ def digest(root: Path) -> dict:
 
 
 def reference_experiments(status="ok") -> set[str]:
-    return {a.record["experiment"] for e in SPECS
-            for a in runs.select(runs.experiment_attempts(REFERENCE, "local", e))
-            if a.record["status"] == status}
+    """Experiments with runs of that status, their own or (`runs_from`) another spec's."""
+    ran = {a.record["experiment"] for e in SPECS
+           for a in runs.select(runs.experiment_attempts(REFERENCE, "local", e))
+           if a.record["status"] == status}
+    return ran | {e for e in SPECS if SPECS[e].runs_from("local") in ran}
 
 
 @pytest.fixture(scope="module")

@@ -196,6 +196,48 @@ def test_unknown_data_from_target(tree):
         "experiments/slides-bigdl-epoch.yaml: data_from: names unknown spec 'dlobd-fig77'"]
 
 
+def test_runs_from_maps_every_point_to_an_equal_point():
+    specs = spec.load_all()
+    shared = specs["slides-resnet50"].shared_points("local")
+    # dlobd-fig11 fixes batch 8 where the slide chart has a batch axis of one value
+    assert shared == {pid: pid.removeprefix("batch-8_") for pid, _ in specs["slides-resnet50"].points("local")}
+    assert set(shared.values()) == {pid for pid, _ in specs["dlobd-fig11"].points("local")}
+    assert specs["slides-inception3-8nodes"].shared_points("local") == {
+        pid: pid for pid, _ in specs["slides-inception3-4nodes"].points("local")}
+    assert specs["dlobd-fig11"].runs_from("local") is None and specs["dlobd-fig11"].shared_points("local") == {}
+
+
+def test_runs_from_with_another_setting_names_the_point_and_the_difference(tree):
+    def longer(d):
+        d["scales"]["local"]["fixed"]["steps"] = 9
+    tree.edit("slides-inception3-8nodes", longer)
+    assert tree.errors("slides-inception3-8nodes") == [
+        "experiments/slides-inception3-8nodes.yaml: scales.local.runs_from: point batch-4_network-loopback_repeat-1 "
+        "has no point with the same launch settings in slides-inception3-4nodes at scale local: steps '9' there '6'"]
+
+
+def test_runs_from_with_a_point_the_other_lacks(tree):
+    def more_repeats(d):
+        d["scales"]["local"]["repeats"] = 4
+    tree.edit("slides-inception3-8nodes", more_repeats)
+    assert tree.errors("slides-inception3-8nodes") == [
+        "experiments/slides-inception3-8nodes.yaml: scales.local.runs_from: point batch-4_network-loopback_repeat-4 "
+        "has no point with the same launch settings in slides-inception3-4nodes at scale local: repeat '4' there '1'"]
+
+
+@pytest.mark.parametrize("target, reason", [
+    ("dlobd-fig77", "names unknown spec 'dlobd-fig77'"),
+    ("slides-inception3-8nodes", "names itself"),
+    ("slides-bigdl-epoch", "slides-bigdl-epoch takes its data from dlobd-fig7a: name that spec"),
+    ("dlobd-fig4c", "point batch-4_network-loopback_repeat-1 has no point with the same launch settings in "
+                    "dlobd-fig4c at scale local: dlobd-fig4c has no points at local"),
+])
+def test_runs_from_target_must_be_a_spec_with_its_own_runs(tree, target, reason):
+    tree.edit("slides-inception3-8nodes", lambda d: d["scales"]["local"].update(runs_from=target))
+    assert tree.errors("slides-inception3-8nodes") == [
+        f"experiments/slides-inception3-8nodes.yaml: scales.local.runs_from: {reason}"]
+
+
 def test_id_differs_from_file_name(tree):
     tree.edit("rdmatf-fig6", lambda d: d.update(id="rdmatf-fig7"))
     errors = tree.errors("rdmatf-fig6")

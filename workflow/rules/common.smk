@@ -2,6 +2,7 @@
 # which matrix points each experiment has.
 
 import concurrent.futures
+import functools
 import json
 import multiprocessing
 import os
@@ -59,8 +60,27 @@ def scale_of(experiment, scale):
         return None
 
 
+@functools.cache
+def shared_points(scale, experiment):
+    """Point id -> the equal point id of the scale's `runs_from` spec (empty without one)."""
+    return SPECS[experiment].shared_points(scale) if scale_of(experiment, scale) else {}
+
+
+def runs_owner(scale, experiment, point):
+    """(experiment, point id) whose attempts under RUNS hold a point's runs: its own, or with
+    the scale's `runs_from`, the equal point of that spec (launched and kept once)."""
+    shared = shared_points(scale, experiment)
+    return (SPECS[experiment].runs_from(scale), shared[point]) if point in shared else (experiment, point)
+
+
 def found_points(scale, experiment):
-    """(cluster, point) of every point directory with attempts under RUNS."""
+    """(cluster, point) of every point directory with attempts under RUNS (for a scale with
+    `runs_from`, every point whose equal point there has attempts or is launched)."""
+    shared = shared_points(scale, experiment)
+    if shared:
+        owner = SPECS[experiment].runs_from(scale)
+        have = set(found_points(scale, owner)) | set(launch_points(scale, owner))
+        return [(c, pid) for c, opid in sorted(have) for pid, theirs in shared.items() if theirs == opid]
     out = []
     root = Path(RUNS)
     if not root.is_dir():
@@ -77,7 +97,7 @@ def launch_points(scale, experiment):
     """(cluster, point) the `run` rule launches when config `launch` is on."""
     if not config["launch"] or SPECS[experiment].data.get("data_from"):
         return []
-    if scale_of(experiment, scale) is None:
+    if scale_of(experiment, scale) is None or SPECS[experiment].runs_from(scale):
         return []
     # points of a scale marked not runnable are launched too: they get a `not runnable` record
     return [(config["cluster"], pid) for pid, _ in SPECS[experiment].points(scale)]
@@ -139,11 +159,13 @@ def stack_for(experiment, point, scale):
 def parse_inputs(wildcards):
     """Every raw file of a point's attempts (and, when launching, the point's launch)."""
     files = []
-    if (wildcards.cluster, wildcards.point) in launch_points(wildcards.scale, wildcards.experiment):
+    owner, point = runs_owner(wildcards.scale, wildcards.experiment, wildcards.point)
+    if (wildcards.cluster, point) in launch_points(wildcards.scale, owner):
         # `run` is a checkpoint, so the files are listed once the run has written them; its
         # marker is an input too, so a point launched again is parsed again
-        files.append(checkpoints.run.get(**wildcards).output.marker)
-    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, wildcards.experiment, wildcards.point)
+        files.append(checkpoints.run.get(cluster=wildcards.cluster, scale=wildcards.scale,
+                                         experiment=owner, point=point).output.marker)
+    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, owner, point)
     for attempt in druns.attempts(pdir):
         for parent, _, names in os.walk(attempt):
             files.extend(os.path.join(parent, n) for n in sorted(names))
@@ -194,9 +216,13 @@ def step_run(wildcards, output, log):
 def step_parse(wildcards, output, log):
     from dlobd import results as dresults
 
-    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, wildcards.experiment, wildcards.point)
+    owner, point = runs_owner(wildcards.scale, wildcards.experiment, wildcards.point)
+    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, owner, point)
+    # another spec's run stands for this point: its rows carry this spec's point
+    as_point = (dict(SPECS[wildcards.experiment].points(wildcards.scale))[wildcards.point]
+                if owner != wildcards.experiment else None)
     frame = dresults.parse_point(
-        pdir, RUNS, lambda point: stack_for(wildcards.experiment, point, wildcards.scale))
+        pdir, RUNS, lambda point: stack_for(wildcards.experiment, point, wildcards.scale), as_point)
     Path(output[0]).parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(output[0], index=False)
     row = frame.iloc[0]
@@ -207,8 +233,11 @@ def step_parse(wildcards, output, log):
 def step_results(wildcards, input, output, log):
     from dlobd import results as dresults
 
-    table = dresults.write_results(wildcards.experiment, list(SPECS[wildcards.experiment].axes()),
-                                   input.parsed, output.csv, output.runs, RUNS, wildcards.scale)
+    shared = shared_points(wildcards.scale, wildcards.experiment)
+    table = dresults.write_results(
+        wildcards.experiment, list(SPECS[wildcards.experiment].axes()), input.parsed, output.csv,
+        output.runs, RUNS, wildcards.scale,
+        runs_of=(SPECS[wildcards.experiment].runs_from(wildcards.scale), set(shared.values())) if shared else None)
     _log(log[0], f"{len(input.parsed)} point(s), {len(table)} row(s)")
 
 
