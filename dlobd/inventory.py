@@ -63,7 +63,18 @@ STACK_SETTINGS = {
     "DLOBD_TF_RDMA_PYTHON": "the python of a TensorFlow 1.x built from source with the verbs "
                             "and MPI channels (grpc+verbs, grpc+mpi; linked against RDMA-gRPC "
                             "for grpc+rdma); network=verbs, rdma, mpi, grpc+rdma of TensorFlow, "
-                            "TensorFlowOnSpark and tf_cnn_benchmarks",
+                            "TensorFlowOnSpark and tf_cnn_benchmarks, and on the paper profile "
+                            "native TensorFlow's gRPC points too (its stacks' Python has no TensorFlow)",
+    "DLOBD_TFOS_PYTHON": "the paper profile's Python of TensorFlowOnSpark 1.0.8 (driver and "
+                         "executors): a Python 3.5 or 2.7, the newest Spark 2.1.0's PySpark runs on, "
+                         "with `pip install tensorflow-gpu==1.4.0` and then `pip install --no-deps "
+                         "tensorflowonspark==1.0.8` (its metadata asks for an unpinned tensorflow, which "
+                         "would install a newer one over it; on workers without CUDA 8 `pip install "
+                         "tensorflow==1.4.0 tensorflowonspark==1.0.8`; e.g. a conda or pyenv Python 3.5, pip "
+                         "20.3.4 the last for it); the python_env role checks it on every host; "
+                         "without it the paper profile's TensorFlowOnSpark points are not runnable "
+                         "(those of network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
+                         "tensorflowonspark 1.0.8 too)",
     "HIBENCH_HOME": "Intel HiBench built with its Spark PageRank (github.com/Intel-bigdata/HiBench)",
     "MVAPICH2_HOME": "MVAPICH2 (mvapich.cse.ohio-state.edu): mpi_impl=mvapich2 of hr-reduce",
     "MVAPICH2_GDR_HOME": "MVAPICH2-GDR (registered download at mvapich.cse.ohio-state.edu): "

@@ -58,7 +58,7 @@ def test_command_of_every_local_point(tmp_path, jars, spec_id, point):
     assert option(argv, "--executor-memory") == ctx.fixed.get("executor_memory", bigdl.EXECUTOR_MEMORY)
     assert option(argv, "--driver-memory") == bigdl.DRIVER_MEMORY
     model = ctx.fixed.get("model", ctx.spec["model"])
-    assert option(argv, "--class") == bigdl.MODELS[model].main
+    assert option(argv, "--class") == f"com.intel.analytics.bigdl.dllib.{bigdl.MODELS[model].main}"
     assert option(argv, "--jars") == jars["DLOBD_BIGDL_CORE_JAR"]
     # the application jar comes right after the main class, the main's options after it
     assert argv[argv.index("--class") + 2] == jars["DLOBD_BIGDL_JAR"]
@@ -235,3 +235,19 @@ def test_lenet_takes_its_learning_rate_as_its_main_wants_it(tmp_path, jars):
     argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
     assert option(argv, "--class") == "com.intel.analytics.bigdl.dllib.models.lenet.Train"
     assert option(argv, "-r") == "0.1" and "-l" not in argv
+
+
+@pytest.mark.parametrize("spec_id, point", local_points(rdma=False))
+def test_the_papers_bigdl_runs_its_own_package_from_one_jar(tmp_path, jars, spec_id, point):
+    """The paper profile's BigDL (commit a1f3a88, 0.x code): the models at the package root, and
+    one jar with its native core inside, so no core jar is asked for or passed."""
+    env = {**jars, "DLOBD_BIGDL_VERSION": "a1f3a88", "DLOBD_BIGDL_CORE_JAR": ""}
+    ctx = context(tmp_path, spec_id, point)
+    argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", env)
+    model = ctx.fixed.get("model", ctx.spec["model"])
+    assert option(argv, "--class") == f"com.intel.analytics.bigdl.{bigdl.MODELS[model].main}"
+    assert "--jars" not in argv and argv[argv.index("--class") + 2] == jars["DLOBD_BIGDL_JAR"]
+    # BigDL 2.x without its core jar is named
+    with pytest.raises(FileNotFoundError, match=r"DLOBD_BIGDL_CORE_JAR=\(unset\): BigDL jar not found"):
+        bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data",
+                      {**env, "DLOBD_BIGDL_VERSION": "2.4.0"})

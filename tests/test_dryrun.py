@@ -346,3 +346,86 @@ def test_dry_runs_of_a_spec_with_runs_from_are_the_other_specs_points(tmp_path):
     assert sorted((eid, pid) for eid, pid, _ in done) == sorted(
         ("dlobd-fig11", pid) for pid, _ in specs["dlobd-fig11"].points("local"))
     assert not (tmp_path / "runs").exists()
+
+
+TFOS_EXPERIMENTS = ["dlobd-fig5b", "dlobd-fig9"]  # every spec whose stack is (or whose axis has) TFoS
+
+
+def tfos_points(done) -> dict:
+    specs = dspec.load_all(ROOT)
+    return {(eid, pid): r for (eid, pid), r in done.items()
+            if dict(specs[eid].points("paper"))[pid].get(specs[eid].data.get("stack_axis"), specs[eid].stack("paper"))
+            == "tensorflowonspark"}
+
+
+def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
+    """The paper profile's TFoS points of a cluster that gives DLOBD_TFOS_PYTHON: train_tf1.py
+    (TFoS 1.0.8, TensorFlow 1.4.0) in that Python, the verbs points in DLOBD_TF_RDMA_PYTHON."""
+    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_stack_settings={
+        "RDMA_GRPC_HOME": "/sw/rdma-grpc", "DLOBD_TF_RDMA_PYTHON": "/sw/tf1-verbs/bin/python",
+        "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks", "DLOBD_TFOS_PYTHON": "/sw/py35-tf14/bin/python"})
+    done = tfos_points(inventory_dry_runs(path, tmp_path, TFOS_EXPERIMENTS))
+    assert len(done) == 16  # fig5b's 14, fig9's 2 TFoS points
+    train_tf1 = str(ROOT / "workloads" / "tensorflowonspark" / "train_tf1.py")
+    events = (tmp_path / "runs").resolve()
+    for (eid, pid), r in done.items():
+        assert r.status == "dry run", (eid, pid, r.reason)
+        python = "/sw/tf1-verbs/bin/python" if "network-rdma" in pid else "/sw/py35-tf14/bin/python"
+        at = r.command.index(train_tf1)
+        assert r.command[0] == "$SPARK_HOME/bin/spark-submit" and f"spark.pyspark.python={python}" in r.command
+        assert f"spark.executorEnv.PYSPARK_PYTHON={python}" in r.command
+        assert r.command[at + 1:at + 5] == ["--model", "mnist_softmax" if "mnist" in pid or eid == "dlobd-fig9"
+                                            else "cifar10_cnn", "--input-mode", "spark"]
+        assert r.versions["tensorflowonspark"] == "1.0.8" and r.versions["tensorflow"] == "1.4.0"
+        assert str(events) in " ".join(r.command)  # the event log goes to the attempt
+    fig9 = done["dlobd-fig9", "framework-tensorflowonspark_network-ipoib"]
+    head = fig9.command[:fig9.command.index(train_tf1)]
+    confs = [head[i + 1] for i, a in enumerate(head) if a == "--conf"]
+    assert head[:9] == ["$SPARK_HOME/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
+                        "--num-executors", "4", "--executor-cores", "1"]
+    assert confs[:16] == [
+        "spark.dynamicAllocation.enabled=false", "spark.executor.cores=1", "spark.task.cpus=1",
+        "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime=600s", "spark.task.maxFailures=1",
+        "spark.yarn.maxAppAttempts=1", "spark.pyspark.python=/sw/py35-tf14/bin/python",
+        "spark.pyspark.driver.python=/sw/py35-tf14/bin/python",
+        "spark.executorEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", "spark.executorEnv.TZ=UTC",
+        "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL=1", "spark.yarn.executor.memoryOverhead=1024",
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", confs[14],
+        "spark.eventLog.enabled=true"]
+    assert fig9.command[fig9.command.index(train_tf1):] == [
+        train_tf1, "--model", "mnist_softmax", "--input-mode", "spark",
+        "--data-dir", "hdfs://172.31.7.11:19820/dlobd/data/mnist", "--workers", "3", "--ps", "1",
+        "--num-gpus", "0", "--batch-size", "128", "--epochs", "1", "--partitions", "6", "--log-every", "10",
+        "--protocol", "grpc"]
+    assert fig9.labels["parameter_servers"] == "1"
+    cifar = done["dlobd-fig5b", "gpus-8_network-rdma_workload-cifar10"]
+    assert cifar.command[cifar.command.index(train_tf1):] == [
+        train_tf1, "--model", "cifar10_cnn", "--input-mode", "spark",
+        "--data-dir", "hdfs://172.31.7.11:19820/dlobd/data/cifar10-synthetic", "--workers", "8", "--ps", "1",
+        "--num-gpus", "1", "--batch-size", "64", "--epochs", "1", "--partitions", "16", "--log-every", "10",
+        "--protocol", "grpc+verbs"]
+    assert "--num-executors" in cifar.command and cifar.command[cifar.command.index("--num-executors") + 1] == "9"
+    assert cifar.labels["parameter_servers"] == "1 (not stated by the paper: the launcher's choice)"
+
+
+def test_tfos_paper_points_without_the_site_python_name_it(tmp_path):
+    """A cluster that gives no DLOBD_TFOS_PYTHON (the example's does): every TFoS point the
+    cluster's size allows, but those of TF's verbs channel (DLOBD_TF_RDMA_PYTHON), is not
+    runnable, naming the setting."""
+    assert "DLOBD_TFOS_PYTHON" in inventory.load(EXAMPLE).settings
+    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8))
+    rdma_python = "/sw/tf1-verbs/bin/python"
+    done = tfos_points(inventory_dry_runs(path, tmp_path, TFOS_EXPERIMENTS))
+    assert len(done) == 16
+    named = 0
+    for (eid, pid), r in done.items():
+        if "network-rdma" in pid:
+            assert r.status == "dry run", (eid, pid, r.reason)
+            assert f"spark.pyspark.python={rdma_python}" in r.command
+        else:
+            assert r.status == "not runnable", (eid, pid)
+            assert "set DLOBD_TFOS_PYTHON in dlobd_stack_settings" in r.reason
+            assert "TensorFlowOnSpark 1.0.8 runs TensorFlow 1.4.0 in a Python 3.5 or 2.7" in r.reason
+            named += 1
+    assert named == 8  # every IPoIB point

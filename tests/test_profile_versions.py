@@ -2,7 +2,10 @@
 Spack environment pins, and the settings the roles use follow the host's set, rendered by the real
 ansible-playbook on this machine (connection local; nothing is installed): versions, JAVA_HOME,
 HADOOP_HOME, the JVM options, dlobd-env.sh. The modern profile renders what it always did; the
-paper profile's spack method takes Java 8 from the Spack environment, without Java 17's options."""
+paper profile's spack method takes Java 8 from the Spack environment, without Java 17's options.
+A set whose TensorFlowOnSpark runs in a Python the site gives (role python_env's
+python_env_version_bounds) has its TensorFlow and TensorFlowOnSpark there, not in Spack: the role
+runs that Python (fakes here, and this machine's own) and stops naming what it found."""
 
 import json
 import os
@@ -24,6 +27,11 @@ ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 PACKAGES = {"java": "openjdk", "hadoop": "hadoop", "spark": "spark", "tensorflow": "py-tensorflow",
             "tensorflowonspark": "py-tensorflowonspark", "mpi4py": "py-mpi4py", "bigdl": "bigdl"}
 PINNED = re.compile(r"^([\w-]+)@([^\s~+^]+)")
+# The sets whose TensorFlowOnSpark runs in the site's Python (DLOBD_TFOS_PYTHON), which the role
+# python_env checks: their entries of SITE_PYTHON are versions that Python carries, no Spack pins
+PYTHON_ENV = yaml.safe_load((PLAYBOOKS / "roles" / "python_env" / "defaults" / "main.yml").read_text())
+SITE_PYTHON_SETS = tuple(PYTHON_ENV["python_env_version_bounds"])
+SITE_PYTHON = ("tensorflow", "tensorflowonspark")
 OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED"
 # What only provisioning finds (role facts, the host's memory), as placeholders
 PROVISIONED = {"spark_home": "/FACT/spark", "spark_pythonpath": "", "hadoop_classpath": "/FACT/classpath",
@@ -41,8 +49,10 @@ def spack_pins(spack_yaml: Path) -> dict[str, str]:
     return pins
 
 
-def drift(sets: dict, envs: Path) -> list[str]:
-    """Where the version sets and the Spack environments of `envs` disagree."""
+def drift(sets: dict, envs: Path, site_python_sets=SITE_PYTHON_SETS) -> list[str]:
+    """Where the version sets and the Spack environments of `envs` disagree. In a set of
+    `site_python_sets` the SITE_PYTHON entries must be stated and must not be Spack pins (a
+    second TensorFlow that nothing runs, or a set that took Spack's for the site's)."""
     problems = []
     for name in sorted(set(sets) | {p.name for p in envs.iterdir() if (p / "spack.yaml").is_file()}):
         if name not in sets:
@@ -57,6 +67,13 @@ def drift(sets: dict, envs: Path) -> list[str]:
             if package == "openjdk" and pinned:
                 pinned = pinned.removeprefix("1.").split(".")[0]  # 1.8.0 is Java 8
             stated = sets[name].get(key)
+            if name in site_python_sets and key in SITE_PYTHON:
+                if pinned is not None:
+                    problems.append(f"{name}: {key} {stated} comes from the site's Python (DLOBD_TFOS_PYTHON), "
+                                    f"but spack.yaml pins {package}@{pinned}")
+                elif stated is None:
+                    problems.append(f"{name}: no {key} version for the site's Python (DLOBD_TFOS_PYTHON) to carry")
+                continue
             if (None if stated is None else str(stated)) != pinned:
                 problems.append(f"{name}: {key} {stated} in dlobd_profile_versions, {package}@{pinned} in spack.yaml")
     return problems
@@ -71,6 +88,7 @@ def test_every_version_set_is_what_its_spack_environment_pins():
 def test_a_version_set_drifting_from_its_environment_is_named(tmp_path):
     sets = yaml.safe_load(yaml.safe_dump(GROUP_VARS["dlobd_profile_versions"]))
     sets["paper-tfos-bigdl"]["spark"] = "2.1.1"
+    del sets["paper-tfos-bigdl"]["tensorflow"]
     del sets["paper-mmlspark"]["java"]
     sets["paper-gone"] = {"java": 8}
     (tmp_path / "paper-new").mkdir()
@@ -78,12 +96,31 @@ def test_a_version_set_drifting_from_its_environment_is_named(tmp_path):
     for name in GROUP_VARS["dlobd_profile_versions"]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "spack.yaml").write_bytes((SPACK_ENVS / name / "spack.yaml").read_bytes())
+    # Spack's TensorFlowOnSpark back in the environment whose TFoS is the site Python's
+    tfos = tmp_path / "paper-tfos-bigdl" / "spack.yaml"
+    tfos.write_text(tfos.read_text().replace("  - hadoop@2.7.3\n", "  - hadoop@2.7.3\n  - py-tensorflowonspark@1.0.8\n"))
     assert drift(sets, tmp_path) == [
         "version set paper-gone has no spack-envs/paper-gone/spack.yaml",
         "paper-mmlspark: java None in dlobd_profile_versions, openjdk@8 in spack.yaml",
         "spack-envs/paper-new has no version set",
         "paper-tfos-bigdl: spark 2.1.1 in dlobd_profile_versions, spark@2.1.0 in spack.yaml",
+        "paper-tfos-bigdl: no tensorflow version for the site's Python (DLOBD_TFOS_PYTHON) to carry",
+        "paper-tfos-bigdl: tensorflowonspark 1.0.8 comes from the site's Python (DLOBD_TFOS_PYTHON), but "
+        "spack.yaml pins py-tensorflowonspark@1.0.8",
     ]
+
+
+def test_the_site_python_s_versions_are_no_spack_pins_of_its_environment():
+    """paper-tfos-bigdl drops Spack's py-tensorflow and py-tensorflowonspark roots; a
+    py-tensorflow stays only as tf-cnn-benchmarks' dependency (a `^` constraint, no pin)."""
+    assert SITE_PYTHON_SETS == ("paper-tfos-bigdl",)
+    pins = spack_pins(SPACK_ENVS / "paper-tfos-bigdl" / "spack.yaml")
+    assert "py-tensorflow" not in pins and "py-tensorflowonspark" not in pins
+    # were its TensorFlow Spack's, the environment would lack the pins
+    problems = drift(GROUP_VARS["dlobd_profile_versions"], SPACK_ENVS, site_python_sets=())
+    assert problems == [
+        "paper-tfos-bigdl: tensorflow 1.4.0 in dlobd_profile_versions, py-tensorflow@None in spack.yaml",
+        "paper-tfos-bigdl: tensorflowonspark 1.0.8 in dlobd_profile_versions, py-tensorflowonspark@None in spack.yaml"]
 
 
 def ansible(tmp_path: Path, playbook: str, hosts: dict, extra: dict | None = None) -> subprocess.CompletedProcess:
@@ -202,9 +239,13 @@ def test_the_paper_profile_on_spack_renders_its_environment_s_versions(rendered,
 def test_the_paper_sets_name_only_their_environment_s_stacks(rendered):
     tfos = rendered["paper-tfos-bigdl"]
     assert [tfos["vars"][f"dlobd_{name}_version"] for name in ("tensorflow", "tensorflowonspark", "mpi4py", "bigdl")] \
-        == ["2.5", "1.0.8", "3.1", "a1f3a88"]
+        == ["1.4.0", "1.0.8", "3.1", "a1f3a88"]
     assert exports(tfos)["DLOBD_BIGDL_VERSION"] == "a1f3a88"
-    assert tfos["vars"]["python_env_bounds"] == {"tensorflow_min": "3.6", "pyspark_max": "3.5"}
+    assert tfos["vars"]["python_env_bounds"] == {"tensorflow_pythons": ["2.7", "3.3", "3.4", "3.5", "3.6"],
+                                                 "pyspark_max": "3.5"}
+    # its TensorFlow and TFoS are not the stacks' Python's
+    assert ("# The stacks' Python (mpi4py, psutil), not the project's tooling venv. TensorFlowOnSpark\n"
+            "# 1.0.8 and TensorFlow 1.4.0 run in DLOBD_TFOS_PYTHON (dlobd_stack_settings).") in tfos["dlobd-env.sh"]
     caffeonspark = rendered["paper-caffeonspark"]
     assert caffeonspark["vars"]["dlobd_tensorflow_version"] == caffeonspark["vars"]["dlobd_bigdl_version"] == ""
     assert "# The stacks' Python (psutil), not the project's tooling venv." in caffeonspark["dlobd-env.sh"]
@@ -284,23 +325,90 @@ PYTHON_BOUNDS = """
     - ansible.builtin.include_role: {name: python_env, tasks_from: bounds.yml}
 """
 PAPER_TFOS = {"dlobd_profile": "paper", "dlobd_install_method": "spack"}
+EXPECTED = ("expected Python 2.7 or 3.3 or 3.4 or 3.5 (TensorFlow 1.4.0 has wheels for 2.7, 3.3, 3.4, 3.5, 3.6; "
+            "Spark 2.1.0's PySpark runs on 3.5 at the newest), TensorFlow 1.4.0 and TensorFlowOnSpark 1.0.8 "
+            "(version set paper-tfos-bigdl)")
 
 
-def test_the_tfos_bigdl_set_stops_at_the_stacks_python_naming_why(tmp_path):
-    done = ansible(tmp_path, PYTHON_BOUNDS, {"h": PAPER_TFOS}, {"python_env_interpreter": sys.executable})
-    out = " ".join(done.stdout.split())
-    assert done.returncode != 0
-    assert (f"h: the stacks' Python ({sys.executable}, Python {'.'.join(map(str, sys.version_info[:3]))}) has to "
-            "be Python 3.6 or newer for TensorFlow 2.5 and 3.5 or older for Spark 2.1.0's PySpark (version set "
-            "paper-tfos-bigdl): no Python is both, so this version set cannot provision the stacks' Python") in out
+def fake_python(folder: Path, found: dict) -> Path:
+    """An interpreter that answers the role's probe with `found`, whatever it is asked to run."""
+    path = folder / "bin" / "python"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"#!/bin/sh\necho 'some warning on stdout'\necho '{json.dumps(found)}'\n")
+    path.chmod(0o755)
+    return path
 
 
-@pytest.mark.parametrize("bounds, fits", [({"tensorflow_min": "3.6", "pyspark_max": "3.9"}, False),
-                                          ({"tensorflow_min": "3.6", "pyspark_max": "3.99"}, True)])
-def test_the_stacks_python_is_checked_against_its_bounds(tmp_path, bounds, fits):
-    done = ansible(tmp_path, PYTHON_BOUNDS, {"h": PAPER_TFOS}, {
-        "python_env_interpreter": sys.executable, "python_env_version_bounds": {"paper-tfos-bigdl": bounds}})
-    assert (done.returncode == 0) is fits, done.stdout[-3000:]
-    if not fits:
-        assert ("or older for Spark 2.1.0's PySpark (version set paper-tfos-bigdl): set python_env_interpreter "
-                "to such a Python on every host") in " ".join(done.stdout.split())
+def check_tfos_python(tmp_path: Path, python) -> tuple[int, str]:
+    done = ansible(tmp_path, PYTHON_BOUNDS, {"h": PAPER_TFOS},
+                   {"dlobd_stack_settings": {"DLOBD_TFOS_PYTHON": str(python)}})
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+@pytest.mark.parametrize("python", ["3.5.10", "2.7.18"])
+def test_a_site_python_with_the_set_s_tensorflow_and_tfos_passes(tmp_path, python):
+    fake = fake_python(tmp_path, {"python": python, "tensorflow": "1.4.0", "tensorflowonspark": "1.0.8"})
+    rc, out = check_tfos_python(tmp_path, fake)
+    assert rc == 0 and "failed=0" in out, out[-3000:]
+
+
+@pytest.mark.parametrize("found, named", [
+    ({"python": "3.6.15", "tensorflow": "1.4.0", "tensorflowonspark": "1.0.8"},
+     "found Python 3.6.15, TensorFlow 1.4.0, TensorFlowOnSpark 1.0.8"),
+    ({"python": "3.5.10", "tensorflow": "1.15.5", "tensorflowonspark": "1.0.8"},
+     "found Python 3.5.10, TensorFlow 1.15.5, TensorFlowOnSpark 1.0.8"),
+    ({"python": "3.5.10", "tensorflow": "1.4.0", "tensorflowonspark": "none (ImportError: No module named six)"},
+     "found Python 3.5.10, TensorFlow 1.4.0, TensorFlowOnSpark none (ImportError: No module named six)"),
+])
+def test_a_site_python_off_the_set_stops_naming_host_setting_found_and_expected(tmp_path, found, named):
+    fake = fake_python(tmp_path, found)
+    rc, out = check_tfos_python(tmp_path, fake)
+    assert rc != 0
+    assert f"h: DLOBD_TFOS_PYTHON={fake} (dlobd_stack_settings): {named}; {EXPECTED}" in out, out[-3000:]
+
+
+def test_the_probe_runs_for_real_in_this_machine_s_python(tmp_path):
+    """This machine's Python is too new and has neither TensorFlow 1.4.0 nor TFoS 1.0.8 in it."""
+    rc, out = check_tfos_python(tmp_path, sys.executable)
+    assert rc != 0
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert f"h: DLOBD_TFOS_PYTHON={sys.executable} (dlobd_stack_settings): found Python {version}, TensorFlow " in out
+    assert re.search(r"TensorFlowOnSpark (none \(ModuleNotFoundError: No module named '[\w.]+'\)|[\w.]+); "
+                     + re.escape(EXPECTED), out), out[-3000:]
+
+
+def test_a_site_python_that_does_not_run_is_named(tmp_path):
+    rc, out = check_tfos_python(tmp_path, tmp_path / "no" / "python")
+    assert rc != 0
+    assert f"h: DLOBD_TFOS_PYTHON={tmp_path}/no/python (dlobd_stack_settings): found no Python that answers the probe (exit " in out
+    assert EXPECTED in out
+
+
+SHOW_TFOS_CHECK = """
+- hosts: all
+  gather_facts: false
+  roles:
+    - {role: python_env, when: false}  # its defaults
+  tasks:
+    - ansible.builtin.copy:
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+        content: "{{ {'check': python_env_checks_tfos_python | bool, 'python': python_env_tfos_python} | to_json }}"
+"""
+
+
+def test_only_a_set_with_a_site_python_given_checks_it(tmp_path):
+    """Without DLOBD_TFOS_PYTHON the paper set provisions on (its TFoS points are not runnable,
+    naming the setting: tests/test_tfos_launch.py); the modern set never checks one."""
+    given = {"dlobd_stack_settings": {"DLOBD_TFOS_PYTHON": "/opt/py35/bin/python"}}
+    hosts = {"paper-given": {**PAPER_TFOS, **given}, "paper-not-given": PAPER_TFOS,
+             "paper-apptainer": {**PAPER_TFOS, "dlobd_install_method": "apptainer", **given},
+             "modern-given": given, "paper-caffeonspark": {**PAPER_TFOS, "dlobd_paper_env": "caffeonspark", **given}}
+    (tmp_path / "out").mkdir()
+    done = ansible(tmp_path, SHOW_TFOS_CHECK, hosts, {"out": str(tmp_path / "out")})
+    assert done.returncode == 0, done.stdout[-3000:]
+    got = {h: json.loads((tmp_path / "out" / f"{h}.json").read_text()) for h in hosts}
+    assert {h: g["check"] for h, g in got.items()} == {
+        "paper-given": True, "paper-not-given": False, "paper-apptainer": False, "modern-given": False,
+        "paper-caffeonspark": False}
+    assert got["paper-given"]["python"] == "/opt/py35/bin/python" and got["paper-not-given"]["python"] == ""

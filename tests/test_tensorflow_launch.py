@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import plan, runs, stacks
+from dlobd import plan, provenance, runs, stacks
 from dlobd.stacks import ssh_argv
 from dlobd.stacks import tensorflow as tf
 
@@ -248,3 +248,18 @@ def test_launch_records_the_failed_task(monkeypatch, tmp_path):
     plan_file = json.loads((attempt / tf.PLAN_FILE).read_text())
     assert {t["job"] for t in plan_file["tasks"]} == {"chief", "ps", "worker"}
     assert Path(record["command"][-1]) == (attempt / tf.PLAN_FILE).resolve()
+
+
+def test_on_the_paper_profile_grpc_runs_in_the_sites_tf_build(monkeypatch, tmp_path):
+    """The paper profile's stacks' Python has no TensorFlow: a gRPC point runs in the TF 1.x build
+    that has the RDMA channels (the papers compared the channels within one build), and without
+    one it is not runnable, naming the setting."""
+    settings = {"DLOBD_PROFILE": "paper"}
+    monkeypatch.setattr(provenance, "stack_setting", lambda name: settings.get(name))
+    with pytest.raises(runs.NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
+        tf.transport("loopback")
+    settings["DLOBD_TF_RDMA_PYTHON"] = str(tmp_path / "python")
+    link, python = tf.transport("loopback")
+    assert (link.settings["protocol"], python) == ("grpc", str(tmp_path / "python"))
+    settings["DLOBD_PROFILE"] = "modern"
+    assert tf.transport("loopback")[1] is None

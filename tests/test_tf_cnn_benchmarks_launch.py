@@ -76,7 +76,8 @@ def test_command_of_every_paper_point(cluster, tmp_path, eid, pid, point):
     n_ps = int(params.get("parameter_servers", 1))
     assert sorted(tasks) == sorted([f"worker:{i}" for i in range(n_workers)] + [f"ps:{i}" for i in range(n_ps)])
     network = point.get("network", "ipoib")
-    python = "/stack/python/bin/python" if network == "ipoib" else "/sw/tf1/bin/python"
+    # the paper profile's stacks' Python has no TensorFlow: gRPC too runs in the site's TF 1.x build
+    python = "/sw/tf1/bin/python"
     worker_hosts = GPU_HOSTS[:n_workers]  # one worker per GPU node
     ps_hosts = CPU_HOSTS[:n_ps] if eid == "tfgrpc-fig4" else [worker_hosts[i % n_workers] for i in range(n_ps)]
     for name, (host, argv) in tasks.items():

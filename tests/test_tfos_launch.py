@@ -5,15 +5,22 @@ breakdown is checked on tests/data/logs/tensorflowonspark-yarn/spark-mnist-1-nod
 run of the launcher (tests/data/logs/README.md), whose event log is stored gzip-compressed.
 """
 
+import ast
 import gzip
+import importlib.util
 import json
+import os
 import shutil
+import struct
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from dlobd import ROOT, hadoop, networks, plan, runs
+from dlobd import spec as dspec
 from dlobd.stacks import parse_run
 from dlobd.stacks import tensorflowonspark as tfos
 
@@ -212,3 +219,299 @@ def test_without_yarn_records_training_is_the_chief_clock(run):
     assert r.status == "ok" and r.finished
     rows = [(x["phase"], x["task"]) for x in r.rows if x["metric"] == "time_breakdown_s"]
     assert sorted(rows) == [("tfos_shutdown", "driver"), ("tfos_startup", "driver"), ("training", "chief:0")]
+
+
+# ---------------------------------------------------------------- the paper profile: TFoS 1.0.8, TF 1.x
+
+GROUP_VARS = yaml.safe_load((ROOT / "playbooks" / "group_vars" / "all" / "main.yml").read_text())
+PAPER_ENV = {**ENV, "DLOBD_PROFILE": "paper", "DLOBD_TFOS_PYTHON": "/opt/py35-tf14/bin/python",
+             "DLOBD_TF_RDMA_PYTHON": "/opt/tf1-verbs/bin/python"}
+
+
+def paper_points():
+    """(experiment, point id, point) of every TFoS point at paper scale, of every spec."""
+    out = []
+    for name, s in dspec.load_all(ROOT).items():
+        try:
+            if s.data.get("data_from") or s.runs_from("paper") or not s.scale("paper").get("runnable", True):
+                continue
+            points = s.points("paper")
+        except KeyError:
+            continue  # no paper scale
+        for pid, point in points:
+            axis = s.data.get("stack_axis")
+            if (point.get(axis) if axis and axis in point else s.stack("paper")) == "tensorflowonspark":
+                out.append((name, pid, point))
+    return out
+
+
+PAPER_POINTS = paper_points()
+
+
+def paper_context(tmp_path, experiment, point):
+    data = spec(experiment)
+    scale = data["scales"]["paper"]
+    attempt = tmp_path / "attempt-001"
+    attempt.mkdir(exist_ok=True)
+    return runs.RunContext(spec=data, scale="paper", cluster="local", point=point, attempt_dir=attempt,
+                           runs_dir=tmp_path, fixed=dict(scale.get("fixed", {})),
+                           time_limit_s=scale.get("time_limit_s"), dry_run=True)
+
+
+def test_the_paper_points_are_those_of_fig5b_and_fig9():
+    assert sorted({name for name, _, _ in PAPER_POINTS}) == ["dlobd-fig5b", "dlobd-fig9"]
+    assert len(PAPER_POINTS) == 14 + 2
+
+
+def test_the_launcher_s_paper_versions_are_the_version_set_s():
+    tfos_set = GROUP_VARS["dlobd_profile_versions"]["paper-tfos-bigdl"]
+    assert (tfos.PAPER_TENSORFLOW, tfos.PAPER_TFOS) == (tfos_set["tensorflow"], tfos_set["tensorflowonspark"])
+    bounds = yaml.safe_load((ROOT / "playbooks/roles/python_env/defaults/main.yml").read_text())[
+        "python_env_version_bounds"]["paper-tfos-bigdl"]
+    assert bounds["pyspark_max"] == "3.5" and tfos.PAPER_PYSPARK_PYTHON == "3.5 or 2.7"
+
+
+@pytest.mark.parametrize("experiment, pid, point", PAPER_POINTS, ids=[f"{e}:{p}" for e, p, _ in PAPER_POINTS])
+def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypatch, experiment, pid, point):
+    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5", "10.1.0.6"])
+    ctx = paper_context(tmp_path, experiment, point)
+    where = tfos.placement(point["network"], PAPER_ENV)
+    assert where.tf1 and where.node_host is None  # several workers: TFoS 1.0 picks each one's address
+    cmd = tfos.build_command(ctx, "spark-submit", URI, where)
+    conf = confs(cmd)
+    rdma = point["network"] == "rdma"
+    python = "/opt/tf1-verbs/bin/python" if rdma else "/opt/py35-tf14/bin/python"
+    assert cmd[:5] == ["spark-submit", "--master", "yarn", "--deploy-mode", "client"]
+    assert cmd[cmd.index("spark.ui.enabled=false") + 1] == str(tfos.TRAIN_TF1)
+    assert str(tfos.TRAIN) not in cmd
+    for key in ("spark.pyspark.python", "spark.pyspark.driver.python", "spark.executorEnv.PYSPARK_PYTHON",
+                "spark.yarn.appMasterEnv.PYSPARK_PYTHON"):
+        assert conf[key] == python
+    # Spark 2.1's name of the executors' overhead; the 2.3 one is not there
+    assert conf["spark.yarn.executor.memoryOverhead"] == "1024" and "spark.executor.memoryOverhead" not in conf
+    workers = point["gpus"] if experiment == "dlobd-fig5b" else 3
+    assert option(cmd, "--workers") == str(workers) and option(cmd, "--ps") == "1"
+    assert option(cmd, "--num-executors") == str(workers + 1) and option(cmd, "--partitions") == str(2 * workers)
+    assert option(cmd, "--protocol") == ("grpc+verbs" if rdma else "grpc")
+    assert option(cmd, "--input-mode") == "spark" and option(cmd, "--data-dir") == URI
+    assert "--cluster-size" not in cmd and "--train-images" not in cmd and "--node-host" not in cmd
+    if experiment == "dlobd-fig5b":
+        assert option(cmd, "--model") == {"mnist": "mnist_softmax", "cifar10": "cifar10_cnn"}[point["workload"]]
+        assert option(cmd, "--num-gpus") == "1" and option(cmd, "--batch-size") == "64"
+    else:
+        # fig9: 3 workers and 1 parameter server on 4 nodes, batch 128, on CPUs
+        assert option(cmd, "--model") == "mnist_softmax" and option(cmd, "--batch-size") == "128"
+        assert option(cmd, "--num-gpus") == "0"
+
+
+def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):
+    fig5b = tfos.tf1_layout(paper_context(tmp_path, "dlobd-fig5b",
+                                          {"workload": "cifar10", "network": "ipoib", "gpus": 8}))
+    assert (fig5b["workers"], fig5b["ps"], fig5b["input_mode"], fig5b["batch"], fig5b["epochs"]) == (8, 1, "spark", 64, 1)
+    assert fig5b["labels"] == {
+        "parameter_servers": "1 (not stated by the paper: the launcher's choice)",
+        "input_mode": "spark, TFoS's RDD feeding (the paper's mode: parameter server; input mode not stated by "
+                      "the paper: the launcher's choice)",
+        "batch": "64 (not stated by the paper: the launcher's choice)",
+        "epochs": "1 (not stated by the paper: the launcher's choice)"}
+    fig9 = tfos.tf1_layout(paper_context(tmp_path, "dlobd-fig9", {"framework": "tensorflowonspark", "network": "ipoib"}))
+    assert fig9["labels"]["parameter_servers"] == "1" and "batch" not in fig9["labels"]
+    assert fig9["labels"]["input_mode"].startswith("spark, TFoS's RDD feeding (the paper's mode: not stated;")
+
+
+def test_a_paper_point_without_the_site_python_is_not_runnable_naming_the_setting(tmp_path, monkeypatch):
+    env = {k: v for k, v in PAPER_ENV.items() if k != "DLOBD_TFOS_PYTHON"}
+    monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(env))
+    monkeypatch.setattr(networks, "missing", lambda stack, network: [])  # IPoIB: an HCA this machine lacks
+    ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "mnist", "network": "ipoib", "gpus": 2})
+    with pytest.raises(runs.NotRunnable) as caught:
+        tfos.launch(ctx)
+    assert str(caught.value) == (
+        "the paper profile's TensorFlowOnSpark 1.0.8 runs TensorFlow 1.4.0 in a Python 3.5 or 2.7 (Spark 2.1.0's "
+        "PySpark fails on 3.6, SPARK-19019), not in the stacks' Python: set DLOBD_TFOS_PYTHON in "
+        "dlobd_stack_settings to such a Python with tensorflow 1.4.0 and tensorflowonspark 1.0.8 "
+        "(docs/new-cluster.md)")
+    assert list(ctx.attempt_dir.iterdir()) == []
+
+
+def test_the_modern_profile_never_reads_the_site_python():
+    where = tfos.placement("loopback", {**ENV, "DLOBD_TFOS_PYTHON": "/opt/py35-tf14/bin/python"})
+    assert not where.tf1 and where.python == "/stack/bin/python"
+
+
+def test_a_paper_dry_run_records_the_versions_and_choices(tmp_path, monkeypatch):
+    monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(PAPER_ENV))
+    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(tfos.hadoop, "hdfs_uri", lambda path: "hdfs://10.1.0.1:19820" + path)
+    monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5"])
+    ctx = paper_context(tmp_path, "dlobd-fig9", {"framework": "tensorflowonspark", "network": "ipoib"})
+    result = tfos.launch(ctx)
+    assert result.status == "dry run"
+    assert option(result.command, "--node-host") == "10.1.0.5"  # one worker: every node on its address
+    assert result.versions["tensorflow"] == "1.4.0" and result.versions["tensorflowonspark"] == "1.0.8"
+    assert result.labels["parameter_servers"] == "1" and result.labels["tf_nodes"] == "3"
+
+
+# ---------------------------------------------------------------- train_tf1.py, which cannot run here
+
+TF1 = ROOT / "workloads" / "tensorflowonspark" / "train_tf1.py"
+
+
+def load_tf1():
+    spec_ = importlib.util.spec_from_file_location("train_tf1", TF1)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module
+
+
+def test_train_tf1_is_python_3_5_and_2_7_syntax():
+    source = TF1.read_text()
+    tree = ast.parse(source, feature_version=(3, 5))  # no f-strings, no variable annotations
+    newer = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.JoinedStr, ast.Nonlocal, ast.YieldFrom, ast.AsyncFunctionDef, ast.Await,
+                             ast.AnnAssign, ast.NamedExpr, ast.MatMult)):
+            newer.append(type(node).__name__)
+        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            args = node.args
+            if args.kwonlyargs or args.posonlyargs or any(a.annotation for a in args.args) or \
+                    getattr(node, "returns", None):
+                newer.append(f"signature of line {node.lineno}")
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)) and any(isinstance(e, ast.Starred) for e in node.elts):
+            newer.append(f"starred element, line {node.lineno}")
+        elif isinstance(node, ast.Dict) and None in node.keys:
+            newer.append(f"** in a dict display, line {node.lineno}")
+        elif isinstance(node, ast.Call) and (sum(isinstance(a, ast.Starred) for a in node.args) > 1 or
+                                             sum(k.arg is None for k in node.keywords) > 1):
+            newer.append(f"several unpackings in a call, line {node.lineno}")
+    assert newer == []
+    assert "from __future__ import absolute_import, division, print_function" in source
+    # none of the project's helpers (Python 3.9+, TensorFlow 2)
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m.startswith(("dlobd", "psutil"))}
+    assert "What has NOT run here: the driver side" in source
+
+
+@pytest.mark.parametrize("python", ["python2.7", "python3.5"])
+def test_train_tf1_compiles_in_an_old_python_where_one_is_installed(tmp_path, python):
+    found = shutil.which(python)
+    if not found or subprocess.run([found, "-c", "pass"], capture_output=True).returncode != 0:
+        pytest.skip(f"no {python} here")
+    copy = tmp_path / "train_tf1.py"
+    copy.write_bytes(TF1.read_bytes())
+    done = subprocess.run([found, "-m", "py_compile", str(copy)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_train_tf1_s_lines_are_what_the_parser_reads(capsys):
+    """The workload's line helper and the chief/worker/ps naming against the TFoS parser: a
+    log of its lines (and TFoS 1.0.8's own driver lines) parses finished, with the chief's
+    training phase and every rate."""
+    w = load_tf1()
+    spec_, job, index = w.node_cluster({"ps": ["h1:1"], "worker": ["h2:2", "h3:3"]}, "worker", 0, None)
+    assert (spec_, job, index) == ({"ps": ["h1:1"], "chief": ["h2:2"], "worker": ["h3:3"]}, "chief", 0)
+    assert w.node_cluster({"ps": ["h1:1"], "worker": ["h1:2", "h1:3"]}, "worker", 1, "127.0.0.1") == (
+        {"ps": ["127.0.0.1:1"], "chief": ["127.0.0.1:2"], "worker": ["127.0.0.1:3"]}, "worker", 0)
+    with pytest.raises(SystemExit, match="3 machines"):
+        w.node_cluster({"ps": ["h1:1"], "worker": ["h2:2", "h3:3"]}, "ps", 0, "127.0.0.1")
+    for task in ("chief:0", "worker:0"):
+        w.dlobd_line("start", [("task", task), ("workload", "tensorflowonspark"), ("strategy", "ps")])
+        for step in (10, 20):
+            w.dlobd_line("step", [("task", task), ("step", step), ("epoch", 1), ("wall_clock_s", step / 10.0),
+                                  ("loss", 2.3), ("images_per_s", 256.0), ("worker_images_per_s", 128.0),
+                                  ("steps_per_s", 2.0)])
+        w.dlobd_line("epoch", [("task", task), ("step", 20), ("epoch", 1), ("wall_clock_s", 2.1),
+                               ("epoch_time_s", 2.05), ("top1_accuracy", None)])
+        w.dlobd_line("summary", [("task", task), ("step", 20), ("epoch", 1), ("train_time_s", 2.05),
+                                 ("images_per_s", 250.0), ("worker_images_per_s", 125.0),
+                                 ("steps_per_s", 9.75), ("end_to_end_s", 7.5)])
+    w.dlobd_line("start", [("task", "ps:0"), ("workload", "tensorflowonspark"), ("role", "server")])
+    driver = ("2026-11-26 10:00:00,000 INFO (MainThread-1) DLOBD event=driver_start app_id=a input_mode=spark "
+              "cluster_size=3 num_ps=1 tensorflowonspark=1.0.8\n"
+              "2026-11-26 10:00:01,000 INFO (MainThread-1) Reserving TFSparkNodes \n"
+              "2026-11-26 10:00:05,000 INFO (MainThread-1) All TFSparkNodes started\n"
+              "2026-11-26 10:00:20,000 INFO (MainThread-1) Shutting down cluster\n"
+              "2026-11-26 10:00:25,000 INFO (MainThread-1) DLOBD event=cluster_stopped app_id=a\n")
+    r = tfos.parse(capsys.readouterr().out + driver)
+    assert (r.status, r.finished) == ("ok", True), r.reason
+    training = {x["task"]: x["value"] for x in r.rows if x["metric"] == "time_breakdown_s" and x["phase"] == "training"}
+    assert training == {"chief:0": 2.0, "driver": 15.0}  # the chief leads; worker:0 is no lead
+    assert {x["metric"] for x in r.rows} >= {"images_per_s", "worker_images_per_s", "steps_per_s", "loss",
+                                             "train_time_s", "end_to_end_s", "epoch_time_s"}
+    with pytest.raises(ValueError, match="without spaces"):
+        w.dlobd_line("step", [("task", "chief 0")])
+
+
+def test_train_tf1_reads_the_data_formats_train_py_reads():
+    w = load_tf1()
+    images = bytes([0, 0, 8, 3]) + struct.pack(">III", 2, 28, 28) + bytes(range(256)) * 6 + bytes(32)
+    x = w.idx_array(images)
+    assert x.shape == (2, 28, 28) and x[0, 0, 5] == 5
+    pixels, labels = w.to_arrays("mnist_softmax", x.tobytes(), [3, 7])
+    assert pixels.shape == (2, 28, 28, 1) and pixels.dtype.name == "float32" and labels.tolist() == [3, 7]
+    record = bytes([4]) + bytes([1] * 1024 + [2] * 1024 + [3] * 1024)  # label, then R, G, B planes
+    cifar, label = w.rows_to_arrays("cifar10_cnn", [(record[1:], record[0])])
+    assert cifar.shape == (1, 32, 32, 3) and cifar[0, 0, 0].tolist() == pytest.approx([1 / 255, 2 / 255, 3 / 255])
+    assert label.tolist() == [4]
+    assert w.process_start_time() <= time.time()
+    args = w.parse_args(["--model", "cifar10_cnn", "--data-dir", "/d", "--workers", "2"])
+    assert (args.ps, args.num_gpus, args.input_mode) == (1, 1, "spark")
+    with pytest.raises(SystemExit):
+        w.parse_args(["--model", "cifar10_cnn", "--data-dir", "/d", "--workers", "2", "--ps", "0"])
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_on_the_paper_profile_the_cluster_s_tfos_is_the_site_python_s(tmp_path, monkeypatch, given):
+    """On the head node of a paper cluster the stacks' venv has no TensorFlow or TFoS: the plan
+    counts the site's Pythons (TFoS's, and the TF 1.x build native TensorFlow runs in), or says
+    which setting is unset."""
+    pythons = {}
+    for setting in ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON"):
+        pythons[setting] = tmp_path / setting / "bin" / "python"
+        pythons[setting].parent.mkdir(parents=True)
+        pythons[setting].write_text("")
+    settings = {"DLOBD_PROFILE": "paper", **({k: str(v) for k, v in pythons.items()} if given else {})}
+    monkeypatch.setattr(plan.provenance, "stack_setting", lambda name: settings.get(name))
+    monkeypatch.setattr(plan.provenance, "versions", lambda: dict.fromkeys(("tensorflow", "tensorflowonspark", "bigdl")))
+    plan.local_capabilities.cache_clear()
+    try:
+        caps = plan.local_capabilities()
+    finally:
+        plan.local_capabilities.cache_clear()
+    tfos, rdma = (f"{s} {pythons[s]}" for s in ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON"))
+    if given:
+        assert caps["tensorflowonspark"] == (True, f"tensorflowonspark in {tfos}, {rdma}")
+        assert caps["tensorflow"] == (True, f"tensorflow in {rdma}")
+    else:
+        assert caps["tensorflowonspark"] == (False, "the paper profile's tensorflowonspark runs in the Python "
+                                             "DLOBD_TFOS_PYTHON or DLOBD_TF_RDMA_PYTHON names (dlobd_stack_settings): unset")
+        assert caps["tensorflow"] == (False, "the paper profile's tensorflow runs in the Python "
+                                      "DLOBD_TF_RDMA_PYTHON names (dlobd_stack_settings): unset")
+
+
+TF1_PYTHON = os.environ.get("DLOBD_TEST_TF1_PYTHON")
+
+
+@pytest.mark.skipif(not TF1_PYTHON, reason="DLOBD_TEST_TF1_PYTHON names no Python with TensorFlow 1.x and "
+                                           "TensorFlowOnSpark 1.0.8 (and numpy)")
+@pytest.mark.parametrize("model, mode, gpus", [("mnist_softmax", "spark", "0"), ("cifar10_cnn", "tensorflow", "1")])
+def test_train_tf1_s_nodes_train_in_a_tf1_python(tmp_path, model, mode, gpus):
+    """train_tf1.py's TF nodes for real in a TensorFlow 1.x Python (tests/tf1_harness.py: one
+    ps, two workers, TFoS 1.0.8's node context and feed queues, no Spark); their logs parse
+    finished, with the chief's training phase. gpus=1 takes TFNode.start_cluster_server."""
+    done = subprocess.run([TF1_PYTHON, "-B", str(ROOT / "tests" / "tf1_harness.py"), model, mode,
+                           str(tmp_path / "logs"), str(tmp_path / "data"), gpus],
+                          capture_output=True, text=True, timeout=900)
+    logs = {p.name: p.read_text() for p in (tmp_path / "logs").glob("*.log")}
+    assert done.returncode == 0, done.stdout + done.stderr + "".join(logs.values())[-3000:]
+    assert sorted(logs) == ["ps-0.log", "worker-0.log", "worker-1.log"]
+    parsed = {name: tfos.parse(text) for name, text in logs.items()}
+    assert all((r.status, r.finished) == ("ok", True) for r in parsed.values()), {n: r.reason for n, r in parsed.items()}
+    chief = parsed["worker-0.log"]
+    assert chief.meta["model"] == model and chief.meta["input_mode"] == mode and chief.meta["strategy"] == "ps"
+    assert [r["task"] for r in chief.rows if r["metric"] == "time_breakdown_s"] == ["chief:0"]
+    summary = {r["metric"]: r["value"] for r in parsed["worker-1.log"].rows if r.get("step") is None}
+    assert summary["train_time_s"] > 0 and summary["worker_images_per_s"] > 0
+    assert "Training chief:0 starts its first step" in logs["worker-0.log"]

@@ -19,9 +19,10 @@ accuracy and test_loss of the validation; train_time_s (the last epoch's wall cl
 the log reaches the end of its last epoch. BigDL prints no end-of-training line, so a log
 cut exactly between two epochs reads as finished: the run's exit status tells the rest.
 
-Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`;
-the scale's `model` setting may stand in for the spec's model) from $DLOBD_BIGDL_JAR
-(with $DLOBD_BIGDL_CORE_JAR) through `spark-submit --master yarn` in client mode, so the
+Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`,
+under `dllib` in BigDL 2.x, at the package root in the paper's 0.x commit, as
+$DLOBD_BIGDL_VERSION says; the scale's `model` setting may stand in for the spec's model) from
+$DLOBD_BIGDL_JAR (with $DLOBD_BIGDL_CORE_JAR in 2.x) through `spark-submit --master yarn` in client mode, so the
 driver, which reads the training data from a local folder and logs DistriOptimizer's lines,
 writes them into the attempt's stderr.log. Settings: `executors` (default 1) and `cores`
 (the point's or the fixed value: total executor cores, split evenly over the executors),
@@ -243,15 +244,28 @@ class MnistIdx:
 
 @dataclass(frozen=True)
 class Model:
-    main: str           # BigDL's Scala training main
+    main: str           # BigDL's Scala training main, under its package root
     data: type          # the format its main reads from its -f folder
     rate_option: str    # how that main takes the learning rate
+
+    def main_class(self, bigdl_version: str | None) -> str:
+        """The main's class in this BigDL: 2.x moved the models under `dllib`; the 0.x code the
+        paper ran (commit a1f3a88) has them at the package root, with the same options."""
+        return f"{BIGDL_PACKAGE}.{'dllib.' if _is_2x(bigdl_version) else ''}{self.main}"
+
+
+BIGDL_PACKAGE = "com.intel.analytics.bigdl"
+
+
+def _is_2x(version: str | None) -> bool:
+    # unset: the modern profile's BigDL 2.4; a commit id (the paper's a1f3a88) is 0.x code
+    return not version or bool(re.match(r"[2-9]\.", version))
 
 
 # the spec's (or the scale's `model` setting's) model -> how BigDL trains it
 MODELS = {
-    "vgg16": Model("com.intel.analytics.bigdl.dllib.models.vgg.Train", CifarBinary, "-l"),
-    "lenet5": Model("com.intel.analytics.bigdl.dllib.models.lenet.Train", MnistIdx, "-r"),
+    "vgg16": Model("models.vgg.Train", CifarBinary, "-l"),
+    "lenet5": Model("models.lenet.Train", MnistIdx, "-r"),
 }
 
 
@@ -323,18 +337,21 @@ def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
 def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
     model, r = model_of(ctx), plan_resources(ctx)
     jars = {}
-    for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR"):
+    # BigDL 2.x keeps its native core in a jar of its own; the 0.x jar carries it
+    for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR") if _is_2x(env.get("DLOBD_BIGDL_VERSION")) else (
+            "DLOBD_BIGDL_JAR",):
         jar = env.get(var)
         if not jar or not provenance.present(jar):
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
-                                    "bigdl role provisioned?)")
+                                    "dl_libs role provisioned?)")
         jars[var] = jar
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
             "--executor-memory", str(setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
             "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
             *hadoop.spark_conf(ctx),
-            "--jars", jars["DLOBD_BIGDL_CORE_JAR"], "--class", model.main, jars["DLOBD_BIGDL_JAR"],
+            *(["--jars", jars["DLOBD_BIGDL_CORE_JAR"]] if "DLOBD_BIGDL_CORE_JAR" in jars else []),
+            "--class", model.main_class(env.get("DLOBD_BIGDL_VERSION")), jars["DLOBD_BIGDL_JAR"],
             "-f", str(data), "-b", str(r["batch"]), "-e", str(r["epochs"])]
     if (rate := setting(ctx, "learning_rate")) is not None:
         argv += [model.rate_option, str(float(rate))]

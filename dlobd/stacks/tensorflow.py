@@ -31,7 +31,8 @@ from `batch` (axis, else fixed) or fixed `images_per_step`; steps, warm-up steps
 and epochs from the fixed parameters. The network axis resolves through
 config/networks.yaml: TCP values run TF's grpc; verbs/MPI channels and RDMA-gRPC need a TF
 build that has them (capability tf-rdma, DLOBD_TF_RDMA_PYTHON runs the tasks) and are
-not runnable otherwise. A supervisor (`python -m dlobd.stacks.tensorflow supervise`) is
+not runnable otherwise; on the paper profile, whose stacks' Python has no TensorFlow, that build
+runs the gRPC points too (not runnable without it). A supervisor (`python -m dlobd.stacks.tensorflow supervise`) is
 the one command of the run: it writes each task's output to tasks/<job>-<index>.log,
 waits for the training tasks, ends the servers and fails naming the first task that
 failed.
@@ -376,7 +377,8 @@ def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) ->
 
 
 def transport(network: str, stack: str = "tensorflow"):
-    """The point's TF protocol and, for an RDMA channel, the python of a TF build that has it."""
+    """The point's TF protocol and, for an RDMA channel or on the paper profile, the python of
+    the TF build that runs it (None: the stacks' Python)."""
     from dlobd import networks, plan, provenance
 
     link = networks.resolve(stack, network)
@@ -388,7 +390,17 @@ def transport(network: str, stack: str = "tensorflow"):
     if link.transport != "tcp":
         # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
         python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
+    elif provenance.stack_setting("DLOBD_PROFILE") == "paper":
+        # the paper profile's stacks' Python has no TensorFlow: gRPC runs in the same TF 1.x build
+        # as the RDMA channels, as the papers compared them
+        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
+        if not python:
+            raise runs.NotRunnable(PAPER_TF)
     return link, python
+
+
+PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON: the paper profile runs native TensorFlow's every channel, "
+            "gRPC too, in that TF 1.x build (dlobd_stack_settings); its stacks' Python has no TensorFlow")
 
 
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:

@@ -1,6 +1,8 @@
 """TensorFlowOnSpark (TFoS): Yahoo's library that starts a distributed TF cluster inside
 Spark executors (TFCluster.run) and feeds it RDD partitions (InputMode.SPARK) or lets TF
-read its own data (InputMode.TENSORFLOW). The workload is workloads/tensorflowonspark/train.py.
+read its own data (InputMode.TENSORFLOW). The workload is workloads/tensorflowonspark/train.py
+(TFoS 2.x, TensorFlow 2), on the paper profile workloads/tensorflowonspark/train_tf1.py (TFoS
+1.0.8, TensorFlow 1.x; see the end of this docstring).
 
 Parser: reads the driver's log and each executor's stdout/stderr. Two kinds of lines:
 - the workload's DLOBD lines (format and rows as in dlobd.stacks.tensorflow), printed by
@@ -41,6 +43,21 @@ executor), the input mode from the fixed `mode`, the point's network as TF's pro
 (config/networks.yaml: gRPC, or grpc+verbs with the tf-rdma Python, else not runnable) and
 the TF nodes' addresses. One run_command with the run's YARN tag: a time limit kills the
 application, and its RM record and container logs land in the attempt.
+
+The paper profile (DLOBD_PROFILE=paper; its one version set with TFoS is paper-tfos-bigdl:
+TFoS 1.0.8, TensorFlow 1.4.0, Spark 2.1.0) runs train_tf1.py instead, as the paper's TFoS 1.0
+did: parameter servers (fixed `parameter_servers`, else 1, labelled as the launcher's choice)
+and `gpus`/`workers` TF workers, one executor each, in a Python Spark 2.1.0's PySpark runs on
+(3.5 or 2.7, SPARK-19019) that carries TFoS 1.0.8 and TensorFlow 1.4.0: DLOBD_TFOS_PYTHON
+(dlobd_stack_settings; role python_env checks it on every host), or DLOBD_TF_RDMA_PYTHON for
+the points of TF's verbs channel (which then needs TFoS 1.0.8 too). Without it the points are
+not runnable, naming the setting. `mode: parameter server` (fig5b) is the strategy, not an
+input mode: such points, and those without a mode, are fed from RDDs (InputMode.SPARK, the
+launcher's choice, labelled). The stacks' Python keeps the project's own helpers (the
+monitor's psutil). Spark 2.1 knows the executors' memory overhead as
+spark.yarn.executor.memoryOverhead. The commands are tested in dry runs; train_tf1.py's TF nodes
+have trained on TensorFlow 1.4.0 without Spark (tests/tf1_harness.py), never under spark-submit
+on Spark 2.1 (no Java 8 here).
 """
 
 import json
@@ -305,6 +322,13 @@ def _rm_record(paths: list, app_id: str, run_dir: Path) -> dict:
 # ---------------------------------------------------------------- launcher
 
 TRAIN = Path(__file__).resolve().parents[2] / "workloads" / "tensorflowonspark" / "train.py"
+# The paper profile's workload (TFoS 1.0 on TensorFlow 1.x), its Python's setting and what that
+# Python carries (the version set paper-tfos-bigdl of playbooks/group_vars/all/main.yml)
+TRAIN_TF1 = TRAIN.with_name("train_tf1.py")
+TFOS_PYTHON = "DLOBD_TFOS_PYTHON"
+PAPER_TENSORFLOW, PAPER_TFOS = "1.4.0", "1.0.8"
+PAPER_PYSPARK_PYTHON = "3.5 or 2.7"   # the newest Spark 2.1.0's PySpark runs on (SPARK-19019)
+UNSTATED = "not stated by the paper: the launcher's choice"
 # The workload axis (or, without one, the spec's data set) -> the train.py model and the data
 # set under $DLOBD_DATA_DIR. No registry carries CIFAR-10: its stand-in is labelled synthetic.
 WORKLOADS = {"mnist": ("mnist_softmax", "mnist"), "cifar10": ("cifar10_cnn", "cifar10-synthetic")}
@@ -331,6 +355,8 @@ class Placement:
     server_host: str | None
     node_host: str | None
     python: str
+    # the paper profile's TFoS 1.0.8 on TensorFlow 1.x (train_tf1.py), not TFoS 2.x
+    tf1: bool = False
 
 
 def tf_nodes(point: dict, fixed: dict) -> int:
@@ -376,38 +402,89 @@ def placement(network: str, env: dict) -> Placement:
 
     NotRunnable when the cluster lacks the network's path: RDMA is TF's grpc+verbs protocol,
     in no TF 2.x wheel (capability tf-rdma: a Python whose TensorFlow has the verbs channel,
-    given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it)."""
+    given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it). On the paper
+    profile (DLOBD_PROFILE=paper) the other points run DLOBD_TFOS_PYTHON (tfos_python), and
+    every point train_tf1.py (tf1)."""
     transport = networks.resolve("tensorflowonspark", network)
     lacking = networks.missing("tensorflowonspark", network)
     if lacking:
         raise runs.NotRunnable(f"network {network}: TensorFlow protocol {transport.settings['protocol']} "
                                f"({transport.transport}) needs what this cluster lacks: {'; '.join(lacking)}")
-    python = env["DLOBD_TF_RDMA_PYTHON"] if "tf-rdma" in transport.needs else env["DLOBD_PYTHON"]
+    tf1 = env.get("DLOBD_PROFILE") == "paper"
+    if "tf-rdma" in transport.needs:
+        python = env["DLOBD_TF_RDMA_PYTHON"]
+    elif tf1:
+        python = tfos_python(env)
+    else:
+        python = env["DLOBD_PYTHON"]
     workers = provenance.workers() or ["127.0.0.1"]
     if transport.address == "loopback":
         if not all(provenance.is_local_address(w) for w in workers):
             raise runs.NotRunnable(f"network {network}: loopback needs every executor on this host; "
                                    f"the cluster's workers are {', '.join(workers)}")
-        return Placement(transport, "127.0.0.1", "127.0.0.1", python)
+        return Placement(transport, "127.0.0.1", "127.0.0.1", python, tf1)
     server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
     # one worker: every node on its address; several: TFoS takes each executor's own address
-    return Placement(transport, server, workers[0] if len(workers) == 1 else None, python)
+    return Placement(transport, server, workers[0] if len(workers) == 1 else None, python, tf1)
 
 
-def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
-    """The spark-submit command line of one point: YARN, client mode, one TF node per executor."""
-    name, model, _ = workload(ctx)
-    nodes = tf_nodes(ctx.point, ctx.fixed)
-    conf = {
+def tfos_python(env: dict) -> str:
+    """The paper profile's Python of TFoS's driver and executors (DLOBD_TFOS_PYTHON); NotRunnable
+    where the cluster gives none: the stacks' Python 3.11 runs neither TensorFlow 1.x nor Spark
+    2.1.0's PySpark."""
+    python = env.get(TFOS_PYTHON)
+    if not python:
+        raise runs.NotRunnable(
+            f"the paper profile's TensorFlowOnSpark {PAPER_TFOS} runs TensorFlow {PAPER_TENSORFLOW} in a "
+            f"Python {PAPER_PYSPARK_PYTHON} (Spark 2.1.0's PySpark fails on 3.6, SPARK-19019), not in the "
+            f"stacks' Python: set {TFOS_PYTHON} in dlobd_stack_settings to such a Python with tensorflow "
+            f"{PAPER_TENSORFLOW} and tensorflowonspark {PAPER_TFOS} (docs/new-cluster.md)")
+    return python
+
+
+def tf1_layout(ctx: runs.RunContext) -> dict:
+    """The paper profile's settings of a point (train_tf1.py): TF workers, parameter servers,
+    input mode, batch, epochs, GPUs per worker, and a label for each the paper leaves unstated."""
+    labels = {}
+    workers = tf_nodes(ctx.point, ctx.fixed)
+    if "parameter_servers" in ctx.fixed:
+        ps = int(ctx.fixed["parameter_servers"])
+        if ps < 1:
+            raise ValueError(f"parameter_servers={ctx.fixed['parameter_servers']!r}: TFoS 1.0's "
+                             "between-graph replication needs one at least")
+        labels["parameter_servers"] = str(ps)
+    else:
+        ps = 1
+        labels["parameter_servers"] = f"1 ({UNSTATED})"
+    mode = str(ctx.fixed.get("mode", "not stated"))
+    if mode in INPUT_MODES:
+        feed = INPUT_MODES[mode]
+    elif mode in ("parameter server", "not stated"):
+        feed = "spark"
+        labels["input_mode"] = f"spark, TFoS's RDD feeding (the paper's mode: {mode}; input mode {UNSTATED})"
+    else:
+        raise runs.NotRunnable(f"mode {mode!r}: the TFoS 1.0 workload runs parameter servers fed by "
+                               "InputMode.SPARK or InputMode.TENSORFLOW")
+    for key, default in (("batch", 64), ("epochs", 1)):
+        if key not in ctx.fixed:
+            labels[key] = f"{default} ({UNSTATED})"
+    return {"workers": workers, "ps": ps, "input_mode": feed, "batch": int(ctx.fixed.get("batch", 64)),
+            "epochs": int(ctx.fixed.get("epochs", 1)),
+            "gpus": 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1, "labels": labels}
+
+
+def spark_conf(ctx: runs.RunContext, where: Placement) -> dict:
+    """The Spark settings every TFoS run gets, whatever its TFoS and Spark version."""
+    return {
         "spark.dynamicAllocation.enabled": "false",
         "spark.executor.cores": EXECUTOR_CORES,
         "spark.task.cpus": EXECUTOR_CORES,
-        "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m",
         # the driver waits for every executor before its first job, so the YARN phase ends when
         # the last one registers (docs/metrics.md); TFoS needs them all anyway
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{int(ctx.time_limit_s or 600)}s",
-        # a lost TF node cannot rejoin MultiWorkerMirrored: fail at once instead of retrying into a hang
+        # a lost TF node cannot rejoin its cluster, and a retried task would reserve a second
+        # node: fail at once instead of retrying into a hang
         "spark.task.maxFailures": "1",
         "spark.yarn.maxAppAttempts": "1",
         "spark.pyspark.python": where.python,
@@ -417,6 +494,46 @@ def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where:
         "spark.executorEnv.TZ": "UTC",
         "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL": "1",
     }
+
+
+def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+    """The paper profile's spark-submit of train_tf1.py: one executor per TF worker and per
+    parameter server, Spark 2.1's settings, driver and executors on where.python."""
+    name, model, _ = workload(ctx)
+    lay = tf1_layout(ctx)
+    executors = lay["workers"] + lay["ps"]
+    conf = {
+        **spark_conf(ctx, where),
+        # Spark 2.1's name (MiB); spark.executor.memoryOverhead is Spark 2.3's
+        "spark.yarn.executor.memoryOverhead": str(EXECUTOR_OVERHEAD_MB),
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON": where.python,
+    }
+    command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
+               "--num-executors", str(executors), "--executor-cores", str(EXECUTOR_CORES),
+               "--executor-memory", f"{EXECUTOR_MEMORY_MB}m"]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command += hadoop.spark_conf(ctx)
+    command += [str(TRAIN_TF1), "--model", model, "--input-mode", lay["input_mode"],
+                "--data-dir", data_uri, "--workers", str(lay["workers"]), "--ps", str(lay["ps"]),
+                "--num-gpus", str(lay["gpus"]), "--batch-size", str(lay["batch"]),
+                "--epochs", str(lay["epochs"]), "--partitions", str(2 * lay["workers"]),
+                "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
+    images = per_workload(ctx.fixed.get("train_images"), name)
+    if images:
+        command += ["--train-images", str(int(images))]
+    if where.node_host:
+        command += ["--node-host", where.node_host]
+    return command
+
+
+def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+    """The spark-submit command line of one point: YARN, client mode, one TF node per executor."""
+    if where.tf1:
+        return build_command_tf1(ctx, spark_submit, data_uri, where)
+    name, model, _ = workload(ctx)
+    nodes = tf_nodes(ctx.point, ctx.fixed)
+    conf = {**spark_conf(ctx, where), "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m"}
     if where.server_host:
         conf["spark.executorEnv.TFOS_SERVER_HOST"] = where.server_host
     command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
@@ -442,7 +559,12 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     env = hadoop.stack_env()
     where = placement(str(ctx.point.get("network", "loopback")), env)
     _, _, dataset = workload(ctx)
-    input_mode(ctx.fixed)  # NotRunnable before any staging
+    # NotRunnable before any staging
+    labels = {}
+    if where.tf1:
+        labels = tf1_layout(ctx)["labels"]
+    else:
+        input_mode(ctx.fixed)
     local = Path(env["DLOBD_DATA_DIR"]) / dataset
     # the executors read the training set from HDFS (spark mode: sc.binaryFiles/binaryRecords)
     if ctx.dry_run:
@@ -462,7 +584,12 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                               yarn_tag=hadoop.app_tag(ctx))
     result.labels.update({"data": runs.data_label(dataset),
                           "protocol": where.transport.settings["protocol"],
-                          "tf_nodes": str(tf_nodes(ctx.point, ctx.fixed))})
+                          "tf_nodes": str(tf_nodes(ctx.point, ctx.fixed)), **labels})
+    if where.tf1:
+        # the run's provenance reads the stacks' Python, which carries neither
+        result.versions = {"tensorflow": PAPER_TENSORFLOW, "tensorflowonspark": PAPER_TFOS,
+                           "stack": f"tensorflowonspark {PAPER_TFOS} + tensorflow {PAPER_TENSORFLOW} "
+                                    f"on {where.python} (the version set's; python_env checked them)"}
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(ctx.attempt_dir))
     return result
