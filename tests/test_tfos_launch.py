@@ -23,6 +23,7 @@ from dlobd import ROOT, hadoop, networks, plan, runs
 from dlobd import spec as dspec
 from dlobd.stacks import parse_run
 from dlobd.stacks import tensorflowonspark as tfos
+from pysyntax import newer_syntax
 
 FIXTURE = Path(__file__).parent / "data" / "logs" / "tensorflowonspark-yarn" / "spark-mnist-1-node"
 ENV = {"DLOBD_PYTHON": "/stack/bin/python", "SPARK_HOME": "/stack/spark", "DLOBD_DATA_DIR": "/data"}
@@ -368,29 +369,12 @@ def load_tf1():
 def test_train_tf1_is_python_3_5_and_2_7_syntax():
     source = TF1.read_text()
     tree = ast.parse(source, feature_version=(3, 5))  # no f-strings, no variable annotations
-    newer = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.JoinedStr, ast.Nonlocal, ast.YieldFrom, ast.AsyncFunctionDef, ast.Await,
-                             ast.AnnAssign, ast.NamedExpr, ast.MatMult)):
-            newer.append(type(node).__name__)
-        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            args = node.args
-            if args.kwonlyargs or args.posonlyargs or any(a.annotation for a in args.args) or \
-                    getattr(node, "returns", None):
-                newer.append(f"signature of line {node.lineno}")
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)) and any(isinstance(e, ast.Starred) for e in node.elts):
-            newer.append(f"starred element, line {node.lineno}")
-        elif isinstance(node, ast.Dict) and None in node.keys:
-            newer.append(f"** in a dict display, line {node.lineno}")
-        elif isinstance(node, ast.Call) and (sum(isinstance(a, ast.Starred) for a in node.args) > 1 or
-                                             sum(k.arg is None for k in node.keywords) > 1):
-            newer.append(f"several unpackings in a call, line {node.lineno}")
-    assert newer == []
+    assert newer_syntax(tree) == []
     assert "from __future__ import absolute_import, division, print_function" in source
-    # none of the project's helpers (Python 3.9+, TensorFlow 2)
+    # of the project's helpers only the TF 1.x one (the others: Python 3.9+, TensorFlow 2)
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not {m for m in imported if m.startswith(("dlobd", "psutil"))}
+    assert {m for m in imported if m.startswith(("dlobd", "psutil"))} <= {"dlobd_tf1"}
     assert "What has NOT run here: the driver side" in source
 
 

@@ -36,6 +36,15 @@ runs the gRPC points too (not runnable without it). A supervisor (`python -m dlo
 the one command of the run: it writes each task's output to tasks/<job>-<index>.log,
 waits for the training tasks, ends the servers and fails naming the first task that
 failed.
+
+TF 1.x: whenever the tasks run in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON: an RDMA
+channel, or any channel on the paper profile) they run workloads/tensorflow/train_tf1.py
+instead, which that build can run: between-graph replication with parameter servers, the
+same arguments, tasks and DLOBD lines as the ps strategy's (the workers train, each until the
+shared global step reaches the run's steps, the chief initializes the variables and watches;
+fixed `parameter_servers`, at paper scale 1 where the spec states none, labelled as the
+launcher's choice). A point of another scale without parameter servers asks for the
+collective strategy, which TF 1.x has not here: not runnable.
 """
 
 import json
@@ -226,8 +235,8 @@ def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
 
 # ---------------------------------------------------------------- launcher
 #
-# One run = one TF cluster of workloads/tensorflow/train_distributed.py processes, each with
-# its own TF_CONFIG. Strategy: `parameter_servers` among the fixed parameters -> ps (a chief
+# One run = one TF cluster of workloads/tensorflow/train_distributed.py processes (train_tf1.py
+# in the site's TF 1.x build), each with its own TF_CONFIG. Strategy: `parameter_servers` among the fixed parameters -> ps (a chief
 # drives the steps, ps and worker tasks serve); otherwise collective (every task a worker).
 # The tasks run under a supervisor (`python -m dlobd.stacks.tensorflow supervise <plan>`),
 # the one command runs.run_command times and monitors: it starts them in its process group
@@ -236,6 +245,9 @@ def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
 
 
 WORKLOAD = ROOT / "workloads" / "tensorflow" / "train_distributed.py"
+# the program of the tasks that run in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON)
+WORKLOAD_TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
+UNSTATED = "not stated by the paper: the launcher's choice"
 PLAN_FILE = "tasks.json"
 # spec model name -> the workload's model
 MODELS = {"resnet50": "resnet50", "inception3": "inception_v3", "inception_v3": "inception_v3",
@@ -345,6 +357,47 @@ def tf_config(tasks: list[Task], task: Task, protocol: str) -> dict:
     return {"cluster": cluster, "task": {"type": task.job, "index": task.index}, "rpc_layer": protocol}
 
 
+def tf1_layout(point: dict, fixed: dict, scale: str) -> tuple[int, int, dict]:
+    """(workers, parameter servers, labels) of a point run by train_tf1.py in a TF 1.x build:
+    parameter servers always. The fixed ones, else at paper scale 1, labelled (the papers' TF
+    1.x trained with parameter servers and the rdmatf specs state no number); at another scale
+    a spec without them chose the collective strategy, which TF 1.x has not here."""
+    strategy, workers, ps = layout(point, fixed)
+    if strategy == "ps":
+        return workers, ps, {"parameter_servers": str(ps)}
+    if scale != "paper":
+        raise runs.NotRunnable(
+            "the tasks run in a TensorFlow 1.x build (DLOBD_TF_RDMA_PYTHON), whose program "
+            "(workloads/tensorflow/train_tf1.py) trains with parameter servers only: TF 1.x has no "
+            "collective strategy here (MultiWorkerMirroredStrategy is TensorFlow 2's), and the spec "
+            f"gives no fixed `parameter_servers` at scale {scale}")
+    return workers, 1, {"parameter_servers": f"1 ({UNSTATED})"}
+
+
+def tf1_tasks(workers: int, ps: int, hosts: list[str], ports: list[int]) -> list[Task]:
+    """The ps strategy's tasks (cluster_tasks: the same names, hosts and ports), but in TF 1.x
+    the workers train (each until the global step reaches the run's steps, then it exits) and
+    the chief initializes the variables and watches the global step."""
+    tasks = cluster_tasks("ps", workers, ps, hosts, ports)
+    for t in tasks:
+        t.trains = t.job in ("chief", "worker")
+    return tasks
+
+
+def build_plan_tf1(point: dict, fixed: dict, model: str, workers: int, ps: int, hosts: list[str],
+                   ports: list[int], python: str, protocol: str, data_dir: str | None, cwd: str,
+                   stack_vars: dict) -> list[Task]:
+    """build_plan's counterpart for the site's TF 1.x build: train_tf1.py, the ps strategy's
+    arguments, TF 1.x's tasks (tf1_tasks)."""
+    args = workload_args(model, "ps", workers, point, fixed, protocol, data_dir)
+    tasks = tf1_tasks(workers, ps, hosts, ports)
+    for t in tasks:
+        env = {"TF_CONFIG": json.dumps(tf_config(tasks, t, protocol), separators=(",", ":")),
+               "TF_CPP_MIN_LOG_LEVEL": "1"}
+        place(t, [python, str(WORKLOAD_TF1), *args], env, cwd, stack_vars)
+    return tasks
+
+
 def task_hosts(link, workers: list[str]) -> list[str]:
     """Where the tasks run: loopback keeps them all on this host, whatever the cluster has;
     other networks spread them over the cluster's workers."""
@@ -428,17 +481,28 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     adir = Path(ctx.attempt_dir).resolve()
     for key in WORKER_KEYS:
         runs.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))
-    strategy, workers, ps = layout(ctx.point, ctx.fixed)
-    tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
-                       free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
-                       str(adir), provenance.prefix_env())
+    labels = {}
+    if rdma_python:
+        # the site's TF 1.x build: train_tf1.py, parameter servers
+        workers, ps, labels = tf1_layout(ctx.point, ctx.fixed, ctx.scale)
+        strategy = "ps"
+        tasks = build_plan_tf1(ctx.point, ctx.fixed, model, workers, ps, hosts, free_ports(workers + ps + 1),
+                               python, protocol, data_dir, str(adir), provenance.prefix_env())
+    else:
+        strategy, workers, ps = layout(ctx.point, ctx.fixed)
+        tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
+                           free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
+                           str(adir), provenance.prefix_env())
     result = run_tasks(ctx, tasks, env)
+    if ctx.dry_run and labels:
+        result.labels = labels
     if ctx.dry_run:
         return result
     result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
                        else f"tensorflow {provenance.versions()['tensorflow']}"}
     result.labels = {"network": network, "protocol": protocol, "strategy": strategy,
-                     "data": runs.data_label(dataset), **({"emulated": "true"} if link.emulated else {})}
+                     "data": runs.data_label(dataset), **({"emulated": "true"} if link.emulated else {}),
+                     **labels}
     result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}
                     for h in dict.fromkeys(t.host for t in tasks)]
     return result

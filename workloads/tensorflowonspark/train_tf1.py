@@ -5,8 +5,9 @@ is train.py's counterpart for that stack (version set paper-tfos-bigdl: TFoS 1.0
 TensorFlow 1.4.0, the release of the same month, a choice: the paper does not state its
 TensorFlow version). It runs in the Python the cluster gives for it (DLOBD_TFOS_PYTHON: a
 Python 3.5 or 2.7, the newest Spark 2.1.0's PySpark runs on, SPARK-19019), so it is written
-for Python 2.7 and 3.5 alike (no f-strings, no annotations, no reliance on dict order) and
-imports none of the project's helpers, which need Python 3.9 and TensorFlow 2.
+for Python 2.7 and 3.5 alike (no f-strings, no annotations, no reliance on dict order). Of the
+project's helpers it imports only workloads/tensorflow/dlobd_tf1.py, written for those Pythons too
+(the others need Python 3.9 and TensorFlow 2).
 
 What has run, on a machine without Spark 2.1 (no Java 8), Python 3.5, GPU or InfiniBand: its TF
 nodes (main_fun) on TensorFlow 1.4.0 with TensorFlowOnSpark 1.0.8's TFNode, under Python 2.7.18
@@ -62,11 +63,15 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import logging
 import os
-import struct
 import sys
 import time
 
 import numpy as np
+
+# the DLOBD lines and helpers the TensorFlow 1.x programs share; main() ships the module to the executors
+COMMON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tensorflow", "dlobd_tf1.py")
+sys.path.insert(0, os.path.dirname(COMMON))
+from dlobd_tf1 import dlobd_line, idx_array, process_start_time  # noqa: E402
 
 # The major versions this program is written for (train.py runs TFoS 2.x with TensorFlow 2).
 TFOS_MAJOR = "1."
@@ -108,46 +113,7 @@ def parse_args(argv=None):
     return a
 
 
-# ---------------------------------------------------------------- log lines and clocks
-
-def dlobd_line(event, fields):
-    """One DLOBD line (dlobd_tf.py's format): `fields` is a list of (key, value) pairs, in order."""
-    parts = ["event=" + event]
-    for key, value in fields:
-        if value is None:
-            continue
-        if isinstance(value, float):
-            value = "{0:.6g}".format(value)
-        text = str(value)
-        if not text or any(c.isspace() for c in text):
-            raise ValueError("log field {0}={1!r}: values must be non-empty without spaces".format(key, value))
-        parts.append("{0}={1}".format(key, text))
-    sys.stdout.write("DLOBD " + " ".join(parts) + "\n")
-    sys.stdout.flush()
-
-
-def process_start_time():
-    """When the OS started this process (Linux /proc), so the imports count in end_to_end_s;
-    this moment where /proc cannot say."""
-    try:
-        with open("/proc/self/stat") as f:
-            after_name = f.read().rsplit(")", 1)[1].split()
-        start_ticks = float(after_name[19])  # field 22, starttime; after the name come fields 3..
-        with open("/proc/stat") as f:
-            boot = next(float(line.split()[1]) for line in f if line.startswith("btime "))
-        return boot + start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, IOError, IndexError, ValueError, StopIteration):
-        return time.time()
-
-
 # ---------------------------------------------------------------- data
-
-def idx_array(data):
-    """An IDX file's content (bytes or, on Python 2, str) as a uint8 array of its dimensions."""
-    ndim = bytearray(data[:4])[3]
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
 
 def to_arrays(model, pixels, labels):
     """Pixel bytes of a batch (one string of all records) and its labels as NHWC float images in
@@ -391,6 +357,7 @@ def main(argv=None):
     logging.Formatter.converter = time.gmtime
     log = logging.getLogger("dlobd")
     sc = SparkContext(conf=SparkConf().setAppName("dlobd-tfos1-{0}-{1}".format(a.model, a.input_mode)))
+    sc.addPyFile(os.path.abspath(COMMON))
     mode = TFCluster.InputMode.SPARK if a.input_mode == "spark" else TFCluster.InputMode.TENSORFLOW
     rdd = None
     a.records = 0
