@@ -358,6 +358,11 @@ def tfos_points(done) -> dict:
             == "tensorflowonspark"}
 
 
+# TFoS 1.0.8 registers each executor at its default-route (here Ethernet) address: train_tf1.py
+# puts the TF nodes on the workers' cluster (IPoIB) addresses instead
+ETH_TO_CLUSTER = ",".join(f"10.40.7.{10 + i}=172.31.7.{10 + i}" for i in range(3, 8))
+
+
 def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
     """The paper profile's TFoS points of a cluster that gives DLOBD_TFOS_PYTHON: train_tf1.py
     (TFoS 1.0.8, TensorFlow 1.4.0) in that Python, the verbs points in DLOBD_TF_RDMA_PYTHON."""
@@ -397,14 +402,14 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
         train_tf1, "--model", "mnist_softmax", "--input-mode", "spark",
         "--data-dir", "hdfs://172.31.7.11:19820/dlobd/data/mnist", "--workers", "3", "--ps", "1",
         "--num-gpus", "0", "--batch-size", "128", "--epochs", "1", "--partitions", "6", "--log-every", "10",
-        "--protocol", "grpc"]
+        "--protocol", "grpc", "--address-map", ETH_TO_CLUSTER]
     assert fig9.labels["parameter_servers"] == "1"
     cifar = done["dlobd-fig5b", "gpus-8_network-rdma_workload-cifar10"]
     assert cifar.command[cifar.command.index(train_tf1):] == [
         train_tf1, "--model", "cifar10_cnn", "--input-mode", "spark",
         "--data-dir", "hdfs://172.31.7.11:19820/dlobd/data/cifar10-synthetic", "--workers", "8", "--ps", "1",
         "--num-gpus", "1", "--batch-size", "64", "--epochs", "1", "--partitions", "16", "--log-every", "10",
-        "--protocol", "grpc+verbs"]
+        "--protocol", "grpc+verbs", "--address-map", ETH_TO_CLUSTER]
     assert "--num-executors" in cifar.command and cifar.command[cifar.command.index("--num-executors") + 1] == "9"
     assert cifar.labels["parameter_servers"] == "1 (not stated by the paper: the launcher's choice)"
 

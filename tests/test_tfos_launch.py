@@ -400,6 +400,9 @@ def test_train_tf1_s_lines_are_what_the_parser_reads(capsys):
         {"ps": ["127.0.0.1:1"], "chief": ["127.0.0.1:2"], "worker": ["127.0.0.1:3"]}, "worker", 0)
     with pytest.raises(SystemExit, match="3 machines"):
         w.node_cluster({"ps": ["h1:1"], "worker": ["h2:2", "h3:3"]}, "ps", 0, "127.0.0.1")
+    # the default-route addresses TFoS registered, mapped to the network's; others kept
+    assert w.node_cluster({"ps": ["e1:1"], "worker": ["e2:2", "h3:3"]}, "worker", 1, None, "e1=i1,e2=i2") == (
+        {"ps": ["i1:1"], "chief": ["i2:2"], "worker": ["h3:3"]}, "worker", 0)
     for task in ("chief:0", "worker:0"):
         w.dlobd_line("start", [("task", task), ("workload", "tensorflowonspark"), ("strategy", "ps")])
         for step in (10, 20):

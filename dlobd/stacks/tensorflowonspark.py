@@ -357,6 +357,10 @@ class Placement:
     python: str
     # the paper profile's TFoS 1.0.8 on TensorFlow 1.x (train_tf1.py), not TFoS 2.x
     tf1: bool = False
+    # TFoS 1.0.8 registers each executor at its default-route address and has no TFOS_SERVER_HOST:
+    # train_tf1.py rewrites those (the workers' Ethernet ones) to this network's (their cluster,
+    # IPoIB, addresses), so an IPoIB point's traffic is not carried by the Ethernet
+    address_map: tuple = ()
 
 
 def tf_nodes(point: dict, fixed: dict) -> int:
@@ -404,7 +408,8 @@ def placement(network: str, env: dict) -> Placement:
     in no TF 2.x wheel (capability tf-rdma: a Python whose TensorFlow has the verbs channel,
     given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it). On the paper
     profile (DLOBD_PROFILE=paper) the other points run DLOBD_TFOS_PYTHON (tfos_python), and
-    every point train_tf1.py (tf1)."""
+    every point train_tf1.py (tf1), whose nodes a non-Ethernet point moves from the workers'
+    Ethernet addresses, where TFoS 1.0.8 registers them, to their cluster ones (address_map)."""
     transport = networks.resolve("tensorflowonspark", network)
     lacking = networks.missing("tensorflowonspark", network)
     if lacking:
@@ -424,8 +429,13 @@ def placement(network: str, env: dict) -> Placement:
                                    f"the cluster's workers are {', '.join(workers)}")
         return Placement(transport, "127.0.0.1", "127.0.0.1", python, tf1)
     server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
+    address_map = ()
+    if tf1 and transport.address != "ethernet":
+        address_map = tuple(sorted((eth, w) for w, eth in provenance.ethernet_addresses().items()
+                                   if w in workers and eth != w))
     # one worker: every node on its address; several: TFoS takes each executor's own address
-    return Placement(transport, server, workers[0] if len(workers) == 1 else None, python, tf1)
+    return Placement(transport, server, workers[0] if len(workers) == 1 else None, python, tf1,
+                     address_map)
 
 
 def tfos_python(env: dict) -> str:
@@ -524,6 +534,8 @@ def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, wh
         command += ["--train-images", str(int(images))]
     if where.node_host:
         command += ["--node-host", where.node_host]
+    if where.address_map:
+        command += ["--address-map", ",".join(f"{a}={b}" for a, b in where.address_map)]
     return command
 
 

@@ -107,6 +107,9 @@ def parse_args(argv=None):
                                        "default route")
     p.add_argument("--protocol", default="grpc", help="TF server protocol (grpc; grpc+verbs needs a "
                                                       "TensorFlow built with the verbs channel)")
+    p.add_argument("--address-map", default="",
+                   help="FROM=TO,...: the address TFoS registers a node at (its default route's) -> the "
+                        "one the TF nodes use instead (the network's, e.g. IPoIB); ports kept")
     a = p.parse_args(argv)
     if a.workers < 1 or a.ps < 1:
         p.error("between-graph replication needs at least one worker and one parameter server")
@@ -179,9 +182,10 @@ def build_logits(tf, model, x):
     return tf.layers.dense(net, CLASSES)
 
 
-def node_cluster(spec, job, index, node_host):
-    """TFoS's cluster spec ({job: ["host:port", ...]}) with worker 0 as job `chief`, and with
-    --node-host every node's address replaced (ports kept). Returns (spec, job, index)."""
+def node_cluster(spec, job, index, node_host, address_map=""):
+    """TFoS's cluster spec ({job: ["host:port", ...]}) with worker 0 as job `chief`, with
+    --node-host every node's address replaced, and with --address-map each address it names
+    (ports kept). Returns (spec, job, index)."""
     spec = dict((name, list(addrs)) for name, addrs in spec.items())
     workers = spec.pop("worker")
     spec["chief"] = workers[:1]
@@ -196,6 +200,10 @@ def node_cluster(spec, job, index, node_host):
                              "one machine only".format(node_host, len(hosts), ", ".join(hosts)))
         spec = dict((name, [node_host + ":" + addr.rsplit(":", 1)[1] for addr in addrs])
                     for name, addrs in spec.items())
+    mapping = dict(pair.split("=", 1) for pair in address_map.split(",") if "=" in pair)
+    if mapping:
+        spec = dict((name, [mapping.get(addr.rsplit(":", 1)[0], addr.rsplit(":", 1)[0]) + ":" +
+                            addr.rsplit(":", 1)[1] for addr in addrs]) for name, addrs in spec.items())
     return spec, job, index
 
 
@@ -236,7 +244,7 @@ def main_fun(a, ctx):
     n_workers = len(ctx.cluster_spec["worker"])
     worker_index = ctx.task_index if ctx.job_name == "worker" else None
     ctx.cluster_spec, ctx.job_name, ctx.task_index = node_cluster(
-        ctx.cluster_spec, ctx.job_name, ctx.task_index, a.node_host)
+        ctx.cluster_spec, ctx.job_name, ctx.task_index, a.node_host, a.address_map)
     task = "{0}:{1}".format(ctx.job_name, ctx.task_index)
     cluster, server = start_server(tf, ctx, a)
     if ctx.job_name == "ps":
