@@ -77,10 +77,9 @@ def rows(root: Path, runs_dir: Path, results_dir: Path) -> list[dict]:
     for eid, s in sorted(spec.load_all(root).items(), key=lambda kv: natural_key(kv[0])):
         source = s.source_spec
         owner = s.runs_from("local")
-        attempts = runs.select(runs.experiment_attempts(runs_dir, "local", owner or source.id))
-        if owner:  # only the owner's points that stand for this spec's
-            theirs = set(s.shared_points("local").values())
-            attempts = [a for a in attempts if Path(a.run_id).parts[3] in theirs]
+        # with runs_from, only the owner's points that stand for this spec's
+        attempts = runs.select(runs.experiment_attempts(
+            runs_dir, "local", owner or source.id, set(s.shared_points("local").values()) if owner else None))
         paper = source.data["scales"]["paper"]
         local = source.data["scales"].get("local") or {}
         seconds = sum(_seconds(a.record) for a in attempts

@@ -93,7 +93,7 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
         # say per point which one it needs
         for name, settings in (("tensorflowonspark", ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON")),
                                ("tensorflow", ("DLOBD_TF_RDMA_PYTHON",))):
-            given = [(s, _home(s)) for s in settings if _home(s)]
+            given = [(s, p) for s in settings if (p := _home(s))]
             found = [f"{s} {p}" for s, p in given if p.is_file()]
             caps[name] = ((bool(found), f"{name} in " + ", ".join(found)) if found else
                           (False, f"the paper profile's {name} runs in the Python "

@@ -175,8 +175,7 @@ def assemble(experiment: str, axes: list[str], parsed_csvs) -> pd.DataFrame:
 def run_summaries(runs_dir, scale: str, experiment: str, points=None) -> list[dict]:
     """Every attempt of an experiment (of only these point ids, if given), with the fields the
     report shows."""
-    found = [a for a in runs.experiment_attempts(runs_dir, scale, experiment)
-             if points is None or Path(a.run_id).parts[3] in points]
+    found = runs.experiment_attempts(runs_dir, scale, experiment, points)
     chosen = {a.run_id for a in runs.select(found)}
     out = []
     for a in found:

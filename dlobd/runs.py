@@ -157,8 +157,9 @@ def read_attempt(attempt_dir, runs_dir) -> Attempt:
     return Attempt(attempt_dir, rid, number, record)
 
 
-def experiment_attempts(runs_dir, scale: str, experiment: str) -> list[Attempt]:
-    """Every attempt of one experiment at one scale, on every cluster, oldest first per point."""
+def experiment_attempts(runs_dir, scale: str, experiment: str, points=None) -> list[Attempt]:
+    """Every attempt of one experiment at one scale (of only these point ids, if given), on every
+    cluster, oldest first per point."""
     runs_dir = Path(runs_dir)
     out = []
     if not runs_dir.is_dir():
@@ -167,7 +168,7 @@ def experiment_attempts(runs_dir, scale: str, experiment: str) -> list[Attempt]:
         exp_dir = cluster_dir / scale / experiment
         if not exp_dir.is_dir():
             continue
-        for pdir in sorted(p for p in exp_dir.iterdir() if p.is_dir()):
+        for pdir in sorted(p for p in exp_dir.iterdir() if p.is_dir() and (points is None or p.name in points)):
             out.extend(read_attempt(a, runs_dir) for a in attempts(pdir))
     return out
 

@@ -390,12 +390,8 @@ def build_plan_tf1(point: dict, fixed: dict, model: str, workers: int, ps: int, 
     """build_plan's counterpart for the site's TF 1.x build: train_tf1.py, the ps strategy's
     arguments, TF 1.x's tasks (tf1_tasks)."""
     args = workload_args(model, "ps", workers, point, fixed, protocol, data_dir)
-    tasks = tf1_tasks(workers, ps, hosts, ports)
-    for t in tasks:
-        env = {"TF_CONFIG": json.dumps(tf_config(tasks, t, protocol), separators=(",", ":")),
-               "TF_CPP_MIN_LOG_LEVEL": "1"}
-        place(t, [python, str(WORKLOAD_TF1), *args], env, cwd, stack_vars)
-    return tasks
+    return place_all(tf1_tasks(workers, ps, hosts, ports), [python, str(WORKLOAD_TF1), *args], protocol,
+                     cwd, stack_vars)
 
 
 def task_hosts(link, workers: list[str]) -> list[str]:
@@ -412,11 +408,16 @@ def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: li
     the stack's variables and TF_CONFIG on the command line."""
     strategy, workers, ps = layout(point, fixed)
     args = workload_args(model, strategy, workers, point, fixed, protocol, data_dir)
-    tasks = cluster_tasks(strategy, workers, ps, hosts, ports)
+    return place_all(cluster_tasks(strategy, workers, ps, hosts, ports), [python, str(WORKLOAD), *args],
+                     protocol, cwd, stack_vars)
+
+
+def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str, stack_vars: dict) -> list[Task]:
+    """Every task running `argv` with its own TF_CONFIG (place)."""
     for t in tasks:
         env = {"TF_CONFIG": json.dumps(tf_config(tasks, t, protocol), separators=(",", ":")),
                "TF_CPP_MIN_LOG_LEVEL": "1"}
-        place(t, [python, str(WORKLOAD), *args], env, cwd, stack_vars)
+        place(t, list(argv), env, cwd, stack_vars)  # a list of its own per task
     return tasks
 
 
@@ -494,9 +495,9 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                            free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
                            str(adir), provenance.prefix_env())
     result = run_tasks(ctx, tasks, env)
-    if ctx.dry_run and labels:
-        result.labels = labels
     if ctx.dry_run:
+        if labels:
+            result.labels = labels
         return result
     result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
                        else f"tensorflow {provenance.versions()['tensorflow']}"}

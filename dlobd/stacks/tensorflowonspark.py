@@ -506,6 +506,29 @@ def spark_conf(ctx: runs.RunContext, where: Placement) -> dict:
     }
 
 
+def submit_argv(ctx: runs.RunContext, spark_submit: str, executors: int, conf: dict) -> list[str]:
+    """spark-submit on YARN in client mode with `executors` executors, these settings and the
+    run's own (event log, tags), up to the program."""
+    command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
+               "--num-executors", str(executors), "--executor-cores", str(EXECUTOR_CORES),
+               "--executor-memory", f"{EXECUTOR_MEMORY_MB}m"]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command + hadoop.spark_conf(ctx)
+
+
+def subset_and_address(ctx: runs.RunContext, name: str, where: Placement) -> list[str]:
+    """The options both TFoS programs take alike: the first records to train on, the address
+    every TF node uses."""
+    options = []
+    images = per_workload(ctx.fixed.get("train_images"), name)
+    if images:
+        options += ["--train-images", str(int(images))]
+    if where.node_host:
+        options += ["--node-host", where.node_host]
+    return options
+
+
 def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
     """The paper profile's spark-submit of train_tf1.py: one executor per TF worker and per
     parameter server, Spark 2.1's settings, driver and executors on where.python."""
@@ -518,22 +541,13 @@ def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, wh
         "spark.yarn.executor.memoryOverhead": str(EXECUTOR_OVERHEAD_MB),
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": where.python,
     }
-    command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
-               "--num-executors", str(executors), "--executor-cores", str(EXECUTOR_CORES),
-               "--executor-memory", f"{EXECUTOR_MEMORY_MB}m"]
-    for key, value in conf.items():
-        command += ["--conf", f"{key}={value}"]
-    command += hadoop.spark_conf(ctx)
+    command = submit_argv(ctx, spark_submit, executors, conf)
     command += [str(TRAIN_TF1), "--model", model, "--input-mode", lay["input_mode"],
                 "--data-dir", data_uri, "--workers", str(lay["workers"]), "--ps", str(lay["ps"]),
                 "--num-gpus", str(lay["gpus"]), "--batch-size", str(lay["batch"]),
                 "--epochs", str(lay["epochs"]), "--partitions", str(2 * lay["workers"]),
                 "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
-    images = per_workload(ctx.fixed.get("train_images"), name)
-    if images:
-        command += ["--train-images", str(int(images))]
-    if where.node_host:
-        command += ["--node-host", where.node_host]
+    command += subset_and_address(ctx, name, where)
     if where.address_map:
         command += ["--address-map", ",".join(f"{a}={b}" for a, b in where.address_map)]
     return command
@@ -548,23 +562,13 @@ def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where:
     conf = {**spark_conf(ctx, where), "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m"}
     if where.server_host:
         conf["spark.executorEnv.TFOS_SERVER_HOST"] = where.server_host
-    command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
-               "--num-executors", str(nodes), "--executor-cores", str(EXECUTOR_CORES),
-               "--executor-memory", f"{EXECUTOR_MEMORY_MB}m"]
-    for key, value in conf.items():
-        command += ["--conf", f"{key}={value}"]
-    command += hadoop.spark_conf(ctx)
+    command = submit_argv(ctx, spark_submit, nodes, conf)
     command += [str(TRAIN), "--model", model, "--input-mode", input_mode(ctx.fixed),
                 "--data-dir", data_uri, "--cluster-size", str(nodes),
                 "--batch-size", str(int(ctx.fixed.get("batch", 64))),
                 "--epochs", str(int(ctx.fixed.get("epochs", 1))), "--partitions", str(2 * nodes),
                 "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
-    images = per_workload(ctx.fixed.get("train_images"), name)
-    if images:
-        command += ["--train-images", str(int(images))]
-    if where.node_host:
-        command += ["--node-host", where.node_host]
-    return command
+    return command + subset_and_address(ctx, name, where)
 
 
 def launch(ctx: runs.RunContext) -> runs.LaunchResult:
