@@ -41,7 +41,7 @@ def rows(root: Path) -> list[dict]:
         sizes = [plan.point_size(scale, point) for _, point in s.points("paper")]
         nodes = _max(z["nodes"] for z in sizes)
         per_node = _max(z["per_node"] for z in sizes)
-        gpus = _max([z["gpus"] for z in sizes] + [(z["nodes"] or 0) * (z["per_node"] or 0) for z in sizes])
+        gpus = _max(z["gpus"] or (z["nodes"] or 0) * (z["per_node"] or 0) for z in sizes)
         estimate = plan.node_hours(s, "paper")
         out.append({
             "id": eid, "figure": f"{s.data['paper']} {s.data['figure']}", "stack": s.data["stack"],

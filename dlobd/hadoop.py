@@ -27,6 +27,11 @@ from dlobd import networks, provenance, runs
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10
+# Spark's client-mode ApplicationMaster as the launchers pin it (spark.yarn.am.memory), and the
+# overhead Spark 1.6 to 3.5 add to it (10 %, at least 384 MiB)
+AM_MEMORY_MB = 512
+AM_OVERHEAD_MB = 384
+YARN_DEFAULT_MIN_ALLOCATION_MB = 1024
 
 
 class HadoopError(Exception):
@@ -132,17 +137,64 @@ def _wait_final(tag: str, timeout_s: float) -> list[dict]:
         time.sleep(1)
 
 
-def container_log_dirs() -> list[str]:
-    """The NodeManagers' container log directories (yarn.nodemanager.log-dirs)."""
+def yarn_site(name: str) -> str | None:
+    """A property of this host's yarn-site.xml; None where it does not set it."""
     site = Path(_setting("HADOOP_CONF_DIR")) / "yarn-site.xml"
     try:
         root = ET.parse(site).getroot()
     except (OSError, ET.ParseError) as exc:
         raise HadoopError(f"{site}: unreadable: {exc}") from None
-    for prop in root.iter("property"):
-        if prop.findtext("name") == "yarn.nodemanager.log-dirs":
-            return [d.strip() for d in (prop.findtext("value") or "").split(",") if d.strip()]
-    raise HadoopError(f"{site}: no yarn.nodemanager.log-dirs")
+    return next((prop.findtext("value") or "" for prop in root.iter("property")
+                 if prop.findtext("name") == name), None)
+
+
+def container_log_dirs() -> list[str]:
+    """The NodeManagers' container log directories (yarn.nodemanager.log-dirs)."""
+    dirs = yarn_site("yarn.nodemanager.log-dirs")
+    if dirs is None:
+        raise HadoopError(f"{_setting('HADOOP_CONF_DIR')}/yarn-site.xml: no yarn.nodemanager.log-dirs")
+    return [d.strip() for d in dirs.split(",") if d.strip()]
+
+
+def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
+    """The memory (MiB) YARN offers on its smallest NodeManager: at launch the ResourceManager's
+    own count over its RUNNING nodes, in a dry run DLOBD_YARN_MEMORY_MB (None where that is
+    not known yet: an inventory's cluster before provisioning)."""
+    if dry_run:
+        stated = provenance.stack_setting("DLOBD_YARN_MEMORY_MB") or ""
+        return int(stated) if stated.isdigit() else None
+    nodes = (((_rest("/ws/v1/cluster/nodes?states=RUNNING") or {}).get("nodes") or {}).get("node")) or []
+    if not nodes:
+        raise HadoopError("the ResourceManager has no RUNNING NodeManager")
+    return min(int(n["availMemoryMB"]) + int(n["usedMemoryMB"]) for n in nodes)
+
+
+def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -> int | None:
+    """The container (MiB: executor heap + overhead) each executor of a Spark application on
+    YARN asks for so that at most `per_node` of them share a NodeManager, and `per_node` fit
+    even on the one that also runs the application's client-mode ApplicationMaster
+    (spark.yarn.am.memory = AM_MEMORY_MB, which the launchers pin). The capacity scheduler's
+    DefaultResourceCalculator places containers by memory alone, ignoring vcores, so memory is
+    what pins executors to nodes (GPUs per node; one CaffeOnSpark executor per node): with s
+    the share, k*s fits the NodeManager's memory less the AM's container, (k+1)*s exceeds all
+    of it. YARN rounds every request up to yarn.scheduler.minimum-allocation-mb, so s is a
+    multiple of it. NotRunnable where no such s of at least `least_mb` exists; None in a dry
+    run that does not know the NodeManagers' memory."""
+    memory = nodemanager_memory_mb(dry_run)
+    if memory is None:
+        return None
+    conf = provenance.stack_setting("HADOOP_CONF_DIR")
+    step = int((yarn_site("yarn.scheduler.minimum-allocation-mb") if conf and (Path(conf) / "yarn-site.xml").is_file()
+                else None) or YARN_DEFAULT_MIN_ALLOCATION_MB)
+    am = -(-(AM_MEMORY_MB + AM_OVERHEAD_MB) // step) * step
+    share = (memory - am) // per_node // step * step
+    if share < least_mb or share * (per_node + 1) <= memory:
+        raise runs.NotRunnable(
+            f"{per_node} executor(s) per NodeManager of at least {least_mb} MiB each: YARN offers "
+            f"{memory} MiB on its smallest NodeManager, and no container size in steps of {step} MiB "
+            f"fits {per_node} beside the ApplicationMaster's {am} MiB while keeping out one more "
+            "(dlobd_yarn_memory_fraction sets what YARN offers)")
+    return share
 
 
 def _copy_container_logs(app_id: str, dest: Path) -> None:

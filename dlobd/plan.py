@@ -284,7 +284,8 @@ def _count(value) -> int | None:
 
 def point_size(scale: dict, point: dict) -> dict:
     """What a point asks of a cluster's size: `nodes` (point or fixed `nodes`/`worker_nodes`,
-    one worker host each), `per_node` GPUs on each of them (`gpus_per_node`/`devices_per_node`
+    one worker host each; else, on GPUs, the GPUs and parameter servers `per_node` at a time),
+    `per_node` GPUs on each of them (`gpus_per_node`/`devices_per_node`
     on GPU points) and `gpus` in all (`gpus`, or the ranks of `processes` on GPU buffers);
     None where the spec gives none."""
     params = {**(scale.get("fixed") or {}), **point}
@@ -297,6 +298,12 @@ def point_size(scale: dict, point: dict) -> dict:
     total = _count(params.get("gpus"))
     if total is None and str(params.get("buffers")) == "gpu":
         total = _count(params.get("processes"))  # a CUDA-aware MPI rank per GPU
+    if nodes is None and on_gpu and total and _count(per_node):
+        # `per_node` GPUs on a node (fewer on one node if the point has fewer), and the parameter
+        # servers of a parameter-server mode in the same slots (TFoS: an executor each)
+        servers = _count(params.get("parameter_servers")) or (1 if params.get("mode") == "parameter server" else 0)
+        nodes = -(-(total + servers) // _count(per_node))
+        per_node = min(_count(per_node), total)
     return {"nodes": nodes, "per_node": _count(per_node) if on_gpu and nodes else None, "gpus": total}
 
 
@@ -403,12 +410,7 @@ def _point_nodes(spec, scale: dict, point: dict) -> int | None:
         return 2  # the benchmark's servers on one host, its workers on another
     if _count(params.get("workers")):
         return _count(params["workers"]) + (_count(params.get("parameter_servers")) or 0)
-    per_node = params.get("gpus_per_node")
-    if isinstance(per_node, dict):
-        per_node = per_node.get(str(params.get("workload")))
-    if _count(params.get("gpus")) and _count(per_node):
-        return -(-_count(params["gpus"]) // _count(per_node))
-    return None
+    return point_size(scale, point)["nodes"]
 
 
 def node_hours(spec, scale_name: str = "paper") -> dict:

@@ -95,6 +95,14 @@ def ethernet_addresses() -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
 
+def default_route_addresses() -> dict[str, str]:
+    """Worker cluster address -> the address of its default route, for the workers where the two
+    differ (Ansible's facts at provisioning; DLOBD_WORKERS_DEFAULT_ROUTE of dlobd-env.sh, empty
+    in a dry run of an inventory)."""
+    pairs = (stack_setting("DLOBD_WORKERS_DEFAULT_ROUTE") or "").split()
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+
 def is_local_address(host: str) -> bool:
     """Whether `host` names this machine (loopback or one of its interfaces' addresses)."""
     try:

@@ -20,6 +20,7 @@ LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeons
 SPECS = ("dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig6a", "dlobd-fig6b", "dlobd-fig8a", "dlobd-fig8b")
 SETTINGS = {
     "SPARK_HOME": "/opt/spark-1.6.2", "DLOBD_HDFS_URI": "hdfs://192.0.2.10:19820", "DLOBD_YARN_VCORES": "28",
+    "DLOBD_YARN_MEMORY_MB": "32768",
     "DLOBD_GPU_WORKERS": " ".join(WORKERS), "CAFFEONSPARK_LIBRARY_PATH": "/usr/local/cuda/lib64",
     **{f"CAFFEONSPARK_HOME_{d}": f"/opt/cos/{d.lower()}" for d in ("CPU_OPENBLAS", "CPU_MKL", "GPU", "GPU_CUDNN")},
 }
@@ -59,6 +60,10 @@ def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
     assert f"spark.executorEnv.LD_LIBRARY_PATH={home}/lib:/usr/local/cuda/lib64" in confs
     assert f"spark.driver.extraLibraryPath={home}/lib:/usr/local/cuda/lib64" in confs
     assert any(c.startswith("spark.yarn.tags=dlobd-") for c in confs)
+    # one executor per node: 8 GiB of heap, and the rest of the NodeManager's 32 GiB, less the
+    # ApplicationMaster's 1 GiB container, as overhead, so YARN fits no second executor there
+    assert option(argv, "--executor-memory") == "8g"
+    assert "spark.yarn.executor.memoryOverhead=23552" in confs and "spark.yarn.am.memory=512m" in confs
     network = point.get("network", ctx.fixed.get("network"))
     assert option(argv, "-connection") == ("infiniband" if network == "rdma" else "ethernet")
     assert option(argv, "-devices") == "1" and option(argv, "-conf") == "solver.prototxt"
@@ -147,6 +152,20 @@ def test_gpu_points_need_gpus(tmp_path, monkeypatch):
         caffeonspark.launch(ctx)
     cpu = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
     assert cpu.status == "dry run"
+
+
+def test_a_nodemanager_too_small_for_one_executor_is_not_runnable(tmp_path, monkeypatch):
+    install(monkeypatch, {**SETTINGS, "DLOBD_YARN_MEMORY_MB": "12288"})
+    with pytest.raises(runs.NotRunnable, match=r"^1 executor\(s\) per NodeManager of at least 14336 MiB each: "
+                                               r"YARN offers 12288 MiB on its smallest NodeManager"):
+        caffeonspark.launch(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"}))
+
+
+def test_a_dry_run_of_an_unprovisioned_cluster_says_the_overhead_is_sized_at_launch(tmp_path, monkeypatch):
+    install(monkeypatch, {**SETTINGS, "DLOBD_YARN_MEMORY_MB": "'$DLOBD_YARN_MEMORY_MB'"})
+    argv = caffeonspark.launch(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"})).command
+    assert ("spark.yarn.executor.memoryOverhead=<at launch: NodeManager memory - the ApplicationMaster's, "
+            "in YARN's steps, less 8g>") in argv
 
 
 def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):

@@ -116,3 +116,66 @@ def test_application_roles_come_from_the_rm_record_and_the_event_log(tmp_path):
         ("10.77.0.3", ["worker", "executor:2"]), ("elsewhere", ["executor:3"])]
     assert cluster[1]["roles"] == ["worker"]    # the cluster's own list is left as it was
     assert hadoop.application_roles(tmp_path / "no-run") == {}
+
+
+@pytest.mark.parametrize("memory", [4096, 6144, 24576, 32768, 65536, 131072, 100000])
+@pytest.mark.parametrize("per_node", [1, 2, 3, 4])
+@pytest.mark.parametrize("step", [128, 256, 1024])
+def test_executor_containers_pin_at_most_per_node_executors_to_a_nodemanager(env, monkeypatch, memory, per_node,
+                                                                              step):
+    (env / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.scheduler.minimum-allocation-mb</name>"
+        f"<value>{step}</value></property></configuration>")
+    monkeypatch.setenv("DLOBD_YARN_MEMORY_MB", str(memory))
+    try:
+        share = hadoop.executor_container_mb(per_node, 1536, dry_run=True)
+    except runs.NotRunnable as e:
+        # too small for per_node shares of 1536 MiB beside the AM: the smallest sizes only
+        assert memory < 24576 or (memory, per_node) == (24576, 4) and step == 1024
+        assert str(e).startswith(f"{per_node} executor(s) per NodeManager of at least 1536 MiB each: "
+                                 f"YARN offers {memory} MiB")
+        return
+    # YARN rounds each request up to the step: the AM's 512 + 384 MiB, and the executors' shares
+    am = -(-(512 + 384) // step) * step
+    assert share % step == 0 and share >= 1536
+    assert per_node * share + am <= memory < (per_node + 1) * share
+
+
+def test_a_dry_run_without_the_nodemanagers_memory_sizes_nothing(env, monkeypatch):
+    monkeypatch.setenv("DLOBD_YARN_MEMORY_MB", "'$DLOBD_YARN_MEMORY_MB'")
+    assert hadoop.executor_container_mb(2, 1536, dry_run=True) is None
+
+
+def test_the_nodemanagers_memory_at_launch_is_the_resourcemanager_s_smallest(env, monkeypatch):
+    import http.server
+    import json
+    import threading
+
+    nodes = {"nodes": {"node": [{"id": "w1:1", "state": "RUNNING", "availMemoryMB": 5000, "usedMemoryMB": 1144},
+                                {"id": "w2:1", "state": "RUNNING", "availMemoryMB": 2048, "usedMemoryMB": 2048}]}}
+    asked = []
+
+    class RM(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            body = json.dumps(nodes if "states=RUNNING" in self.path else {"nodes": None}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), RM)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("DLOBD_RESOURCEMANAGER_HTTP", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("DLOBD_YARN_MEMORY_MB", "999999")  # what a launch does not read
+        assert hadoop.nodemanager_memory_mb() == 4096
+        assert asked == ["/ws/v1/cluster/nodes?states=RUNNING"]
+        nodes["nodes"] = None
+        with pytest.raises(hadoop.HadoopError, match="no RUNNING NodeManager"):
+            hadoop.nodemanager_memory_mb()
+    finally:
+        server.shutdown()

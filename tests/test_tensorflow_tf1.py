@@ -155,9 +155,18 @@ def test_every_paper_point_runs_train_tf1_in_the_site_tf1_build(tmp_path, paper_
     assert not (tmp_path / "runs").exists()
     processes = result.extra["processes"]
     workers = int(point.get("workers", point.get("nodes", 3)))  # fig9: fixed workers 3 (of 4 nodes)
+    rdma = point["network"] == "rdma"
+    if experiment == "rdmatf-fig1" and workers == 1:
+        # the paper's single-node TensorFlow: one process, no TF cluster, no strategy
+        [local] = processes
+        assert local["name"] == "local:0" and not any(a.startswith("TF_CONFIG=") for a in shlex.split(local["command"][-1]))
+        command = remote_command(local["command"])
+        assert command[:2] == [SITE_TF1, str(tf.WORKLOAD_TF1)] and "--strategy" not in command
+        assert command[command.index("--steps") + 1] == "300"
+        assert result.labels["strategy"].startswith("local: one process without a TF cluster")
+        return
     assert [p["name"] for p in processes] == [f"worker:{i}" for i in range(workers)] + ["ps:0", "chief:0"]
     assert result.labels["parameter_servers"] == ("1" if experiment == "dlobd-fig9" else UNSTATED_PS)
-    rdma = point["network"] == "rdma"
     for p in processes:
         command = remote_command(p["command"])  # every task on a worker host, over ssh
         assert command[:2] == [SITE_TF1, str(tf.WORKLOAD_TF1)], p

@@ -10,6 +10,7 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -272,10 +273,22 @@ def test_the_launcher_s_paper_versions_are_the_version_set_s():
     assert bounds["pyspark_max"] == "3.5" and tfos.PAPER_PYSPARK_PYTHON == "3.5 or 2.7"
 
 
+# 16 GPU workers with 32 GiB for YARN each (a quarter of 128 GiB, the default fraction)
+GPU_WORKERS = [f"10.1.0.{i}" for i in range(5, 21)]
+GPU_SETTINGS = {"DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS), "DLOBD_CUDA_LIBRARY_PATH": "/usr/local/cuda-8.0/lib64",
+                "DLOBD_YARN_MEMORY_MB": "32768", "DLOBD_GPUS_PER_NODE": "2",
+                "DLOBD_HDFS_URI": "hdfs://10.1.0.1:19820"}
+
+
+def gpu_cluster(monkeypatch, settings=GPU_SETTINGS, workers=GPU_WORKERS):
+    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(tfos.provenance, "workers", lambda: list(workers))
+    monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
+
+
 @pytest.mark.parametrize("experiment, pid, point", PAPER_POINTS, ids=[f"{e}:{p}" for e, p, _ in PAPER_POINTS])
 def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypatch, experiment, pid, point):
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
-    monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5", "10.1.0.6"])
+    gpu_cluster(monkeypatch)
     ctx = paper_context(tmp_path, experiment, point)
     where = tfos.placement(point["network"], PAPER_ENV)
     assert where.tf1 and where.node_host is None  # several workers: TFoS 1.0 picks each one's address
@@ -290,7 +303,17 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
                 "spark.yarn.appMasterEnv.PYSPARK_PYTHON"):
         assert conf[key] == python
     # Spark 2.1's name of the executors' overhead; the 2.3 one is not there
-    assert conf["spark.yarn.executor.memoryOverhead"] == "1024" and "spark.executor.memoryOverhead" not in conf
+    assert "spark.executor.memoryOverhead" not in conf and option(cmd, "--executor-memory") == "512m"
+    if experiment == "dlobd-fig5b":
+        # at most gpus_per_node executors on a NodeManager: 2 (cifar10) take 15 GiB of its 32 each,
+        # 1 (mnist) 31 GiB, both beside the ApplicationMaster's 1 GiB; CUDA's libraries
+        share = {"cifar10": 15360, "mnist": 31744}[point["workload"]]
+        assert conf["spark.yarn.executor.memoryOverhead"] == str(share - 512)
+        assert conf["spark.yarn.am.memory"] == "512m"
+        assert conf["spark.executor.extraLibraryPath"] == "/usr/local/cuda-8.0/lib64"
+    else:
+        assert conf["spark.yarn.executor.memoryOverhead"] == "1024"
+        assert "spark.executor.extraLibraryPath" not in conf and "spark.yarn.am.memory" not in conf
     workers = point["gpus"] if experiment == "dlobd-fig5b" else 3
     assert option(cmd, "--workers") == str(workers) and option(cmd, "--ps") == "1"
     assert option(cmd, "--num-executors") == str(workers + 1) and option(cmd, "--partitions") == str(2 * workers)
@@ -304,6 +327,25 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
         # fig9: 3 workers and 1 parameter server on 4 nodes, batch 128, on CPUs
         assert option(cmd, "--model") == "mnist_softmax" and option(cmd, "--batch-size") == "128"
         assert option(cmd, "--num-gpus") == "0"
+
+
+@pytest.mark.parametrize("settings, workers, reason", [
+    ({**GPU_SETTINGS, "DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS[1:])}, GPU_WORKERS,
+     "GPU TF nodes: YARN may place an executor on any worker, and worker(s) 10.1.0.5 have no GPU"),
+    (GPU_SETTINGS, GPU_WORKERS[:4],
+     "9 executors (TF workers and parameter servers), at most 2 per node (its GPUs): 5 nodes, and the "
+     "cluster has 4 worker(s)"),
+    ({k: v for k, v in GPU_SETTINGS.items() if k != "DLOBD_CUDA_LIBRARY_PATH"}, GPU_WORKERS,
+     "GPU TF nodes need CUDA's libraries on the executors' library path: DLOBD_CUDA_LIBRARY_PATH is unset"),
+    ({**GPU_SETTINGS, "DLOBD_YARN_MEMORY_MB": "4096"}, GPU_WORKERS,
+     "2 executor(s) per NodeManager of at least 1536 MiB each: YARN offers 4096 MiB on its smallest NodeManager"),
+])
+def test_a_gpu_point_the_cluster_cannot_pin_is_not_runnable(tmp_path, monkeypatch, settings, workers, reason):
+    gpu_cluster(monkeypatch, settings, workers)
+    monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(PAPER_ENV))
+    ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib", "gpus": 8})
+    with pytest.raises(runs.NotRunnable, match="^" + re.escape(reason)):
+        tfos.launch(ctx)
 
 
 def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):
@@ -502,3 +544,15 @@ def test_train_tf1_s_nodes_train_in_a_tf1_python(tmp_path, model, mode, gpus):
     summary = {r["metric"]: r["value"] for r in parsed["worker-1.log"].rows if r.get("step") is None}
     assert summary["train_time_s"] > 0 and summary["worker_images_per_s"] > 0
     assert "Training chief:0 starts its first step" in logs["worker-0.log"]
+
+
+def test_the_address_map_takes_the_default_routes_found_at_provisioning(monkeypatch):
+    """TFoS 1.0.8 registers an executor at its host's default-route address: the one Ansible's
+    facts found (DLOBD_WORKERS_DEFAULT_ROUTE) where known, else the worker's Ethernet address."""
+    settings = {"DLOBD_WORKERS_ETHERNET": "10.1.0.5=10.40.0.5 10.1.0.6=10.40.0.6",
+                "DLOBD_WORKERS_DEFAULT_ROUTE": "10.1.0.5=10.50.0.5 10.1.0.9=10.50.0.9 "}
+    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5", "10.1.0.6"])
+    monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
+    assert tfos.placement("ipoib", PAPER_ENV).address_map == (("10.40.0.6", "10.1.0.6"), ("10.50.0.5", "10.1.0.5"))
+    assert tfos.placement("ipoib", ENV).address_map == ()  # TFoS 2.x takes TFOS_SERVER_HOST

@@ -35,7 +35,9 @@ library path and the executors' LD_LIBRARY_PATH. Options (caffe-grid's Config.sc
 -connection ethernet|infiniband -model <HDFS path>`; `-output` is read only by `-test` and
 `-features`, which these experiments do not run. On YARN CaffeOnSpark takes the cluster size
 from spark.executor.instances, so `--num-executors` is the point's nodes, one executor per
-node: each asks for every vcore of a NodeManager (DLOBD_YARN_VCORES). The solver and net
+node: each asks for every vcore of a NodeManager (DLOBD_YARN_VCORES), and for a container so
+large that no second one fits there (hadoop.executor_container_mb: YARN's capacity scheduler
+places by memory alone). The solver and net
 are the project's (workloads/caffe-nets/, rendered per point into the attempt and shipped
 with `--files`): solver_mode CPU or GPU from the device, the per-node batch from the spec's
 batch rule (nodes x batch = 128), validation only where the metric is an accuracy. The data
@@ -329,6 +331,14 @@ def render(ctx: runs.RunContext, p: dict, uris: dict) -> dict:
     return {"solver.prototxt": solver, "net.prototxt": net}
 
 
+def memory_mb(size: str) -> int:
+    """MiB of a JVM memory size as spark-submit takes it (`8g`, `1024m`)."""
+    found = re.fullmatch(r"(\d+)([mMgG])", size.strip())
+    if not found:
+        raise ValueError(f"executor_memory {size!r}: not a size like 8g or 1024m")
+    return int(found[1]) * (1024 if found[2] in "gG" else 1)
+
+
 def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
@@ -338,12 +348,21 @@ def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_
     # one executor per node takes a NodeManager's vcores; several on one share them
     cores = str(ctx.fixed["executor_cores"]) if "executor_cores" in ctx.fixed else \
         provenance.stack_setting("DLOBD_YARN_VCORES") or "1"
+    heap = str(ctx.fixed.get("executor_memory", EXECUTOR_MEMORY))
+    overhead = str(ctx.fixed.get("executor_overhead_mb", EXECUTOR_OVERHEAD_MB))
+    if p["hosts"] is None:
+        # one executor per node: YARN places by memory alone (vcores do not count), so the
+        # container takes the rest of a NodeManager and no second one fits beside it
+        share = hadoop.executor_container_mb(1, memory_mb(heap) + int(overhead), ctx.dry_run)
+        overhead = str(share - memory_mb(heap)) if share else \
+            f"<at launch: NodeManager memory - the ApplicationMaster's, in YARN's steps, less {heap}>"
     return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(p["nodes"]), "--executor-cores", cores,
-            "--executor-memory", str(ctx.fixed.get("executor_memory", EXECUTOR_MEMORY)),
+            "--executor-memory", heap,
             "--driver-memory", str(ctx.fixed.get("driver_memory", DRIVER_MEMORY)),
             "--files", ",".join(str(f) for f in files),
-            "--conf", f"spark.yarn.executor.memoryOverhead={ctx.fixed.get('executor_overhead_mb', EXECUTOR_OVERHEAD_MB)}",
+            "--conf", f"spark.yarn.executor.memoryOverhead={overhead}",
+            "--conf", f"spark.yarn.am.memory={hadoop.AM_MEMORY_MB}m",
             "--conf", f"spark.driver.extraLibraryPath={libs}",
             "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={libs}",
             # OpenBLAS would start a thread per core of the host in every executor

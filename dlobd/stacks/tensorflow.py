@@ -25,7 +25,9 @@ Launcher: one TF cluster per point, tasks as real processes with their own TF_CO
 (cluster, task, rpc_layer) on ports free at launch, spread round-robin over the cluster's
 workers (provenance.workers(); a task on another host starts over ssh with the stack's
 variables). `parameter_servers` among the fixed parameters selects the ps strategy (a
-chief, the workers and the parameter servers), else every task is a collective worker.
+chief, the workers and the parameter servers), else every task is a collective worker; fixed
+`single_node` makes a point of one worker one process without TF_CONFIG (task local:0), the
+papers' single-node TensorFlow (rdmatf-fig1's baseline).
 Workers come from the point's `workers`/`nodes` (else the fixed ones), the batch per worker
 from `batch` (axis, else fixed) or fixed `images_per_step`; steps, warm-up steps, image size
 and epochs from the fixed parameters. The network axis resolves through
@@ -294,12 +296,16 @@ def _count(value, what: str) -> int:
 
 
 def layout(point: dict, fixed: dict) -> tuple[str, int, int]:
-    """(strategy, workers, parameter servers) of a point."""
+    """(strategy, workers, parameter servers) of a point: `local` (one process, no cluster)
+    for one worker where the spec's fixed `single_node` says its one worker is TensorFlow on one
+    node, as the papers' baselines are."""
     workers = next((point[k] for k in WORKER_KEYS if k in point),
                    next((fixed[k] for k in WORKER_KEYS if k in fixed), 1))
     workers = _count(workers, "workers")
     if workers < 1:
         raise ValueError("a TF cluster needs at least one worker")
+    if workers == 1 and fixed.get("single_node"):
+        return "local", 1, 0
     if "parameter_servers" in fixed:
         ps = _count(fixed["parameter_servers"], "parameter_servers")
         if ps < 1:
@@ -313,7 +319,7 @@ def workload_args(model: str, strategy: str, workers: int, point: dict, fixed: d
     """The workload's arguments (every task of a run gets the same)."""
     unknown = set(fixed) - DESCRIPTIVE - set(WORKER_KEYS) - {
         "parameter_servers", "batch", "images_per_step", "steps", "warmup_steps", "image_size",
-        "epochs", "log_every", "learning_rate"}
+        "epochs", "log_every", "learning_rate", "single_node"}
     if unknown:
         raise ValueError(f"fixed parameters the tensorflow launcher does not know: {sorted(unknown)}")
     batch = point.get("batch", fixed.get("batch", fixed.get("images_per_step")))
@@ -322,7 +328,9 @@ def workload_args(model: str, strategy: str, workers: int, point: dict, fixed: d
     # ps: the chief waits for the scheduled steps at every step line, so between two lines
     # each worker needs several steps queued or the workers take turns instead of overlapping
     log_every = fixed.get("log_every", 4 * workers if strategy == "ps" else 1)
-    args = ["--model", model, "--strategy", strategy, "--batch-size", str(_count(batch, "batch")),
+    # a local run has no strategy: without TF_CONFIG the workload trains in its one process
+    args = ["--model", model, *(["--strategy", strategy] if strategy != "local" else []),
+            "--batch-size", str(_count(batch, "batch")),
             "--protocol", protocol, "--log-every", str(_count(log_every, "log_every"))]
     for key, flag in (("steps", "--steps"), ("warmup_steps", "--warmup-steps"),
                       ("image_size", "--image-size"), ("epochs", "--epochs")):
@@ -339,7 +347,10 @@ def workload_args(model: str, strategy: str, workers: int, point: dict, fixed: d
 
 def cluster_tasks(strategy: str, workers: int, ps: int, hosts: list[str],
                   ports: list[int]) -> list[Task]:
-    """The tasks, spread round-robin over the hosts (workers first, so they spread evenly)."""
+    """The tasks, spread round-robin over the hosts (workers first, so they spread evenly); a
+    local run's one task, `local:0`, on the first host."""
+    if strategy == "local":
+        return [Task("local", 0, hosts[0], ports[0], True)]
     jobs = [("worker", i, strategy == "collective") for i in range(workers)]
     jobs += [("ps", i, False) for i in range(ps)]
     if strategy == "ps":
@@ -365,6 +376,8 @@ def tf1_layout(point: dict, fixed: dict, scale: str) -> tuple[int, int, dict]:
     strategy, workers, ps = layout(point, fixed)
     if strategy == "ps":
         return workers, ps, {"parameter_servers": str(ps)}
+    if strategy == "local":
+        return 1, 0, {}
     if scale != "paper":
         raise runs.NotRunnable(
             "the tasks run in a TensorFlow 1.x build (DLOBD_TF_RDMA_PYTHON), whose program "
@@ -388,10 +401,11 @@ def build_plan_tf1(point: dict, fixed: dict, model: str, workers: int, ps: int, 
                    ports: list[int], python: str, protocol: str, data_dir: str | None, cwd: str,
                    stack_vars: dict) -> list[Task]:
     """build_plan's counterpart for the site's TF 1.x build: train_tf1.py, the ps strategy's
-    arguments, TF 1.x's tasks (tf1_tasks)."""
-    args = workload_args(model, "ps", workers, point, fixed, protocol, data_dir)
-    return place_all(tf1_tasks(workers, ps, hosts, ports), [python, str(WORKLOAD_TF1), *args], protocol,
-                     cwd, stack_vars)
+    arguments, TF 1.x's tasks (tf1_tasks); or, without parameter servers, a local run's."""
+    strategy = "ps" if ps else "local"
+    args = workload_args(model, strategy, workers, point, fixed, protocol, data_dir)
+    tasks = tf1_tasks(workers, ps, hosts, ports) if ps else cluster_tasks(strategy, 1, 0, hosts, ports)
+    return place_all(tasks, [python, str(WORKLOAD_TF1), *args], protocol, cwd, stack_vars)
 
 
 def task_hosts(link, workers: list[str]) -> list[str]:
@@ -413,10 +427,11 @@ def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: li
 
 
 def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str, stack_vars: dict) -> list[Task]:
-    """Every task running `argv` with its own TF_CONFIG (place)."""
+    """Every task running `argv` with its own TF_CONFIG (place); a local run's task without."""
     for t in tasks:
-        env = {"TF_CONFIG": json.dumps(tf_config(tasks, t, protocol), separators=(",", ":")),
-               "TF_CPP_MIN_LOG_LEVEL": "1"}
+        env = {"TF_CPP_MIN_LOG_LEVEL": "1"}
+        if t.job != "local":
+            env["TF_CONFIG"] = json.dumps(tf_config(tasks, t, protocol), separators=(",", ":"))
         place(t, list(argv), env, cwd, stack_vars)  # a list of its own per task
     return tasks
 
@@ -486,7 +501,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     if rdma_python:
         # the site's TF 1.x build: train_tf1.py, parameter servers
         workers, ps, labels = tf1_layout(ctx.point, ctx.fixed, ctx.scale)
-        strategy = "ps"
+        strategy = "ps" if ps else "local"
         tasks = build_plan_tf1(ctx.point, ctx.fixed, model, workers, ps, hosts, free_ports(workers + ps + 1),
                                python, protocol, data_dir, str(adir), provenance.prefix_env())
     else:
@@ -494,6 +509,8 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
                            free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
                            str(adir), provenance.prefix_env())
+    if strategy == "local":
+        labels["strategy"] = "local: one process without a TF cluster, the paper's single-node TensorFlow"
     result = run_tasks(ctx, tasks, env)
     if ctx.dry_run:
         if labels:

@@ -55,7 +55,10 @@ not runnable, naming the setting. `mode: parameter server` (fig5b) is the strate
 input mode: such points, and those without a mode, are fed from RDDs (InputMode.SPARK, the
 launcher's choice, labelled). The stacks' Python keeps the project's own helpers (the
 monitor's psutil). Spark 2.1 knows the executors' memory overhead as
-spark.yarn.executor.memoryOverhead. The commands are tested in dry runs; train_tf1.py's TF nodes
+spark.yarn.executor.memoryOverhead. A GPU point (device not cpu) gives every executor a
+container sized so that YARN, which schedules memory and no GPUs, places at most the point's
+`gpus_per_node` of them on a node (the parameter servers' among them), and CUDA's libraries
+(DLOBD_CUDA_LIBRARY_PATH) as their library path (gpu_executors). The commands are tested in dry runs; train_tf1.py's TF nodes
 have trained on TensorFlow 1.4.0 without Spark (tests/tf1_harness.py), never under spark-submit
 on Spark 2.1 (no Java 8 here).
 """
@@ -358,8 +361,9 @@ class Placement:
     # the paper profile's TFoS 1.0.8 on TensorFlow 1.x (train_tf1.py), not TFoS 2.x
     tf1: bool = False
     # TFoS 1.0.8 registers each executor at its default-route address and has no TFOS_SERVER_HOST:
-    # train_tf1.py rewrites those (the workers' Ethernet ones) to this network's (their cluster,
-    # IPoIB, addresses), so an IPoIB point's traffic is not carried by the Ethernet
+    # train_tf1.py rewrites those (Ansible's default_ipv4 of each worker, else its Ethernet
+    # address) to this network's (their cluster, IPoIB, addresses), so an IPoIB point's traffic
+    # is not carried by the Ethernet
     address_map: tuple = ()
 
 
@@ -409,7 +413,8 @@ def placement(network: str, env: dict) -> Placement:
     given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it). On the paper
     profile (DLOBD_PROFILE=paper) the other points run DLOBD_TFOS_PYTHON (tfos_python), and
     every point train_tf1.py (tf1), whose nodes a non-Ethernet point moves from the workers'
-    Ethernet addresses, where TFoS 1.0.8 registers them, to their cluster ones (address_map)."""
+    default-route (else Ethernet) addresses, where TFoS 1.0.8 registers them, to their cluster ones
+    (address_map)."""
     transport = networks.resolve("tensorflowonspark", network)
     lacking = networks.missing("tensorflowonspark", network)
     if lacking:
@@ -431,8 +436,10 @@ def placement(network: str, env: dict) -> Placement:
     server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
     address_map = ()
     if tf1 and transport.address != "ethernet":
-        address_map = tuple(sorted((eth, w) for w, eth in provenance.ethernet_addresses().items()
-                                   if w in workers and eth != w))
+        # where TFoS 1.0.8 registers each worker's executors: its default route's address, known
+        # once provisioned, else (a dry run of an inventory) its Ethernet one
+        registered = {**provenance.ethernet_addresses(), **provenance.default_route_addresses()}
+        address_map = tuple(sorted((at, w) for w, at in registered.items() if w in workers and at != w))
     # one worker: every node on its address; several: TFoS takes each executor's own address
     return Placement(transport, server, workers[0] if len(workers) == 1 else None, python, tf1,
                      address_map)
@@ -481,6 +488,38 @@ def tf1_layout(ctx: runs.RunContext) -> dict:
     return {"workers": workers, "ps": ps, "input_mode": feed, "batch": int(ctx.fixed.get("batch", 64)),
             "epochs": int(ctx.fixed.get("epochs", 1)),
             "gpus": 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1, "labels": labels}
+
+
+def gpu_executors(ctx: runs.RunContext, name: str, executors: int) -> dict:
+    """The Spark settings of a GPU point's executors on YARN, which schedules no GPUs (Hadoop
+    2.7): each TF node's container sized so that at most the point's GPUs per node (fixed
+    `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (hadoop.executor_container_mb),
+    where TFoS's gpu_info then finds each worker a free GPU; and CUDA's libraries
+    (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN container does not inherit,
+    on the executors' library path. NotRunnable where a worker has no GPU (YARN may place an
+    executor on any) or the workers are too few for the executors at that many per node."""
+    per_node = int(per_workload(ctx.fixed.get("gpus_per_node"), name)
+                   or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
+    workers = provenance.workers()
+    gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+    without = [w for w in workers if w not in gpu_hosts]
+    if without:
+        raise runs.NotRunnable(f"GPU TF nodes: YARN may place an executor on any worker, and worker(s) "
+                               f"{' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts) or 'unset'})")
+    nodes = -(-executors // per_node)
+    if nodes > len(workers):
+        raise runs.NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
+                               f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} worker(s)")
+    libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
+    if not libs:
+        raise runs.NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
+                               "DLOBD_CUDA_LIBRARY_PATH is unset (dlobd_cuda_home in the inventory)")
+    share = hadoop.executor_container_mb(per_node, EXECUTOR_MEMORY_MB + EXECUTOR_OVERHEAD_MB, ctx.dry_run)
+    overhead = str(share - EXECUTOR_MEMORY_MB) if share else \
+        (f"<at launch: (NodeManager memory - the ApplicationMaster's) / {per_node}, in YARN's steps, "
+         f"less {EXECUTOR_MEMORY_MB}>")
+    return {"spark.yarn.executor.memoryOverhead": overhead, "spark.yarn.am.memory": f"{hadoop.AM_MEMORY_MB}m",
+            "spark.executor.extraLibraryPath": libs}
 
 
 def spark_conf(ctx: runs.RunContext, where: Placement) -> dict:
@@ -541,6 +580,8 @@ def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, wh
         "spark.yarn.executor.memoryOverhead": str(EXECUTOR_OVERHEAD_MB),
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": where.python,
     }
+    if lay["gpus"]:
+        conf.update(gpu_executors(ctx, name, executors))
     command = submit_argv(ctx, spark_submit, executors, conf)
     command += [str(TRAIN_TF1), "--model", model, "--input-mode", lay["input_mode"],
                 "--data-dir", data_uri, "--workers", str(lay["workers"]), "--ps", str(lay["ps"]),
@@ -575,23 +616,17 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     env = hadoop.stack_env()
     where = placement(str(ctx.point.get("network", "loopback")), env)
     _, _, dataset = workload(ctx)
-    # NotRunnable before any staging
-    labels = {}
-    if where.tf1:
-        labels = tf1_layout(ctx)["labels"]
-    else:
-        input_mode(ctx.fixed)
+    # NotRunnable (from here or the command) before any staging
+    labels = tf1_layout(ctx)["labels"] if where.tf1 else {}
     local = Path(env["DLOBD_DATA_DIR"]) / dataset
     # the executors read the training set from HDFS (spark mode: sc.binaryFiles/binaryRecords)
-    if ctx.dry_run:
-        data_uri = hadoop.hdfs_uri(f"{HDFS_DATA}/{dataset}")
-    else:
+    data_uri = hadoop.hdfs_uri(f"{HDFS_DATA}/{dataset}")
+    command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where)
+    if not ctx.dry_run:
         with open(ctx.attempt_dir / "prepare.log", "x", encoding="utf-8") as log:
             log.write(f"{runs.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
             log.flush()
-            data_uri = hadoop.hdfs_stage(local, f"{HDFS_DATA}/{dataset}")
-            log.write(f"{runs.now_iso()} staged: {data_uri}\n")
-    command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where)
+            log.write(f"{runs.now_iso()} staged: {hadoop.hdfs_stage(local, f'{HDFS_DATA}/{dataset}')}\n")
     env.update({"TZ": "UTC", "TF_CPP_MIN_LOG_LEVEL": "1",
                 "PYSPARK_PYTHON": where.python, "PYSPARK_DRIVER_PYTHON": where.python})
     if where.server_host:

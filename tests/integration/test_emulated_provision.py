@@ -258,3 +258,64 @@ def test_provisioning_names_a_worker_whose_sshd_is_down(tmp_path):
     assert f"host(s) {worker['name']} could not be reached ({worker['name']}: {worker['address']}:22)" in flat
     # the preflight stops the play before anything is installed on the others
     assert "TASK [node_basics" not in out, out[-3000:]
+
+
+# Three executors sized by hadoop.executor_container_mb to `per_node` per NodeManager on a cluster
+# of two; the application reports the executors registered 20 s after the expected count
+# (host:port of each).
+PACKED_APP = """
+import json, sys, time
+from pyspark import SparkConf, SparkContext
+sc = SparkContext(conf=SparkConf().setAppName("dlobd-packing"))
+expected, deadline = int(sys.argv[1]), time.time() + 120
+def executors():
+    hosts = str(sc._jsc.sc().getExecutorMemoryStatus().keySet().mkString(",")).split(",")
+    return sorted(h for h in hosts if h.split(":")[0] != sc.getConf().get("spark.driver.host"))
+while len(executors()) < expected and time.time() < deadline:
+    time.sleep(0.5)
+time.sleep(20)  # one more container, were it allocated, registers within a few heartbeats
+print("EXECUTORS " + json.dumps(executors()))
+sc.stop()
+"""
+SUBMIT_PACKED = """
+import subprocess, sys
+from dlobd import hadoop
+app, per_node, expected = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+share = hadoop.executor_container_mb(per_node, 1536)
+env = hadoop.stack_env()
+done = subprocess.run([env["SPARK_HOME"] + "/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
+                       "--num-executors", "3", "--executor-cores", "1", "--executor-memory", "512m",
+                       "--conf", f"spark.executor.memoryOverhead={share - 512}",
+                       "--conf", f"spark.yarn.am.memory={hadoop.AM_MEMORY_MB}m",
+                       "--conf", "spark.dynamicAllocation.enabled=false",
+                       "--conf", "spark.scheduler.minRegisteredResourcesRatio=0",
+                       "--conf", "spark.ui.enabled=false", app, expected],
+                      env=env, capture_output=True, text=True, timeout=300)
+print("SHARE", share, "RC", done.returncode)
+print(done.stdout)
+print(done.stderr[-3000:], file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("per_node, expected", [(1, [1, 1]), (2, [1, 2])])
+def test_executors_sized_per_nodemanager_never_exceed_it(emulated, tmp_path, per_node, expected):
+    """What pins GPU executors (and CaffeOnSpark's) to nodes on a real YARN, which places by
+    memory alone: sized by the ResourceManager's own count of its NodeManagers' memory, three
+    executors on two NodeManagers run one on each at one per node (YARN leaves the third
+    unplaced), and all three, two on one, at two per node."""
+    rc, out, _ = emulated.playbook("cluster-up.yml")
+    assert rc == 0, out[-5000:]
+    app = tmp_path / "packed.py"
+    app.write_text(PACKED_APP)
+    tmp_path.chmod(0o755)
+    done = harness(emulated.state_dir, "exec", "--host", "master", "--", "env",
+                   f"DLOBD_PREFIX={emulated.state_dir / 'stack'}", sys.executable, "-c", SUBMIT_PACKED, str(app),
+                   str(per_node), str(sum(expected)), timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    share, rc = re.search(r"SHARE (\d+) RC (-?\d+)", done.stdout).groups()
+    assert rc == "0", done.stderr[-3000:]
+    listed = re.search(r"^EXECUTORS (.*)$", done.stdout, re.MULTILINE)
+    assert listed, done.stdout[-2000:] + done.stderr[-3000:]
+    hosts = [h.rsplit(":", 1)[0] for h in json.loads(listed.group(1))]  # the NodeManagers' host names
+    workers = {emulated.host(f"worker{i}")["name"] for i in (1, 2)}
+    assert set(hosts) == workers and sorted(hosts.count(w) for w in workers) == expected, (hosts, share)
