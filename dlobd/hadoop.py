@@ -156,6 +156,16 @@ def container_log_dirs() -> list[str]:
     return [d.strip() for d in dirs.split(",") if d.strip()]
 
 
+def require_gpus_on_every_worker(what: str) -> None:
+    """NotRunnable, naming `what` and the workers without GPUs, unless every worker is in group
+    gpu (DLOBD_GPU_WORKERS): YARN may place a GPU executor on any NodeManager."""
+    gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+    without = [w for w in provenance.workers() if w not in gpu_hosts]
+    if without:
+        raise runs.NotRunnable(f"{what}: YARN may place an executor on any worker, and worker(s) "
+                               f"{' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts) or 'unset'})")
+
+
 def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
     """The memory (MiB) YARN offers on its smallest NodeManager: at launch the ResourceManager's
     own count over its RUNNING nodes, in a dry run DLOBD_YARN_MEMORY_MB (None where that is

@@ -271,12 +271,7 @@ def placement(p: dict) -> list[str]:
         raise runs.NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} worker(s) "
                                f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
     if p["gpu"]:
-        gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
-        without = [w for w in workers if w not in gpu_hosts]
-        if without:
-            raise runs.NotRunnable(f"device {p['device']}: YARN may place an executor on any worker, "
-                                   f"and worker(s) {' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: "
-                                   f"{' '.join(gpu_hosts) or 'unset'})")
+        hadoop.require_gpus_on_every_worker(f"device {p['device']}")
     return workers
 
 
@@ -353,8 +348,9 @@ def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_
     if p["hosts"] is None:
         # one executor per node: YARN places by memory alone (vcores do not count), so the
         # container takes the rest of a NodeManager and no second one fits beside it
-        share = hadoop.executor_container_mb(1, memory_mb(heap) + int(overhead), ctx.dry_run)
-        overhead = str(share - memory_mb(heap)) if share else \
+        heap_mb = memory_mb(heap)
+        share = hadoop.executor_container_mb(1, heap_mb + int(overhead), ctx.dry_run)
+        overhead = str(share - heap_mb) if share else \
             f"<at launch: NodeManager memory - the ApplicationMaster's, in YARN's steps, less {heap}>"
     return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(p["nodes"]), "--executor-cores", cores,

@@ -500,12 +500,8 @@ def gpu_executors(ctx: runs.RunContext, name: str, executors: int) -> dict:
     executor on any) or the workers are too few for the executors at that many per node."""
     per_node = int(per_workload(ctx.fixed.get("gpus_per_node"), name)
                    or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
+    hadoop.require_gpus_on_every_worker("GPU TF nodes")
     workers = provenance.workers()
-    gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
-    without = [w for w in workers if w not in gpu_hosts]
-    if without:
-        raise runs.NotRunnable(f"GPU TF nodes: YARN may place an executor on any worker, and worker(s) "
-                               f"{' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts) or 'unset'})")
     nodes = -(-executors // per_node)
     if nodes > len(workers):
         raise runs.NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
