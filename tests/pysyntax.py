@@ -1,6 +1,17 @@
-"""Python syntax newer than the TensorFlow 1.x programs' Pythons (2.7 and 3.5) may use."""
+"""What the tests of the TensorFlow 1.x programs share: loading one as a module here, and the
+Python syntax newer than their Pythons (2.7 and 3.5) may use."""
 
 import ast
+import importlib.util
+from pathlib import Path
+
+
+def load_program(path: Path, name: str):
+    """A workload program run as a module in this Python (its functions, without its main)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def newer_syntax(tree):

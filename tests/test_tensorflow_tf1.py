@@ -6,7 +6,6 @@ tensorflow 1.x and numpy> runs one run of the launcher end to end on 127.0.0.1 (
 """
 
 import ast
-import importlib.util
 import json
 import os
 import shlex
@@ -21,7 +20,7 @@ from dlobd import spec as dspec
 from dlobd.stacks import tensorflow as tf
 from datafiles import write_idx
 from inventories import write_other
-from pysyntax import newer_syntax
+from pysyntax import load_program, newer_syntax
 
 TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
 SITE_TF1 = "/sw/tf1-verbs/bin/python"
@@ -30,10 +29,7 @@ UNSTATED_PS = "1 (not stated by the paper: the launcher's choice)"
 
 
 def load_tf1():
-    spec_ = importlib.util.spec_from_file_location("train_tf1_native", TF1)
-    module = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(module)
-    return module
+    return load_program(TF1, "train_tf1_native")
 
 
 # ---------------------------------------------------------------- the launcher's TF 1.x plans

@@ -7,7 +7,6 @@ run of the launcher (tests/data/logs/README.md), whose event log is stored gzip-
 
 import ast
 import gzip
-import importlib.util
 import json
 import os
 import re
@@ -24,7 +23,7 @@ from dlobd import ROOT, hadoop, networks, plan, runs
 from dlobd import spec as dspec
 from dlobd.stacks import parse_run
 from dlobd.stacks import tensorflowonspark as tfos
-from pysyntax import newer_syntax
+from pysyntax import load_program, newer_syntax
 
 FIXTURE = Path(__file__).parent / "data" / "logs" / "tensorflowonspark-yarn" / "spark-mnist-1-node"
 ENV = {"DLOBD_PYTHON": "/stack/bin/python", "SPARK_HOME": "/stack/spark", "DLOBD_DATA_DIR": "/data"}
@@ -402,10 +401,7 @@ TF1 = ROOT / "workloads" / "tensorflowonspark" / "train_tf1.py"
 
 
 def load_tf1():
-    spec_ = importlib.util.spec_from_file_location("train_tf1", TF1)
-    module = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(module)
-    return module
+    return load_program(TF1, "train_tf1")
 
 
 def test_train_tf1_is_python_3_5_and_2_7_syntax():
