@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 DLOBD_PREFIX ?= $(HOME)/dlobd-stack
 INVENTORY ?= playbooks/inventories/local/hosts.yml
 # A DLOBD_PREFIX given on the command line or in the environment overrides the inventory's; the
-# default one is the inventory's own (group_vars: ~/dlobd-stack), so a multi-host inventory can
+# default one is the inventory's own (else the dlobd role's: ~/dlobd-stack), so a multi-host inventory can
 # give each host a prefix of its own.
 PREFIX_VAR = $(if $(filter-out file,$(origin DLOBD_PREFIX)),-e dlobd_prefix=$(DLOBD_PREFIX))
 # CAFFEONSPARK=1: provisioning also builds CaffeOnSpark's modern port (dlobd_caffeonspark_port; the

@@ -2,7 +2,19 @@
 
 from pathlib import Path
 
+import yaml
+
 __version__ = "0.1.0"
 
 #: The project root (the checkout this package lives in).
 ROOT = Path(__file__).resolve().parent.parent
+
+#: The settings every playbook role shares, as the dlobd role's defaults: settings.yml (what an
+#: inventory may set) and derived.yml (values derived from those).
+SETTINGS_DEFAULTS = ROOT / "playbooks" / "roles" / "settings" / "defaults" / "main"
+
+
+def playbook_settings() -> dict:
+    """The shared settings' defaults, unrendered (templates stay strings)."""
+    return {key: value for part in ("settings.yml", "derived.yml")
+            for key, value in (yaml.safe_load((SETTINGS_DEFAULTS / part).read_text()) or {}).items()}

@@ -25,6 +25,8 @@ import tarfile
 import time
 from pathlib import Path
 
+from dlobd import SETTINGS_DEFAULTS
+
 ROOT = Path(__file__).resolve().parent.parent
 CONTAINERS_DIR = ROOT / "containers"
 # The stack's prefix inside every image: the same layout a registry-provisioned prefix has.
@@ -226,7 +228,7 @@ def versions(version_set: str, root: Path = ROOT) -> dict[str, str]:
     literal `<role>_..._version` values of the roles' defaults (derived values are left out)."""
     import yaml
 
-    shared = root / "playbooks/group_vars/all/main.yml"
+    shared = root / SETTINGS_DEFAULTS.relative_to(ROOT) / "settings.yml"
     shared_settings = yaml.safe_load(shared.read_text()) or {}
     sets = shared_settings.get("dlobd_profile_versions") or {}
     if version_set not in sets:

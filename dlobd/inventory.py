@@ -3,10 +3,11 @@ without reaching any of its hosts.
 
 Ansible itself reads the inventory: the play of playbooks/inventory-settings.yml, whose one
 `debug` task runs on the controller for every host, renders the host's variables with the
-inventory's group_vars, host_vars and inheritance, the playbooks' own group_vars, the paper
-stack roles' defaults and any extra vars, in a play's precedence (`ansible-inventory --list`
-would leave derived values such as dlobd_python unrendered, and miss the playbooks' group_vars,
-which outrank an inventory's `all: vars:`). On the launch host (the first `namenode` host:
+inventory's `all: vars:`, group_vars, host_vars and inheritance over the dlobd role's
+defaults, the paper stack roles' defaults and any extra vars, in a play's precedence
+(`ansible-inventory --list` would leave derived values such as dlobd_python unrendered, and miss
+the roles' defaults). The settings lookup of that role says where each setting came from, and
+names any dlobd_* variable no role reads. On the launch host (the first `namenode` host:
 experiments run from there, as from a head node) the task also renders the stack_env role's
 dlobd-env.sh template, with the settings the caffeonspark, mmlspark, rdma_spark and hibench roles
 record where the inventory runs them, so the settings a dry run sees are the ones provisioning writes into that
@@ -40,7 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlobd import ROOT
@@ -114,6 +115,9 @@ PROVISIONED = {
     "dlobd_deb_arch": "'$(dpkg --print-architecture)'",
 }
 ANSIBLE_TIMEOUT_S = 300
+# The settings `dlobd plan` shows in effect, with where each was set.
+IN_EFFECT = ("dlobd_profile", "dlobd_install_method", "dlobd_paper_env", "dlobd_prefix",
+             "dlobd_paper_stacks", "dlobd_stack_settings")
 
 
 class InventoryError(ValueError):
@@ -137,6 +141,8 @@ class Cluster:
     launch_host: str
     settings: dict               # what dlobd-env.sh exports on the launch host
     paper_stacks: tuple = ()     # the paper profile's stack roles site.yml runs (dlobd_paper_stacks)
+    # the launch host's settings in effect: name -> (value, where it was set; None: the default)
+    in_effect: dict = field(default_factory=dict)
 
     def members(self, group: str) -> list[Host]:
         return [self.hosts[name] for name in self.groups.get(group, ())]
@@ -226,6 +232,15 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
                 None if ethernet is None else str(ethernet))
 
 
+def _unknown_settings(found: dict, where: str) -> None:
+    """Stop on a dlobd_* variable no role reads, as the preflight does (lookup dlobd_settings)."""
+    if found["unknown"]:
+        raise InventoryError(where + ": " + "; ".join(
+            f"{name} (set in {found['origins'][name]}) is no setting of the playbooks"
+            + (f" (did you mean {' or '.join(close)}?)" if close else "")
+            for name, close in found["unknown"].items()))
+
+
 def _stack_settings(values: dict, where: str) -> dict:
     given = values.get("dlobd_stack_settings") or {}
     if not isinstance(given, dict):
@@ -267,11 +282,14 @@ def load(path, prefix: str | None = None) -> Cluster:
                 "playbooks' default is the remote user's home/dlobd-stack): set dlobd_prefix "
                 "in the inventory, or pass the prefix (DLOBD_PREFIX=... / --prefix)")
         for name in sorted(members):
+            _unknown_settings(rendered[name]["dlobd_settings"], f"{path}: host {name}")
             _stack_settings(rendered[name], f"{path}: host {name}")
         env_file = Path(tmp) / "dlobd-env.sh"
         env_file.write_text(values["env"])
         settings = provenance.source_env(env_file, base={})
+    origins = values["dlobd_settings"]["origins"]
     return Cluster(source=path, hosts=hosts,
                    groups={g: tuple(groups.get(g, [])) for g in GROUPS},
                    launch_host=launch, settings=settings,
-                   paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()))
+                   paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()),
+                   in_effect={name: (values[name], origins.get(name)) for name in IN_EFFECT})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import shutil
 import subprocess
 import sys
@@ -480,6 +481,11 @@ def _report(args, specs) -> int:
     cluster = provenance.inventory()
     where = (f"inventory {cluster.source}, launch host {cluster.launch_host}, prefix {cluster.prefix}"
              if cluster else f"prefix {provenance.prefix()}")
+    if not args.quiet and cluster:
+        print(f"settings in effect on {cluster.launch_host}:")
+        for name, (value, origin) in cluster.in_effect.items():
+            print(f"  {name} = {json.dumps(value)}  <- {origin or 'default (role dlobd)'}")
+        print()
     if not args.quiet:
         print(f"capabilities of this cluster ({where}):")
         for name, (present, why) in capabilities().items():

@@ -37,7 +37,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from dlobd import runs
+from dlobd import playbook_settings, runs
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLAYBOOKS = PROJECT_ROOT / "playbooks"
@@ -113,8 +113,8 @@ def expand_nodelist(nodelist: str) -> list[str]:
 
 
 def default_port_names() -> list[str]:
-    """The daemons' port names, as the playbooks' group_vars list them (dlobd_ports)."""
-    return list(group_vars()["dlobd_ports"])
+    """The daemons' port names, as the playbooks' shared settings list them (dlobd_ports)."""
+    return list(shared_settings()["dlobd_ports"])
 
 
 def job_ports(job_id: int, names: list[str] | None = None) -> dict[str, int]:
@@ -229,8 +229,8 @@ def make_plan(job_id: int, hostnames: list[str], provisioned: str, scratch: str,
 # ------------------------------------------------------------------ rendering the job's prefix
 
 @functools.lru_cache(maxsize=1)
-def group_vars() -> dict:
-    return yaml.safe_load((PLAYBOOKS / "group_vars" / "all" / "main.yml").read_text())
+def shared_settings() -> dict:
+    return playbook_settings()
 
 
 def role_defaults() -> dict:
@@ -248,7 +248,7 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
     hosts, ports and directories."""
     workers = [f"w{i}" for i in range(len(plan.workers))]
     return {
-        **group_vars(), **role_defaults(),
+        **shared_settings(), **role_defaults(),
         "ansible_managed": f"Rendered by dlobd.slurmjob for Slurm job {plan.job_id}",
         "ansible_facts": facts,
         "inventory_hostname": host,

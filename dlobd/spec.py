@@ -34,7 +34,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from dlobd import ROOT, metrics
+from dlobd import ROOT, metrics, networks
 
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "experiment.schema.json"
 
@@ -390,6 +390,7 @@ def _check_scale(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
                 errors.add(spec.path, f"{where}.paper_values[{i}].{key}", f"does not name a point: axes left open: {', '.join(open_axes)}")
     if matrix is not None and not expand(scale):
         errors.add(spec.path, f"{where}.exclude", "every point of the matrix is excluded")
+    _check_whole_scale_needs(spec, name, scale, errors)
     for axis, mapping in (scale.get("axis_map") or {}).items():
         if axis not in axes:
             errors.add(spec.path, f"{where}.axis_map.{axis}", f"unknown axis {axis!r}")
@@ -400,6 +401,26 @@ def _check_scale(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
                 errors.add(spec.path, f"{where}.axis_map.{axis}.{src}", f"{src!r} is not in the paper matrix of {axis!r}")
             if matrix is not None and axis in matrix and not _in_values(_fmt(dst), matrix[axis]):
                 errors.add(spec.path, f"{where}.axis_map.{axis}.{src}", f"maps to {_fmt(dst)!r}, which is not in the {name} matrix of {axis!r}")
+
+
+def _check_whole_scale_needs(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
+    """A need of the whole scale that only some of its network values have (config/networks.yaml)
+    would make a cluster without it run none of the points, those that never use it included."""
+    values = sorted({str(p["network"]) for _, p in expand(scale) if "network" in p}) if scale.get("matrix") else []
+    if len(values) < 2 or spec.data.get("stack_axis"):
+        return
+    try:
+        per_value = {v: set(networks.resolve(spec.stack(name), v).needs) for v in values}
+    except (networks.UnknownNetwork, KeyError):
+        return  # an unknown value or stack is named where the launcher resolves it
+    # multi-host is the shape of the experiment itself (its tasks run on several nodes), whatever
+    # the network
+    for need in set(scale.get("needs") or []) - {"multi-host"}:
+        having = [v for v, needs in per_value.items() if need in needs]
+        if having and len(having) < len(values):
+            errors.add(spec.path, f"scales.{name}.needs",
+                       f"{need} is needed by the whole scale, but only its network={'/'.join(having)} "
+                       f"points need it ({networks.CONFIG.name}): name it in point_needs instead")
 
 
 def _check_claim_syntax(owner: Spec | None, registry: dict, claim: dict, fpath: str, path: Path,

@@ -16,7 +16,7 @@ import psutil
 import pytest
 import yaml
 
-from dlobd import ROOT, apptainer
+from dlobd import ROOT, SETTINGS_DEFAULTS, apptainer, playbook_settings
 
 
 def fake_install(tmp_path: Path) -> Path:
@@ -164,8 +164,9 @@ def test_in_a_checkout_only_files_git_would_commit_are_inputs_and_staged(tmp_pat
 
 def test_an_interrupted_build_removes_its_work_folder(tmp_path, monkeypatch):
     definition = make_tree(tmp_path)
-    (tmp_path / "playbooks/group_vars/all").mkdir(parents=True)
-    (tmp_path / "playbooks/group_vars/all/main.yml").write_text("dlobd_profile_versions: {modern: {hadoop: '3.4.1'}}\n")
+    settings = tmp_path / SETTINGS_DEFAULTS.relative_to(ROOT)
+    settings.mkdir(parents=True)
+    (settings / "settings.yml").write_text("dlobd_profile_versions: {modern: {hadoop: '3.4.1'}}\n")
     monkeypatch.setattr(apptainer, "find_apptainer", lambda: tmp_path / "apptainer")
     monkeypatch.setattr(apptainer, "make_rootfs", lambda dest: dest)
     seen = []
@@ -210,8 +211,9 @@ def test_the_project_image_inputs_exist_and_the_cache_path_carries_the_hash(tmp_
 
 
 def version_sets_tree(tmp_path: Path) -> Path:
-    (tmp_path / "playbooks/group_vars/all").mkdir(parents=True)
-    (tmp_path / "playbooks/group_vars/all/main.yml").write_text(yaml.safe_dump({
+    settings = tmp_path / SETTINGS_DEFAULTS.relative_to(ROOT)
+    settings.mkdir(parents=True)
+    (settings / "settings.yml").write_text(yaml.safe_dump({
         "dlobd_profile_versions": {"modern": {"hadoop": "3.4.1", "java": 17},
                                    "paper-x": {"hadoop": "2.7.3", "java": 8}},
         "dlobd_hadoop_version": "{{ dlobd_versions.hadoop }}", "dlobd_psutil_version": "7.2.2",
@@ -241,11 +243,11 @@ def test_labels_of_an_unknown_version_set_name_it_and_the_known_ones(tmp_path):
 
 
 def test_each_image_is_labelled_with_the_versions_of_its_version_set():
-    group_vars = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_text())
+    shared = playbook_settings()
     for definition in sorted(apptainer.CONTAINERS_DIR.glob("*.def")):
         profile, paper_env = apptainer.definition_profile(definition), apptainer.definition_paper_env(definition)
         found = apptainer.labels(profile, "c0ffee", "0" * 64, paper_env=paper_env)
-        pinned = group_vars["dlobd_profile_versions"]["modern" if profile == "modern" else f"paper-{paper_env}"]
+        pinned = shared["dlobd_profile_versions"]["modern" if profile == "modern" else f"paper-{paper_env}"]
         for name in ("hadoop", "spark", "java", "tensorflow", "tensorflowonspark", "bigdl", "mpi4py"):
             assert found.get(f"org.dlobd.version.{name}") == (str(pinned[name]) if name in pinned else None), \
                 (definition.name, name)

@@ -27,7 +27,7 @@ MIRROR = os.environ.get("DLOBD_SOURCE_MIRROR", "")
 
 def play(tmp_path, mirror: Path, tasks_from: str = "install-mirror", **variables):
     playbook = tmp_path / "play.yml"
-    playbook.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n"
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles: [dlobd]\n  tasks:\n"
                         f"    - ansible.builtin.include_role: {{name: caffeonspark, tasks_from: {tasks_from}}}\n")
     extra = {"dlobd_prefix": str(tmp_path / "prefix"), "caffeonspark_source_mirror": str(mirror),
              "dlobd_system_packages": False, **variables}

@@ -14,7 +14,6 @@ from dlobd import ROOT
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
-GROUP_VARS = ROOT / "playbooks" / "group_vars" / "all" / "main.yml"
 
 
 def play(tmp_path, **variables) -> tuple[int, str, dict]:
@@ -22,7 +21,7 @@ def play(tmp_path, **variables) -> tuple[int, str, dict]:
     facts = tmp_path / "facts.json"
     playbook = tmp_path / "play.yml"
     playbook.write_text(
-        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "- hosts: all\n  gather_facts: false\n  roles: [dlobd]\n  tasks:\n"
         "    - ansible.builtin.include_role: {name: dl_libs, tasks_from: install-spack, public: true}\n"
         "    - ansible.builtin.copy:\n"
         f"        dest: {facts}\n"
@@ -31,9 +30,7 @@ def play(tmp_path, **variables) -> tuple[int, str, dict]:
     extra = {"dlobd_prefix": str(tmp_path / "prefix"), "dlobd_system_packages": False, **variables}
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks" / "roles"), "ANSIBLE_NOCOLOR": "1"}
-    # the playbooks' group_vars, which a playbook outside playbooks/ does not load, under the test's settings
-    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(playbook), "-e", f"@{GROUP_VARS}",
-                           "-e", json.dumps(extra)],
+    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(playbook), "-e", json.dumps(extra)],
                           capture_output=True, text=True, env=env, timeout=300)
     return done.returncode, done.stdout + done.stderr, json.loads(facts.read_text()) if facts.is_file() else {}
 

@@ -118,7 +118,6 @@ def test_inventory_has_the_groups_the_playbooks_expect(tmp_path):
         assert hv["dlobd_prefix"] == str(tmp_path / "stack")
     # one machine: its packages are installed once, the depot replaces the registries, and the
     # two NodeManagers share the memory one gets on a single-host cluster
-    # (as host vars: the playbooks' group_vars/all would outrank the inventory's group vars)
     for hv in inv["hosts"].values():
         assert hv["dlobd_system_packages"] is False
         assert hv["dlobd_package_depot"] == str(tmp_path / "depot")

@@ -37,7 +37,7 @@ def cluster(request):
 
 def test_the_example_reads_as_ansible_resolves_it(example):
     assert example.launch_host == "node01"
-    assert example.prefix == Path("/scratch/dlobd/dlobd-stack")  # group_vars/cluster.yml
+    assert example.prefix == Path("/scratch/dlobd/dlobd-stack")  # all: vars: of its hosts.yml
     s = example.settings
     assert s["DLOBD_WORKERS"] == "192.168.100.2 192.168.100.3 192.168.100.4"
     assert s["DLOBD_CLUSTER_ADDRESS"] == s["TFOS_SERVER_HOST"] == "192.168.100.1"

@@ -17,15 +17,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT
+from dlobd import ROOT, playbook_settings
 
 PLAYBOOKS = ROOT / "playbooks"
 SPACK_ENVS = ROOT / "spack-envs"
-GROUP_VARS = yaml.safe_load((PLAYBOOKS / "group_vars" / "all" / "main.yml").read_text())
+GROUP_VARS = playbook_settings()
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 # A version set's entries and the Spack package each is the pin of
 PACKAGES = {"java": "openjdk", "hadoop": "hadoop", "spark": "spark", "tensorflow": "py-tensorflow",
-            "tensorflowonspark": "py-tensorflowonspark", "mpi4py": "py-mpi4py", "bigdl": "bigdl"}
+            "tensorflowonspark": "py-tensorflowonspark", "mpi4py": "py-mpi4py", "bigdl": "bigdl",
+            "tf_cnn_benchmarks": "tf-cnn-benchmarks"}
 PINNED = re.compile(r"^([\w-]+)@([^\s~+^]+)")
 # The sets whose TensorFlowOnSpark runs in the site's Python (DLOBD_TFOS_PYTHON), which the role
 # python_env checks: their entries of SITE_PYTHON are versions that Python carries, no Spack pins
@@ -125,8 +126,7 @@ def test_the_site_python_s_versions_are_no_spack_pins_of_its_environment():
 
 def ansible(tmp_path: Path, playbook: str, hosts: dict, extra: dict | None = None) -> subprocess.CompletedProcess:
     """Run `playbook` (text) on `hosts` (name -> host variables), every host this machine, with the
-    playbooks' group_vars beside it (linked) and their roles."""
-    (tmp_path / "group_vars").symlink_to(PLAYBOOKS / "group_vars")
+    playbooks' roles (each play loads the dlobd role, as the playbooks' plays do)."""
     (tmp_path / "play.yml").write_text(playbook)
     first = next(iter(hosts))
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -147,10 +147,12 @@ RENDER = """
   gather_facts: true
   gather_subset: [min]
   roles:  # for their defaults alone
+    - dlobd
     - {role: hadoop, when: false}
     - {role: python_env, when: false}
     - {role: spack, when: false}
     - {role: stack_env, when: false}
+    - {role: tf_cnn_benchmarks, when: false}
   tasks:
     - ansible.builtin.copy:
         dest: "{{ out }}/{{ inventory_hostname }}.json"
@@ -262,6 +264,7 @@ def test_an_inventory_still_overrides_each_version(rendered):
 SHOW_VERSION_SET = """
 - hosts: all
   gather_facts: false
+  roles: [dlobd]
   tasks:
     - ansible.builtin.debug:
         var: dlobd_java_version
@@ -286,6 +289,7 @@ JAVA_FROM_SPACK = """
   gather_facts: true
   gather_subset: [min]
   roles:
+    - dlobd
     - {role: spack, when: false}  # its defaults: spack_env, spack_specs
   tasks:
     - ansible.builtin.include_role: {name: java, tasks_from: install-spack.yml}
@@ -321,6 +325,7 @@ def test_a_spack_environment_without_its_jdk_is_named(tmp_path):
 PYTHON_BOUNDS = """
 - hosts: all
   gather_facts: false
+  roles: [dlobd]
   tasks:
     - ansible.builtin.include_role: {name: python_env, tasks_from: bounds.yml}
 """
@@ -388,6 +393,7 @@ SHOW_TFOS_CHECK = """
 - hosts: all
   gather_facts: false
   roles:
+    - dlobd
     - {role: python_env, when: false}  # its defaults
   tasks:
     - ansible.builtin.copy:
@@ -412,3 +418,12 @@ def test_only_a_set_with_a_site_python_given_checks_it(tmp_path):
         "paper-given": True, "paper-not-given": False, "paper-apptainer": False, "modern-given": False,
         "paper-caffeonspark": False}
     assert got["paper-given"]["python"] == "/opt/py35/bin/python" and got["paper-not-given"]["python"] == ""
+
+
+def test_the_spack_environment_s_tf_cnn_benchmarks_is_named_where_it_is_installed(rendered):
+    # the role links <prefix>/tf-cnn-benchmarks to Spack's where the host's environment has it
+    homes = {name: exports(host).get("TF_CNN_BENCHMARKS_HOME") for name, host in rendered.items()}
+    assert homes == {"modern-registry": None, "modern-apptainer": None, "modern-java-21": None,
+                     "modern-spack": f"{PREFIX}/tf-cnn-benchmarks", "paper-tfos-bigdl": f"{PREFIX}/tf-cnn-benchmarks",
+                     "paper-newer-spark": f"{PREFIX}/tf-cnn-benchmarks",
+                     "paper-caffeonspark": None, "paper-mmlspark": None}

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT
+from dlobd import ROOT, playbook_settings
 
 PLAYBOOKS = ROOT / "playbooks"
 ANSIBLE_PLAYBOOK = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "ansible-playbook"
-GROUP_VARS = yaml.safe_load((PLAYBOOKS / "group_vars" / "all" / "main.yml").read_text())
+GROUP_VARS = playbook_settings()
 
 LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
          "dlobd_cluster_address": "127.0.0.1"}
@@ -128,6 +128,8 @@ def results(tmp_path_factory, mirror, maven_settings):
             "old_paper_setting": (ONE_NODE, None, "preflight.yml", (), {"spack_paper_stack": "caffeonspark"}),
             "paper_from_registry": (ONE_NODE, None, "preflight.yml", (), {"dlobd_profile": "paper"}),
             "unknown_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "conda"}),
+            "unknown_hadoop_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
+                                      {"dlobd_hadoop_install_method": "conda"}),
             "apptainer_no_image": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
                                    {"dlobd_install_method": "apptainer"}),
             # the role copies the image to the host, then checks the copy before anything uses it
@@ -142,7 +144,6 @@ def results(tmp_path_factory, mirror, maven_settings):
                               "dlobd_hadoop_version": "9.9.1"}),
             "maven_bad": (ONE_NODE, None, "site.yml", ("--tags", "node,hadoop"),
                           {"dlobd_hadoop_version": "9.9.3", "hadoop_maven_extra_args": ["-s", str(maven_settings)]}),
-            # declared per host, as an inventory must (group_vars/all outranks group variables);
             # no machine has these, so the fabric role must stop both runs
             "rdma_no_hca": (ONE_NODE, {"localhost": {**LOCAL, "dlobd_networks": ["ipoib", "rdma"]}},
                             "site.yml", ("--tags", "node"), {}),
@@ -211,12 +212,22 @@ def test_the_paper_profile_from_the_registries_is_refused_naming_the_methods_tha
     rc, out, _ = results["paper_from_registry"]
     assert rc != 0
     flat = " ".join(out.split())
-    assert "the paper profile's versions (Java 8, Hadoop 2.7.3, Spark 2.1.0)" in flat
-    assert "the registry method installs the modern profile's only: set dlobd_install_method to spack or apptainer" in flat
+    assert ("dlobd_profile is paper (set in the command line (-e)), whose versions (Java 8, Hadoop 2.7.3, "
+            "Spark 2.1.0) come from its Spack environment or an image of it") in flat
+    assert ("dlobd_install_method is registry (set in the dlobd role: its default), which installs the modern "
+            "profile's only: set dlobd_install_method to spack or apptainer") in flat
 
 
 def test_unimplemented_install_method_fails(results):
+    # the settings are checked on every run, one of some tags (here hadoop) too
     rc, out, _ = results["unknown_method"]
+    assert rc != 0
+    assert ('dlobd_install_method is "conda" (set in the command line (-e)): it must be one of registry, '
+            "tarball, spack, apptainer") in " ".join(out.split())
+
+
+def test_unimplemented_install_method_of_one_layer_fails(results):
+    rc, out, _ = results["unknown_hadoop_method"]
     assert rc != 0
     assert "install method conda is not implemented yet for Hadoop (implemented: registry, tarball, spack, apptainer)" in out
 

@@ -22,7 +22,7 @@ CHECKS = yaml.safe_load((ROOT / "playbooks/roles/registered_stacks/defaults/main
 
 def play(tmp_path, settings: dict):
     playbook = tmp_path / "play.yml"
-    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles: [registered_stacks]\n")
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles: [dlobd, registered_stacks]\n")
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks" / "roles"), "ANSIBLE_NOCOLOR": "1"}
     done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(playbook),

@@ -40,8 +40,7 @@ def repo(tmp_path_factory):
 
 def play(tmp_path, home, repo_url, commit, **more):
     playbook = tmp_path / "play.yml"
-    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles: [tf_cnn_benchmarks]\n")
-    # (site.yml's group_vars set the install method; this play runs the role alone)
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles: [dlobd, tf_cnn_benchmarks]\n")
     extra = {"dlobd_install_method": "registry", "dlobd_stack_settings": {"TF_CNN_BENCHMARKS_HOME": str(home)},
              "tf_cnn_benchmarks_repo": repo_url, "tf_cnn_benchmarks_commit": commit, **more}
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),

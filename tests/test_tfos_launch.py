@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, hadoop, networks, plan, runs
+from dlobd import ROOT, hadoop, networks, plan, playbook_settings, runs
 from dlobd import spec as dspec
 from dlobd.stacks import parse_run
 from dlobd.stacks import tensorflowonspark as tfos
@@ -224,7 +224,7 @@ def test_without_yarn_records_training_is_the_chief_clock(run):
 
 # ---------------------------------------------------------------- the paper profile: TFoS 1.0.8, TF 1.x
 
-GROUP_VARS = yaml.safe_load((ROOT / "playbooks" / "group_vars" / "all" / "main.yml").read_text())
+GROUP_VARS = playbook_settings()
 PAPER_ENV = {**ENV, "DLOBD_PROFILE": "paper", "DLOBD_TFOS_PYTHON": "/opt/py35-tf14/bin/python",
              "DLOBD_TF_RDMA_PYTHON": "/opt/tf1-verbs/bin/python"}
 

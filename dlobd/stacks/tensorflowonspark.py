@@ -326,7 +326,7 @@ def _rm_record(paths: list, app_id: str, run_dir: Path) -> dict:
 
 TRAIN = Path(__file__).resolve().parents[2] / "workloads" / "tensorflowonspark" / "train.py"
 # The paper profile's workload (TFoS 1.0 on TensorFlow 1.x), its Python's setting and what that
-# Python carries (the version set paper-tfos-bigdl of playbooks/group_vars/all/main.yml)
+# Python carries (the version set paper-tfos-bigdl of the playbooks' shared settings)
 TRAIN_TF1 = TRAIN.with_name("train_tf1.py")
 TFOS_PYTHON = "DLOBD_TFOS_PYTHON"
 PAPER_TENSORFLOW, PAPER_TFOS = "1.4.0", "1.0.8"

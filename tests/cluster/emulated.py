@@ -246,7 +246,6 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
     """The Ansible inventory of the run, in the groups the playbooks expect."""
     master = [h.name for h in plan.hosts if h.role == "master"]
     workers = [h.name for h in plan.hosts if h.role == "worker"]
-    # Host vars, not group vars: the playbooks' group_vars/all outranks an inventory's groups.
     machine = {
         # The hosts share this machine's package database (installed by `make provision`) and
         # reach no registry: Python wheels and Maven artifacts come from the depot.

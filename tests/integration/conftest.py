@@ -36,16 +36,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-import yaml
 
-from dlobd import ROOT, apptainer
+from dlobd import ROOT, apptainer, playbook_settings
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
 
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 INVENTORY = ROOT / "playbooks" / "inventories" / "local" / "hosts.yml"
-GROUP_VARS = ROOT / "playbooks" / "group_vars" / "all" / "main.yml"
 # Offsets tried for the test cluster's ports; all keep the shifted ports clear of the defaults.
 PORT_OFFSETS = range(100, 800, 100)
 # The shared emulated site: clear of the default plan (10.77) and of the other emulated tests'
@@ -66,7 +64,7 @@ def port_free(port: int) -> bool:
 
 def free_ports() -> dict[str, int]:
     """The inventory's daemon ports shifted by the first offset at which every one is free."""
-    ports = yaml.safe_load(GROUP_VARS.read_text())["dlobd_ports"]
+    ports = playbook_settings()["dlobd_ports"]
     for offset in PORT_OFFSETS:
         shifted = {name: port + offset for name, port in ports.items()}
         if all(port_free(p) for p in shifted.values()):
@@ -142,7 +140,7 @@ def provisioned(tmp_path_factory):
         if not (prefix / "etc" / "dlobd-env.sh").is_file():
             pytest.fail(f"DLOBD_TEST_CLUSTER={reused}: no provisioned prefix there (etc/dlobd-env.sh)")
         (base / "logs").mkdir()
-        yield Provisioned(prefix=prefix, log_dir=base / "logs", ports=yaml.safe_load(GROUP_VARS.read_text())["dlobd_ports"], reused=True)
+        yield Provisioned(prefix=prefix, log_dir=base / "logs", ports=playbook_settings()["dlobd_ports"], reused=True)
         return
     p = Provisioned(prefix=base / "stack", log_dir=base / "logs", ports=free_ports())
     p.log_dir.mkdir()

@@ -20,14 +20,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
-from dlobd import ROOT, apptainer
+from dlobd import ROOT, apptainer, playbook_settings
 
 pytestmark = pytest.mark.integration
 
 IMAGES = Path(os.environ.get("DLOBD_TEST_IMAGES") or apptainer.default_images_dir())
-GROUP_VARS = yaml.safe_load((ROOT / "playbooks/group_vars/all/main.yml").read_text())
+GROUP_VARS = playbook_settings()
 # The provisioned prefix's ports, shifted off the defaults so that its daemons never meet a local
 # cluster that runs beside the test.
 PORTS = {name: port + 500 for name, port in GROUP_VARS["dlobd_ports"].items()}
