@@ -13,11 +13,22 @@ client mode that is the attempt's stderr.log, while the containers' logs hold no
   [...] Top5Accuracy is Accuracy(correct: ..., accuracy: 0.99)
   [...] Loss is (Loss: 3198.36, count: 2000, Average Loss: 1.599)
 
+Releases: the format above is BigDL 0.3 on to 2.x (the paper's commit a1f3a88 among them;
+2.x adds the optim method's hyper parameters after the loss, and a log4j layout may put the
+message on a line of its own). BigDL 0.1 and 0.2 word the iteration line
+`... Train 128 in 0.094seconds. Throughput is ... records/second. Loss is ...`, and up to 0.4
+print the validation results without the [Epoch ...] header, after
+`[Wall Clock 1963.48s] Validate model...` (0.1: `top1 accuracy is Accuracy(...)`): such
+results belong to the last iteration seen before them (none in a log that begins with them).
+
 Rows: per iteration throughput_records_per_s, loss, wall_clock_s; per epoch epoch_time_s
-(difference of BigDL's cumulative "Wall clock time" of consecutive epochs), top1/top5
+(difference of BigDL's cumulative "Wall clock time" of consecutive epochs; none for an epoch
+whose previous epoch's end the log does not hold, e.g. a paste that starts later), top1/top5
 accuracy and test_loss of the validation; train_time_s (the last epoch's wall clock) when
 the log reaches the end of its last epoch. BigDL prints no end-of-training line, so a log
-cut exactly between two epochs reads as finished: the run's exit status tells the rest.
+cut exactly between two epochs reads as finished: the run's exit status tells the rest. A
+log may start mid-run (a rotated file, a paste): its first [Epoch] line need not be a
+trained iteration.
 
 Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`,
 under `dllib` in BigDL 2.x, at the package root in the paper's 0.x commit, as
@@ -50,14 +61,31 @@ LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|NaN|-?Infinity"
 PREFIX = re.compile(
     r"\[Epoch (\d+) (\d+)/(\d+)\]\[Iteration (\d+)\]\[Wall Clock (" + NUM + r")s\] (.*)$")
+# 0.3 on: "Trained 128.0 records in 0.094 seconds."; 0.1 and 0.2: "Train 128 in 0.094seconds."
 TRAINED = re.compile(
-    r"^Trained (" + NUM + r") records in (" + NUM + r") seconds\. Throughput is (" + NUM +
-    r") records/second\. Loss is (" + NUM + r")\.(?:\s|$)")
-EPOCH_DONE = re.compile(r"^Epoch finished\. Wall clock time is (" + NUM + r") ms")
+    r"^(?:Trained (" + NUM + r") records in|Train (" + NUM + r") in) (" + NUM + r") ?seconds\. "
+    r"Throughput is (" + NUM + r") records/second\. Loss is (" + NUM + r")\.(?:\s|$)")
+EPOCH_DONE = re.compile(r"^Epoch finished\. Wall clock time is (" + NUM + r") ?ms")  # 0.1: "56232.8ms"
+# 0.1 words it "top1 accuracy is"; a validation result without the [Epoch] header (up to 0.4)
+# follows the log4j prefix, so the bare forms are searched after a separator
 ACCURACY = re.compile(
-    r"^Top([15])Accuracy is Accuracy\(correct: (\d+), count: (\d+), accuracy: (" + NUM + r")\)")
-TEST_LOSS = re.compile(r"^Loss is \(Loss: (" + NUM + r"), count: (\d+), Average Loss: (" + NUM + r")\)")
+    r"(?:^|\s)(?:Top([15])Accuracy|top([15]) accuracy) is Accuracy\(correct: (\d+), count: (\d+), "
+    r"accuracy: (" + NUM + r")\)")
+TEST_LOSS = re.compile(r"(?:^|\s)Loss is \(Loss: (" + NUM + r"), count: (\d+), Average Loss: (" + NUM + r")\)")
+VALIDATE = re.compile(r"\[Wall Clock (" + NUM + r")s\] Validate model\.\.\.")
 JAVA_ERROR = re.compile(r"((?:java|scala|org|com)\.[\w.$]*(?:Exception|Error))(?::\s*(.*))?")
+
+
+def _validation(message: str, result: ParseResult, where: dict) -> bool:
+    """Rows of one validation result line (accuracy or test loss); False if it is none."""
+    if a := ACCURACY.search(message):
+        result.rows.append(row(f"top{a[1] or a[2]}_accuracy", float(a[5]), **where))
+        result.meta["test_records"] = int(a[4])
+    elif t := TEST_LOSS.search(message):
+        result.rows.append(row("test_loss", float(t[3]), **where))
+    else:
+        return False
+    return True
 
 
 def _parse(lines, cut) -> ParseResult:
@@ -66,11 +94,18 @@ def _parse(lines, cut) -> ParseResult:
     last_iter = last_epoch = 0
     last_wall = -math.inf
     epoch_done = {}     # epoch -> cumulative wall clock (s) at its end
+    validating = False  # after 'Validate model...': results without the [Epoch] header follow
     thrown = cause = None
     for no, line in lines:
         m = PREFIX.search(line)
         if not m:
-            if ("Exception in thread" in line or line.startswith("Caused by:")) and (
+            if validating and _validation(line, result, dict(
+                    step=last_iter or None, epoch=last_epoch or None,
+                    wall_clock_s=last_wall if math.isfinite(last_wall) else None)):
+                continue
+            if VALIDATE.search(line):
+                validating = True
+            elif ("Exception in thread" in line or line.startswith("Caused by:")) and (
                     e := JAVA_ERROR.search(line)):
                 # The first uncaught exception, and the last "Caused by:" as its root cause.
                 if line.startswith("Caused by:"):
@@ -78,6 +113,7 @@ def _parse(lines, cut) -> ParseResult:
                 elif thrown is None:
                     thrown = e[1]
             continue
+        validating = False
         epoch, total, it = int(m[1]), int(m[3]), int(m[4])
         wall, message = float(m[5]), m[6]
         if epoch < last_epoch or it < last_iter or wall < last_wall:
@@ -89,31 +125,30 @@ def _parse(lines, cut) -> ParseResult:
             if it == last_iter:
                 raise LogError(f"line {no}: iteration {it} is reported twice "
                                "(two logs interleaved or concatenated?)")
-            result.meta.setdefault("records_per_iteration", float(t[1]))
+            result.meta.setdefault("records_per_iteration", float(t[1] or t[2]))
             result.meta["epoch_records"] = total
-            rows.append(row("throughput_records_per_s", float(t[3]), **where))
-            if math.isfinite(loss := float(t[4])):
+            rows.append(row("throughput_records_per_s", float(t[4]), **where))
+            if math.isfinite(loss := float(t[5])):
                 rows.append(row("loss", loss, **where))
             else:
                 result.meta.setdefault("nonfinite_loss_iterations", []).append(it)
             rows.append(row("wall_clock_s", wall, step=it, epoch=epoch))
             last_iter = it
-        elif it != last_iter or last_iter == 0:
+        elif it != last_iter and last_iter:
             raise LogError(f"line {no}: a report for iteration {it} but the last trained "
                            f"iteration is {last_iter} (two logs interleaved?)")
         elif e := EPOCH_DONE.match(message):
             if epoch in epoch_done:
                 raise LogError(f"line {no}: epoch {epoch} finishes twice (two logs interleaved?)")
             total_s = float(e[1]) / 1000.0
-            previous = max((s for k, s in epoch_done.items() if k < epoch), default=0.0)
             epoch_done[epoch] = total_s
-            rows.append(row("epoch_time_s", round(total_s - previous, 9),
-                            step=it, epoch=epoch, wall_clock_s=total_s))
-        elif a := ACCURACY.match(message):
-            rows.append(row(f"top{a[1]}_accuracy", float(a[4]), **where))
-            result.meta["test_records"] = int(a[3])
-        elif t := TEST_LOSS.match(message):
-            rows.append(row("test_loss", float(t[3]), **where))
+            # an epoch's time needs the previous epoch's end (or the start, for epoch 1)
+            if epoch == 1 or epoch - 1 in epoch_done:
+                rows.append(row("epoch_time_s", round(total_s - epoch_done.get(epoch - 1, 0.0), 9),
+                                step=it, epoch=epoch, wall_clock_s=total_s))
+        else:
+            _validation(message, result, where)
+        last_iter = last_iter or it  # a log that starts mid-run starts at its first report
         last_epoch, last_wall = epoch, wall
     error = f"{thrown} (caused by {cause})" if thrown and cause else (thrown or cause)
     if error:
@@ -124,8 +159,8 @@ def _parse(lines, cut) -> ParseResult:
             reason += f"; the log shows {error}"
         return ParseResult.unparseable(reason)
     result.close(None if last_epoch in epoch_done else
-                 f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line",
-                 cut=cut)
+                 f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line"
+                 if last_epoch else "no '[Epoch n ...] Epoch finished' line", cut=cut)
     if result.finished:
         rows.append(row("train_time_s", epoch_done[last_epoch], epoch=last_epoch))
     elif error:
