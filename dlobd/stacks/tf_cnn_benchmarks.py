@@ -14,13 +14,24 @@ Parser: reads the script's stdout:
   ----------------------------------------------------------------
   total images/sec: 15.14
 
+Releases: the script's output from the TF 1.x branches (cnn_tf_v1.x_compatible, 2017 on)
+to the pinned commit: the step table's loss column is `loss` until early 2018 and
+`total_loss` after; a table copied from a terminal has runs of spaces for its tabs; a
+distributed run's Devices name `/job:worker/task:4/cpu:0` (TF 1.4) or
+`/job:worker/replica:0/task:0/gpu:0`. Output of several MPI ranks (Horovod, `mpirun
+--tag-output`) has each line tagged `[1,0]<stdout>:`: the tags are stripped and the lowest
+rank's lines are read (with the untagged ones), the rank in meta `mpi_rank`. Several ranks'
+lines without tags cannot be told apart: their repeated steps make the log unparseable.
+
 Rows: per printed step images_per_s (the script's running mean over the steps since
 warm-up, as it prints it), loss (total_loss) and training accuracies when printed; the
 run's images_per_s from `total images/sec` (empty step). In a distributed run (Devices
 name a `/job:<job>/.../task:<n>`) each worker prints its own rate per step: those rows
 are worker_images_per_s with task `<job>:<n>`, while `total images/sec` counts all
 workers and stays images_per_s. A non-finite loss (the script
-prints `nan` when training diverges) gives no row and is listed in meta. The log is
+prints `nan` when training diverges) gives no row and is listed in meta; nor does the loss
+column of a forward-only run (`Mode: forward-only`), where the script prints 0.000 for a loss
+it never computed. The log is
 finished when it has the `total images/sec` line.
 
 Launcher (paper scale, across hosts): one TF cluster of the script's own parameter-server
@@ -50,13 +61,17 @@ LOG_FILES = ("stdout.log", "tasks/*.log")
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
 HEADER_FIELD = re.compile(r"^(TensorFlow|Model|Dataset|Mode|Batch size|Num batches|Num epochs|"
                           r"Devices|Data format|Optimizer|Variables):\s+(.*?)\s*$")
-COLUMNS = re.compile(r"^Step\tImg/sec\t(.*)$")
-STEP = re.compile(r"^(\d+)\timages/sec: (" + NUM + r") \+/- (" + NUM + r") \(jitter = (" + NUM + r")\)\t(.*)$")
+# tabs as the script prints them, or runs of spaces where a terminal copy replaced them
+COLUMNS = re.compile(r"^Step\s+Img/sec\s+(.*?)\s*$")
+STEP = re.compile(r"^(\d+)\s+images/sec: (" + NUM + r") \+/- (" + NUM + r") \(jitter = (" + NUM + r")\)\s+(.*?)\s*$")
 TOTAL = re.compile(r"^total images/sec: (" + NUM + r")\s*$")
 EVAL = re.compile(r"^Accuracy @ 1 = (" + NUM + r") Accuracy @ 5 = (" + NUM + r") \[(\d+) examples\]")
-DEVICE_TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)/")
-# Column names of the step table -> metric names.
-COLUMN_METRIC = {"total_loss": "loss", "top_1_accuracy": "top1_accuracy", "top_5_accuracy": "top5_accuracy"}
+DEVICE_TASK = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)/")
+# A forward-only run computes no loss: the script prints 0.0 in its loss column (the header's
+# "Mode: forward-only", "BenchmarkMode.FORWARD_ONLY" in later versions).
+FORWARD_ONLY = re.compile(r"forward[-_]only", re.IGNORECASE)
+# Column names of the step table -> metric names (`loss` is total_loss's name before 2018).
+COLUMN_METRIC = {"total_loss": "loss", "loss": "loss", "top_1_accuracy": "top1_accuracy", "top_5_accuracy": "top5_accuracy"}
 
 
 def _task(devices: str) -> str | None:
@@ -65,8 +80,30 @@ def _task(devices: str) -> str | None:
     return f"{m[1]}:{m[2]}" if m else None
 
 
+MPI_TAG = re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
+
+
+def _one_rank(lines, result: ParseResult):
+    """The untagged lines and the lowest MPI rank's lines, tags stripped."""
+    tagged = [(no, m, line) for no, line in lines if (m := MPI_TAG.match(line))]
+    if not tagged:
+        return lines
+    rank = min(int(m[2]) for _, m, _ in tagged)
+    result.meta["mpi_rank"] = rank
+    result.meta["mpi_ranks"] = len({m[2] for _, m, _ in tagged})
+    kept = []
+    for no, line in lines:
+        m = MPI_TAG.match(line)
+        if not m:
+            kept.append((no, line))
+        elif int(m[2]) == rank:
+            kept.append((no, line[m.end():]))
+    return kept
+
+
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
+    lines = _one_rank(lines, result)
     columns = None
     last_step = 0
     total_line = None
@@ -79,7 +116,7 @@ def _parse(lines, cut) -> ParseResult:
         elif c := COLUMNS.match(line):
             if columns is not None:
                 raise LogError(f"line {no}: a second step table header (two logs interleaved or concatenated?)")
-            columns = c[1].split("\t")
+            columns = c[1].split()
             unknown = [name for name in columns if name not in COLUMN_METRIC]
             if unknown:
                 raise LogError(f"line {no}: step table column(s) {', '.join(unknown)} unknown to this parser")
@@ -93,7 +130,7 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: step {step} after step {last_step} "
                                "(two logs interleaved or concatenated?)")
             last_step = step
-            values = s[5].split("\t")
+            values = s[5].split()
             if len(values) != len(columns):
                 raise LogError(f"line {no}: {len(values)} values for the {len(columns)} columns "
                                f"{', '.join(columns)}")
@@ -105,7 +142,9 @@ def _parse(lines, cut) -> ParseResult:
                     value = float(text)
                 except ValueError:
                     raise LogError(f"line {no}: {name} {text!r} is not a number") from None
-                if math.isfinite(value):
+                if COLUMN_METRIC[name] == "loss" and FORWARD_ONLY.search(result.meta.get("mode", "")):
+                    result.meta["loss_not_computed"] = "forward-only mode prints 0 for the loss"
+                elif math.isfinite(value):
                     result.rows.append(row(COLUMN_METRIC[name], value, step=step, task=task))
                 else:
                     result.meta.setdefault("nonfinite", []).append(f"{name} at step {step}")
