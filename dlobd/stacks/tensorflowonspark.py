@@ -26,6 +26,17 @@ A driver log alone gives the driver's spans as time_breakdown_s rows with task=d
 A driver log is finished when it has the cluster_stopped line; a node's log when its
 task has its DLOBD summary line.
 
+Logs of other workloads (no DLOBD line), from TFoS 1.0 to 1.4 on TensorFlow 1.x: the same
+TFoS milestones (TFoS 1.x words a node's start `Starting TensorFlow worker:0 on cluster node 1
+on background process`, 1.3 on `... worker:0 as worker on cluster node 1 ...`), and TF 1.x's
+own training lines, behind TFoS's logging format (TFoS 1.x routes TF's logger through it),
+TF 1.x's `INFO:tensorflow:` or absl's `I0807 09:57:44.788796 140518901212992 file.py:271] `:
+  loss = 65.8497, step = 1641531 (12.828 sec)   -> loss at that (global) step
+  global_step/sec: 7.8                          -> steps_per_s
+  Loss for final step: 37.241173.               -> meta final_loss
+with task `<job>:<index>` when the log names one node. Such a driver log is finished at
+'Shutting down cluster', a node's log at its 'Finished TensorFlow <job>:<index>' line.
+
 A run on YARN (`parse_records`, called by dlobd.stacks.parse_run) has more: the
 ResourceManager's record of the application (`yarn/<app_id>.json`) and Spark's event log
 (`spark-events/<app_id>`). From them, the driver's lines and the chief's lines comes the
@@ -64,6 +75,7 @@ on Spark 2.1 (no Java 8 here).
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -85,6 +97,12 @@ DRIVER_EVENTS = {
     "Feeding training data": "feeding_start",
     "Waiting for TensorFlow nodes to complete...": "waiting_for_nodes",
     "Shutting down cluster": "shutdown_start",
+    # TFoS before 1.0 (February 2017): no 'All TFSparkNodes started' and no 'Shutting down
+    # cluster'; 'Stopping TensorFlow nodes' (also 1.x's, before 'Shutting down cluster') ends it
+    "Reserving TFSparkNodes w/ TensorBoard": "reserve_start",
+    "Starting TensorFlow": "executors_start",
+    "Stopping TensorFlow nodes": "nodes_stopping",
+    "Feeding inference data": "inference_feeding_start",
     "TensorFlow execution timed out, exiting Spark application with error status": "timed_out",
     "Exiting Spark application with error status.": "error_exit",
 }
@@ -97,8 +115,20 @@ NODE_EVENTS = (
     (re.compile(r"^Finished TensorFlow (\S+) on cluster node"), "node_finished"),
     (re.compile(r"^Training (\S+) starts its first step"), "train_start"),
 )
-# Driver milestones that occur once per application, in this order.
-ONCE = ("dlobd_driver_start", "reserve_start", "nodes_started", "shutdown_start", "dlobd_cluster_stopped")
+# TF 1.x's own training lines in a node's log, behind one of three prefixes: TFoS's logging
+# format (TFoS 1.x sets up the root logger, which TF's logger goes through), TF 1.x's default
+# "INFO:tensorflow:", or absl's "I0807 09:57:44.788796 140518901212992 file.py:271] " (TF 1.14 on)
+NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
+TF_PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \([^)]*\) |INFO:tensorflow:|"
+                       r"I\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] )(.*)$")
+TF_LOSS = re.compile(r"^loss = (" + NUM + r"), step = (\d+)(?: \((?:" + NUM + r") sec\))?\s*$")
+TF_RATE = re.compile(r"^global_step/sec: (" + NUM + r")\s*$")
+TF_FINAL = re.compile(r"^Loss for final step: (" + NUM + r")\.\s*$")
+# The line of each driver milestone that ends a cluster, for the reason when it is missing.
+SHUTDOWN_LINE = {"shutdown_start": "Shutting down cluster", "nodes_stopping": "Stopping TensorFlow nodes"}
+# Driver milestones that occur once per TF cluster, in this order.
+ONCE = ("dlobd_driver_start", "reserve_start", "nodes_started", "nodes_stopping", "shutdown_start",
+        "dlobd_cluster_stopped")
 PHASES = (("tfos_startup", "reserve_start", "nodes_started"),
           ("training", "nodes_started", "shutdown_start"),
           ("tfos_shutdown", "shutdown_start", "dlobd_cluster_stopped"))
@@ -112,19 +142,64 @@ def parse(text: str) -> ParseResult:
         # a TF node's start-up inside TFoS is the driver's tfos_startup span, not native TF's
         result.rows = [r for r in result.rows if r.get("phase") != "tf_startup"]
         _tfos_events(lines, result)
-        driver = _driver_phases(result)
+        # a log of this project's workload has its DLOBD lines; any other run's, TF's own
+        ours = bool(tasks) or any(e["event"].startswith("dlobd_") for e in result.events)
+        clusters = _driver_phases(result, several=not ours)
+        if not ours:
+            _tf_training_lines(lines, result)
     except LogError as e:
         return ParseResult.unparseable(str(e))
-    if not tasks and not result.events:
+    if not tasks and not result.events and not result.rows:
         return ParseResult.unparseable(
-            f"{NO_LINES} TFoS's or the workload's format: no TFoS logging line and no 'DLOBD event=' line")
+            f"{NO_LINES} TFoS's or the workload's format: no TFoS logging line, no TF training "
+            "line and no 'DLOBD event=' line")
     finish(result, tasks, cut)
-    if driver and "dlobd_cluster_stopped" not in driver:
-        result.finished = False
+    # the driver's end (of its last cluster): our workload's cluster_stopped line, else TFoS's
+    # own last milestone, which TFoS before 1.0 words differently
+    driver = clusters[-1]
+    end = ("dlobd_cluster_stopped" if ours else
+           "shutdown_start" if "nodes_started" in driver else "nodes_stopping")
+    why = None
+    if driver and end not in driver:
         last = max(driver, key=lambda k: driver[k]["line"])
-        why = f"the driver log ends at '{last}' (line {driver[last]['line']}) before the cluster was stopped"
+        why = (f"the driver log ends at '{last}' (line {driver[last]['line']}) before the cluster was "
+               + ("stopped" if ours else f"shut down ('{SHUTDOWN_LINE[end]}')"))
+    elif not ours and not driver and not any(e["event"] == "node_finished" for e in result.events):
+        why = "the node's log has no 'Finished TensorFlow' line"
+    if why:
+        result.finished = False
         result.reason = "; ".join(filter(None, [result.reason, why]))
     return result
+
+
+def _tf_training_lines(lines, result: ParseResult) -> None:
+    """Rows of TF 1.x's own training lines (another workload's node log): loss per step,
+    global_step/sec, and the final loss in meta. Steps must grow, as in one node's log."""
+    last_step, last_no = -1, None
+    for no, line in lines:
+        m = TF_PREFIX.match(line)
+        if not m:
+            continue
+        message = m[1]
+        if loss := TF_LOSS.match(message):
+            step = int(loss[2])
+            if step <= last_step:
+                raise LogError(f"line {no}: step {step} after step {last_step} (line {last_no}): "
+                               "not one node's log in order (two logs interleaved or concatenated?)")
+            last_step, last_no = step, no
+            if math.isfinite(value := float(loss[1])):
+                result.rows.append(row("loss", value, step=step))
+            else:
+                result.meta.setdefault("nonfinite", []).append(f"loss at step {step}")
+        elif rate := TF_RATE.match(message):
+            result.rows.append(row("steps_per_s", float(rate[1])))
+        elif final := TF_FINAL.match(message):
+            result.meta["final_loss"] = float(final[1])
+    nodes = {e["detail"] for e in result.events if e["event"] in ("node_start", "node_finished")}
+    if len(nodes) == 1:  # the log of one TF node: its rows are that node's
+        task = nodes.pop()
+        result.rows = [{**r, "task": task} if r["metric"] in ("loss", "steps_per_s") else r
+                       for r in result.rows]
 
 
 def _time(stamp: str, no: int) -> datetime:
@@ -160,28 +235,46 @@ def _tfos_events(lines, result: ParseResult) -> None:
     result.events.sort(key=lambda e: e["line"])
 
 
-def _driver_phases(result: ParseResult) -> dict:
-    seen = {}
+def _driver_phases(result: ParseResult, several: bool) -> list[dict]:
+    """The driver's milestones, one dict per TF cluster the log holds, and the driver's spans of
+    the first cluster as rows. `several`: a driver program may run clusters one after another
+    (another workload's: TFoS's demo trains, then infers); a milestone seen a second time
+    before its cluster's shutdown is two logs interleaved."""
+    clusters = [{}]
     for e in result.events:
         if e["event"] not in ONCE:
             continue
+        seen = clusters[-1]
         if e["event"] in seen:
-            raise LogError(f"line {e['line']}: '{e['event']}' a second time (line {seen[e['event']]['line']} "
-                           "was the first): two driver logs interleaved or concatenated?")
+            ended = seen.get("shutdown_start") or seen.get("nodes_stopping")
+            if not (several and e["event"] == "reserve_start" and ended and "time" in e
+                    and e["time"] >= ended["time"]):
+                raise LogError(f"line {e['line']}: '{e['event']}' a second time (line {seen[e['event']]['line']} "
+                               "was the first): two driver logs interleaved or concatenated?")
+            seen = {}
+            clusters.append(seen)
         if "time" not in e:
             raise LogError(f"line {e['line']}: driver event {e['event']} without a timestamp")
         seen[e["event"]] = e
-    order = [seen[k] for k in ONCE if k in seen]
-    for a, b in zip(order, order[1:]):
-        if b["line"] < a["line"] or b["time"] < a["time"]:
-            raise LogError(f"line {b['line']}: '{b['event']}' comes before '{a['event']}' "
-                           f"(line {a['line']}): not one driver's log in order")
+    for seen in clusters:
+        order = [seen[k] for k in ONCE if k in seen]
+        for a, b in zip(order, order[1:]):
+            if b["line"] < a["line"] or b["time"] < a["time"]:
+                raise LogError(f"line {b['line']}: '{b['event']}' comes before '{a['event']}' "
+                               f"(line {a['line']}): not one driver's log in order")
+    first = clusters[0]
+    if len(clusters) > 1:
+        result.meta["driver_clusters"] = len(clusters)
+        result.meta["driver_cluster_read"] = (
+            f"the first (lines {min(e['line'] for e in first.values())}-"
+            f"{max(e['line'] for e in first.values())}): its spans are the time_breakdown_s rows; the "
+            "later clusters' milestones are events only")
     for phase, start, end in PHASES:
-        if start in seen and end in seen:
-            seconds = (datetime.fromisoformat(seen[end]["time"]) -
-                       datetime.fromisoformat(seen[start]["time"])).total_seconds()
+        if start in first and end in first:
+            seconds = (datetime.fromisoformat(first[end]["time"]) -
+                       datetime.fromisoformat(first[start]["time"])).total_seconds()
             result.rows.append(row("time_breakdown_s", seconds, phase=phase, task="driver"))
-    return seen
+    return clusters
 
 
 # ---------------------------------------------------------------- a run on YARN
