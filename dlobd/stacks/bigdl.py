@@ -25,8 +25,11 @@ Rows: per iteration throughput_records_per_s, loss, wall_clock_s; per epoch epoc
 (difference of BigDL's cumulative "Wall clock time" of consecutive epochs; none for an epoch
 whose previous epoch's end the log does not hold, e.g. a paste that starts later), top1/top5
 accuracy and test_loss of the validation; train_time_s (the last epoch's wall clock) when
-the log reaches the end of its last epoch. BigDL prints no end-of-training line, so a log
-cut exactly between two epochs reads as finished: the run's exit status tells the rest. A
+the log reaches the end of its last epoch (and no validation it starts lacks its results).
+BigDL prints no end-of-training line, so a log cut exactly between two epochs reads as
+finished: the run's exit status tells the rest. A validation result twice in one
+validation, or a validation starting before the previous one has a result, is two logs
+interleaved. A
 log may start mid-run (a rotated file, a paste): its first [Epoch] line need not be a
 trained iteration.
 
@@ -76,16 +79,32 @@ VALIDATE = re.compile(r"\[Wall Clock (" + NUM + r")s\] Validate model\.\.\.")
 JAVA_ERROR = re.compile(r"((?:java|scala|org|com)\.[\w.$]*(?:Exception|Error))(?::\s*(.*))?")
 
 
-def _validation(message: str, result: ParseResult, where: dict) -> bool:
-    """Rows of one validation result line (accuracy or test loss); False if it is none."""
+def _validation(message: str, result: ParseResult, where: dict, validation: dict | None, no: int) -> bool:
+    """Rows of one validation result line (accuracy or test loss); False if it is none.
+    `validation`: the open validation ({line, seen}), where a result may come once."""
     if a := ACCURACY.search(message):
-        result.rows.append(row(f"top{a[1] or a[2]}_accuracy", float(a[5]), **where))
+        metric = f"top{a[1] or a[2]}_accuracy"
+        result.rows.append(row(metric, float(a[5]), **where))
         result.meta["test_records"] = int(a[4])
     elif t := TEST_LOSS.search(message):
-        result.rows.append(row("test_loss", float(t[3]), **where))
+        metric = "test_loss"
+        result.rows.append(row(metric, float(t[3]), **where))
     else:
         return False
+    if validation is not None:
+        if metric in validation["seen"]:
+            raise LogError(f"line {no}: {metric} a second time in the validation of line "
+                           f"{validation['line']} (two logs interleaved or concatenated?)")
+        validation["seen"].add(metric)
     return True
+
+
+def _validate(validation: dict | None, no: int) -> dict:
+    """A validation starts at line `no` ('Validate model...')."""
+    if validation is not None and not validation["seen"]:
+        raise LogError(f"line {no}: a validation starts before the one of line {validation['line']} "
+                       "has a result (two logs interleaved or concatenated?)")
+    return {"line": no, "seen": set()}
 
 
 def _parse(lines, cut) -> ParseResult:
@@ -94,17 +113,18 @@ def _parse(lines, cut) -> ParseResult:
     last_iter = last_epoch = 0
     last_wall = -math.inf
     epoch_done = {}     # epoch -> cumulative wall clock (s) at its end
-    validating = False  # after 'Validate model...': results without the [Epoch] header follow
+    validation = None   # since 'Validate model...': its line and the results seen
     thrown = cause = None
     for no, line in lines:
         m = PREFIX.search(line)
         if not m:
-            if validating and _validation(line, result, dict(
+            # up to 0.4 the results follow 'Validate model...' without the [Epoch] header
+            if validation is not None and _validation(line, result, dict(
                     step=last_iter or None, epoch=last_epoch or None,
-                    wall_clock_s=last_wall if math.isfinite(last_wall) else None)):
+                    wall_clock_s=last_wall if math.isfinite(last_wall) else None), validation, no):
                 continue
             if VALIDATE.search(line):
-                validating = True
+                validation = _validate(validation, no)
             elif ("Exception in thread" in line or line.startswith("Caused by:")) and (
                     e := JAVA_ERROR.search(line)):
                 # The first uncaught exception, and the last "Caused by:" as its root cause.
@@ -113,7 +133,6 @@ def _parse(lines, cut) -> ParseResult:
                 elif thrown is None:
                     thrown = e[1]
             continue
-        validating = False
         epoch, total, it = int(m[1]), int(m[3]), int(m[4])
         wall, message = float(m[5]), m[6]
         if epoch < last_epoch or it < last_iter or wall < last_wall:
@@ -134,6 +153,7 @@ def _parse(lines, cut) -> ParseResult:
                 result.meta.setdefault("nonfinite_loss_iterations", []).append(it)
             rows.append(row("wall_clock_s", wall, step=it, epoch=epoch))
             last_iter = it
+            validation = None
         elif it != last_iter and last_iter:
             raise LogError(f"line {no}: a report for iteration {it} but the last trained "
                            f"iteration is {last_iter} (two logs interleaved?)")
@@ -146,8 +166,10 @@ def _parse(lines, cut) -> ParseResult:
             if epoch == 1 or epoch - 1 in epoch_done:
                 rows.append(row("epoch_time_s", round(total_s - epoch_done.get(epoch - 1, 0.0), 9),
                                 step=it, epoch=epoch, wall_clock_s=total_s))
+        elif message.startswith("Validate model..."):
+            validation = _validate(validation, no)
         else:
-            _validation(message, result, where)
+            _validation(message, result, where, validation, no)
         last_iter = last_iter or it  # a log that starts mid-run starts at its first report
         last_epoch, last_wall = epoch, wall
     error = f"{thrown} (caused by {cause})" if thrown and cause else (thrown or cause)
@@ -160,7 +182,9 @@ def _parse(lines, cut) -> ParseResult:
         return ParseResult.unparseable(reason)
     result.close(None if last_epoch in epoch_done else
                  f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line"
-                 if last_epoch else "no '[Epoch n ...] Epoch finished' line", cut=cut)
+                 if last_epoch else "no '[Epoch n ...] Epoch finished' line",
+                 f"the validation of line {validation['line']} has no result"
+                 if validation is not None and not validation["seen"] else None, cut=cut)
     if result.finished:
         rows.append(row("train_time_s", epoch_done[last_epoch], epoch=last_epoch))
     elif error:

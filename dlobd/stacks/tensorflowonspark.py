@@ -166,9 +166,11 @@ def parse(text: str) -> ParseResult:
                + ("stopped" if ours else f"shut down ('{SHUTDOWN_LINE[end]}')"))
     elif not ours and not driver and not any(e["event"] == "node_finished" for e in result.events):
         why = "the node's log has no 'Finished TensorFlow' line"
-    if why:
+    if why and result.reason:
         result.finished = False
-        result.reason = "; ".join(filter(None, [result.reason, why]))
+        result.reason += f"; {why}"
+    elif why:
+        result.close(why, cut=cut)
     return result
 
 
