@@ -47,6 +47,16 @@ def test_the_corpus_is_there():
     assert not unknown, f"SKIP names entries that are not in the corpus: {sorted(unknown)}"
 
 
+UNPARSEABLE = [p for p in CORPUS if load(p)[0]["expect"]["status"] == "unparseable"]
+
+
+@pytest.mark.parametrize("described", UNPARSEABLE, ids=[f"{p.parent.name}/{p.stem}" for p in UNPARSEABLE])
+def test_an_unparseable_real_log_names_the_line(described):
+    """A real log is unparseable only as damage (two runs interleaved ...): the reason says where."""
+    parser, lines = entry(described)
+    assert re.search(r"line \d+", parser.parse("".join(lines)).reason or "")
+
+
 @pytest.mark.parametrize("described", CORPUS, ids=IDS)
 def test_cut_mid_line_is_not_finished(described):
     skip_if_listed(described, "cut mid-line")

@@ -21,7 +21,9 @@ distributed run's Devices name `/job:worker/task:4/cpu:0` (TF 1.4) or
 `/job:worker/replica:0/task:0/gpu:0`. Output of several MPI ranks (Horovod, `mpirun
 --tag-output`) has each line tagged `[1,0]<stdout>:`: the tags are stripped and the lowest
 rank's lines are read (with the untagged ones), the rank in meta `mpi_rank`. Several ranks'
-lines without tags cannot be told apart: their repeated steps make the log unparseable.
+lines without tags cannot be told apart: their repeated steps make the log unparseable. A
+paste that leaves out the table's header is read by its number of values (1: the loss; 3:
+loss and the two accuracies), as meta `columns` says.
 
 Rows: per printed step images_per_s (the script's running mean over the steps since
 warm-up, as it prints it), loss (total_loss) and training accuracies when printed; the
@@ -67,6 +69,9 @@ STEP = re.compile(r"^(\d+)\s+images/sec: (" + NUM + r") \+/- (" + NUM + r") \(ji
 TOTAL = re.compile(r"^total images/sec: (" + NUM + r")\s*$")
 EVAL = re.compile(r"^Accuracy @ 1 = (" + NUM + r") Accuracy @ 5 = (" + NUM + r") \[(\d+) examples\]")
 DEVICE_TASK = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)/")
+# A paste that starts inside the step table: its columns by the number of values (the script
+# prints the loss, and with --print_training_accuracy or forward-only the two accuracies).
+HEADLESS_COLUMNS = {1: ["total_loss"], 3: ["total_loss", "top_1_accuracy", "top_5_accuracy"]}
 # A forward-only run computes no loss: the script prints 0.0 in its loss column (the header's
 # "Mode: forward-only", "BenchmarkMode.FORWARD_ONLY" in later versions).
 FORWARD_ONLY = re.compile(r"forward[-_]only", re.IGNORECASE)
@@ -121,16 +126,21 @@ def _parse(lines, cut) -> ParseResult:
             if unknown:
                 raise LogError(f"line {no}: step table column(s) {', '.join(unknown)} unknown to this parser")
         elif s := STEP.match(line):
+            values = s[5].split()
             if columns is None:
-                raise LogError(f"line {no}: a step line before the step table header")
+                columns = HEADLESS_COLUMNS.get(len(values))
+                if columns is None:
+                    raise LogError(f"line {no}: a step line of {len(values)} values before any step "
+                                   "table header")
+                result.meta["columns"] = f"no step table header: {', '.join(columns)} taken from line {no}"
             if total_line is not None:
                 raise LogError(f"line {no}: a step line after the total (two logs interleaved?)")
             step = int(s[1])
             if step <= last_step:
                 raise LogError(f"line {no}: step {step} after step {last_step} "
-                               "(two logs interleaved or concatenated?)")
+                               "(two logs interleaved or concatenated, or several processes' output "
+                               "without MPI rank tags?)")
             last_step = step
-            values = s[5].split()
             if len(values) != len(columns):
                 raise LogError(f"line {no}: {len(values)} values for the {len(columns)} columns "
                                f"{', '.join(columns)}")
