@@ -123,15 +123,19 @@ def read(result):
     return result.status, result.finished, result.rows
 
 
-@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run, so a failure in CI is one anyone can rerun
+@settings(max_examples=200, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(described=st.sampled_from(CORPUS),
        inserts=st.lists(st.tuples(st.floats(0, 1), FOREIGN), min_size=1, max_size=12))
 def test_other_programs_lines_change_nothing(described, inserts):
     parser, lines = entry(described)
     mixed = list(lines)
+    # not after a last line without its newline: the two would become one line
+    room = len(lines) if lines[-1].endswith("\n") else len(lines) - 1
     # from the end, so each position is one of the original log's
     for where, foreign in sorted(inserts, reverse=True):
-        mixed.insert(round(where * len(lines)), foreign + "\n")
+        mixed.insert(round(where * room), foreign + "\n")
     assert read(parser.parse("".join(mixed))) == read(parser.parse("".join(lines)))
 
 

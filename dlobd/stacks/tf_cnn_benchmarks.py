@@ -19,8 +19,11 @@ to the pinned commit: the step table's loss column is `loss` until early 2018 an
 `total_loss` after; a table copied from a terminal has runs of spaces for its tabs; a
 distributed run's Devices name `/job:worker/task:4/cpu:0` (TF 1.4) or
 `/job:worker/replica:0/task:0/gpu:0`. Output of several MPI ranks (Horovod, `mpirun
---tag-output`) has each line tagged `[1,0]<stdout>:`: the tags are stripped and the lowest
-rank's lines are read (with the untagged ones), the rank in meta `mpi_rank`. Several ranks'
+--tag-output`, with --timestamp-output `Mon Oct 15 23:15:14 2018[1,0]<stdout>:`) has each
+line tagged `[1,0]<stdout>:`: the tags are stripped and the lowest rank's lines are read (with
+the untagged ones), the rank in meta `mpi_rank`. Kubeflow's tf-cnn launcher (TFJob examples,
+2017-2019) prefixes every line with `INFO|2019-02-13T23:02:11|/opt/launcher.py|27| `, which is
+stripped too. Several ranks'
 lines without tags cannot be told apart: their repeated steps make the log unparseable. A
 paste that leaves out the table's header is read by its number of values (1: the loss; 3:
 loss and the two accuracies), as meta `columns` says.
@@ -30,7 +33,7 @@ warm-up, as it prints it), loss (total_loss) and training accuracies when printe
 run's images_per_s from `total images/sec` (empty step). In a distributed run (Devices
 name a `/job:<job>/.../task:<n>`) each worker prints its own rate per step: those rows
 are worker_images_per_s with task `<job>:<n>`, while `total images/sec` counts all
-workers and stays images_per_s. A non-finite loss (the script
+workers and stays images_per_s; so too under Horovod, with task `rank:<n>` (the rank read). A non-finite loss (the script
 prints `nan` when training diverges) gives no row and is listed in meta; nor does the loss
 column of a forward-only run (`Mode: forward-only`), where the script prints 0.000 for a loss
 it never computed. The log is
@@ -79,17 +82,25 @@ FORWARD_ONLY = re.compile(r"forward[-_]only", re.IGNORECASE)
 COLUMN_METRIC = {"total_loss": "loss", "loss": "loss", "top_1_accuracy": "top1_accuracy", "top_5_accuracy": "top5_accuracy"}
 
 
-def _task(devices: str) -> str | None:
-    """`worker:0` for a distributed run's Devices line, None for a local run."""
-    m = DEVICE_TASK.search(devices)
-    return f"{m[1]}:{m[2]}" if m else None
+def _task(meta: dict) -> str | None:
+    """`worker:0` for a distributed run's Devices line, `rank:0` for the MPI rank read of a Horovod
+    run (Devices `horovod/gpu:0`, ...), None for a local run."""
+    devices = meta.get("devices", "")
+    if m := DEVICE_TASK.search(devices):
+        return f"{m[1]}:{m[2]}"
+    return f"rank:{meta['mpi_rank']}" if "mpi_rank" in meta and "horovod/" in devices else None
 
 
-MPI_TAG = re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
+# Open MPI's --tag-output, after --timestamp-output's "Mon Oct 15 23:15:14 2018" if given
+MPI_TAG = re.compile(r"^(?:\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
+# Kubeflow's tf-cnn launcher re-logs the script's lines: "INFO|2019-02-13T23:02:11|/opt/launcher.py|27| "
+LAUNCHER = re.compile(r"^[A-Z]+\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\|[^|]+\|\d+\| ")
 
 
-def _one_rank(lines, result: ParseResult):
-    """The untagged lines and the lowest MPI rank's lines, tags stripped."""
+def _own_lines(lines, result: ParseResult):
+    """The script's own lines: a launcher's prefix stripped, and of MPI-tagged output the untagged
+    lines and the lowest rank's, their tags stripped."""
+    lines = [(no, line[m.end():] if (m := LAUNCHER.match(line)) else line) for no, line in lines]
     tagged = [(no, m, line) for no, line in lines if (m := MPI_TAG.match(line))]
     if not tagged:
         return lines
@@ -108,7 +119,7 @@ def _one_rank(lines, result: ParseResult):
 
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
-    lines = _one_rank(lines, result)
+    lines = _own_lines(lines, result)
     columns = None
     last_step = 0
     total_line = None
@@ -144,7 +155,7 @@ def _parse(lines, cut) -> ParseResult:
             if len(values) != len(columns):
                 raise LogError(f"line {no}: {len(values)} values for the {len(columns)} columns "
                                f"{', '.join(columns)}")
-            task = _task(result.meta.get("devices", ""))
+            task = _task(result.meta)
             result.rows.append(row("worker_images_per_s", float(s[2]), step=step, task=task) if task
                                else row("images_per_s", float(s[2]), step=step))
             for name, text in zip(columns, values):
@@ -163,7 +174,7 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: a second 'total images/sec' (line {total_line} was the "
                                "first): two logs interleaved or concatenated?")
             total_line = no
-            result.rows.append(row("images_per_s", float(t[1]), task=_task(result.meta.get("devices", ""))))
+            result.rows.append(row("images_per_s", float(t[1]), task=_task(result.meta)))
         elif e := EVAL.match(line):
             result.rows.append(row("top1_accuracy", float(e[1])))
             result.rows.append(row("top5_accuracy", float(e[2])))
