@@ -35,7 +35,10 @@ TF 1.x's `INFO:tensorflow:` or absl's `I0807 09:57:44.788796 140518901212992 fil
   global_step/sec: 7.8                          -> steps_per_s
   Loss for final step: 37.241173.               -> meta final_loss
 with task `<job>:<index>` when the log names one node. Such a driver log is finished at
-'Shutting down cluster', a node's log at its 'Finished TensorFlow <job>:<index>' line.
+'Shutting down cluster', a node's log at its 'Finished TensorFlow <job>:<index>' line. Where
+absl took over Python's logging (TFoS 1.4 on TensorFlow 1.14), TFoS's own lines carry absl's
+prefix too (`I0807 09:57:44.789118 140518901212992 TFSparkNode.py:337] Starting TensorFlow
+worker:3 as worker ...`): their events keep that year-less stamp as `clock` and give no spans.
 
 A run on YARN (`parse_records`, called by dlobd.stacks.parse_run) has more: the
 ResourceManager's record of the application (`yarn/<app_id>.json`) and Spark's event log
@@ -119,8 +122,8 @@ NODE_EVENTS = (
 # format (TFoS 1.x sets up the root logger, which TF's logger goes through), TF 1.x's default
 # "INFO:tensorflow:", or absl's "I0807 09:57:44.788796 140518901212992 file.py:271] " (TF 1.14 on)
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
-TF_PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \([^)]*\) |INFO:tensorflow:|"
-                       r"I\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.]+:\d+\] )(.*)$")
+ABSL = re.compile(r"^[IWEF](\d{4}) (\d\d:\d\d:\d\d\.\d+)\s+\d+ [\w.]+:\d+\] (.*)$")
+TF1_PREFIX = "INFO:tensorflow:"
 TF_LOSS = re.compile(r"^loss = (" + NUM + r"), step = (\d+)(?: \((?:" + NUM + r") sec\))?\s*$")
 TF_RATE = re.compile(r"^global_step/sec: (" + NUM + r")\s*$")
 TF_FINAL = re.compile(r"^Loss for final step: (" + NUM + r")\.\s*$")
@@ -174,15 +177,24 @@ def parse(text: str) -> ParseResult:
     return result
 
 
+def _message(line: str) -> str | None:
+    """The message of a line behind TFoS's logging format, TF 1.x's "INFO:tensorflow:" or absl's
+    prefix; None for any other line."""
+    if m := PYLOG.match(line):
+        return m[2]
+    if line.startswith(TF1_PREFIX):
+        return line[len(TF1_PREFIX):]
+    return a[3] if (a := ABSL.match(line)) else None
+
+
 def _tf_training_lines(lines, result: ParseResult) -> None:
     """Rows of TF 1.x's own training lines (another workload's node log): loss per step,
     global_step/sec, and the final loss in meta. Steps must grow, as in one node's log."""
     last_step, last_no = -1, None
     for no, line in lines:
-        m = TF_PREFIX.match(line)
-        if not m:
+        message = _message(line)
+        if message is None:
             continue
-        message = m[1]
         if loss := TF_LOSS.match(message):
             step = int(loss[2])
             if step <= last_step:
@@ -214,11 +226,15 @@ def _time(stamp: str, no: int) -> datetime:
 def _tfos_events(lines, result: ParseResult) -> None:
     stamps = {}
     for no, line in lines:
-        m = PYLOG.match(line)
-        if not m:
+        if m := PYLOG.match(line):
+            stamp, message = m[1], m[2].rstrip()
+            stamps[no] = stamp
+            when = {"time": _time(stamp, no).isoformat(timespec="milliseconds")}
+        elif a := ABSL.match(line):
+            # absl's stamp has no year: the event keeps it as printed, and gives no span
+            message, when = a[3].rstrip(), {"clock": f"{a[1]} {a[2]}"}
+        else:
             continue
-        stamp, message = m[1], m[2].rstrip()
-        stamps[no] = stamp
         event = DRIVER_EVENTS.get(message)
         detail = None
         if event is None:
@@ -227,8 +243,7 @@ def _tfos_events(lines, result: ParseResult) -> None:
                     event, detail = name, (p.group(1) if p.groups() else None)
                     break
         if event:
-            result.events.append({"time": _time(stamp, no).isoformat(timespec="milliseconds"),
-                                  "event": event, "line": no, **({"detail": detail} if detail else {})})
+            result.events.append({**when, "event": event, "line": no, **({"detail": detail} if detail else {})})
     # The driver's DLOBD lines are logged through the same logging format: give them its time.
     for e in result.events:
         if "time" not in e and e["line"] in stamps:
@@ -255,13 +270,13 @@ def _driver_phases(result: ParseResult, several: bool) -> list[dict]:
                                "was the first): two driver logs interleaved or concatenated?")
             seen = {}
             clusters.append(seen)
-        if "time" not in e:
+        if "time" not in e and "clock" not in e:
             raise LogError(f"line {e['line']}: driver event {e['event']} without a timestamp")
         seen[e["event"]] = e
     for seen in clusters:
         order = [seen[k] for k in ONCE if k in seen]
         for a, b in zip(order, order[1:]):
-            if b["line"] < a["line"] or b["time"] < a["time"]:
+            if b["line"] < a["line"] or ("time" in a and "time" in b and b["time"] < a["time"]):
                 raise LogError(f"line {b['line']}: '{b['event']}' comes before '{a['event']}' "
                                f"(line {a['line']}): not one driver's log in order")
     first = clusters[0]
@@ -272,7 +287,7 @@ def _driver_phases(result: ParseResult, several: bool) -> list[dict]:
             f"{max(e['line'] for e in first.values())}): its spans are the time_breakdown_s rows; the "
             "later clusters' milestones are events only")
     for phase, start, end in PHASES:
-        if start in first and end in first:
+        if "time" in first.get(start, {}) and "time" in first.get(end, {}):
             seconds = (datetime.fromisoformat(first[end]["time"]) -
                        datetime.fromisoformat(first[start]["time"])).total_seconds()
             result.rows.append(row("time_breakdown_s", seconds, phase=phase, task="driver"))
@@ -313,11 +328,12 @@ def parse_records(run_dir, result: ParseResult) -> None:
           "application_end": spark["application_end"]}
     used = [app["_log"], spark["log"]]
     for event in ("reserve_start", "shutdown_start"):
-        found = [e for e in result.events if e["event"] == event]
+        found = [e for e in result.events if e["event"] == event and "time" in e]
         if found:
             at[event] = datetime.fromisoformat(found[0]["time"])
             used.append(found[0].get("log"))
-    starts = [e for e in result.events if e["event"] == "train_start" and e.get("detail", "").startswith(LEAD)]
+    starts = [e for e in result.events if e["event"] == "train_start" and "time" in e
+              and e.get("detail", "").startswith(LEAD)]
     if starts and lead_training:
         at["training_start"] = datetime.fromisoformat(starts[0]["time"])
         at["training_end"] = at["training_start"] + timedelta(seconds=lead_training[0]["value"])
