@@ -13,13 +13,14 @@ client mode that is the attempt's stderr.log, while the containers' logs hold no
   [...] Top5Accuracy is Accuracy(correct: ..., accuracy: 0.99)
   [...] Loss is (Loss: 3198.36, count: 2000, Average Loss: 1.599)
 
-Releases: the format above is BigDL 0.3 on to 2.x (the paper's commit a1f3a88 among them;
-2.x adds the optim method's hyper parameters after the loss, and a log4j layout may put the
-message on a line of its own). BigDL 0.1 and 0.2 word the iteration line
-`... Train 128 in 0.094seconds. Throughput is ... records/second. Loss is ...`, and up to 0.4
-print the validation results without the [Epoch ...] header, after
-`[Wall Clock 1963.48s] Validate model...` (0.1: `top1 accuracy is Accuracy(...)`): such
-results belong to the last iteration seen before them (none in a log that begins with them).
+Releases, as their DistriOptimizer words its lines: BigDL 0.1 and 0.2, and the paper's commit
+a1f3a88 (May 2017, between them), print `... Train 128 in 0.094seconds. Throughput is ...
+records/second. Loss is ...` and `Epoch finished. Wall clock time is 5696.04ms`; 0.3 on print
+the lines above. Up to 0.4 the validation results come without the [Epoch ...] header, after
+`[Wall Clock 1963.48s] Validate model...` (`top1 accuracy is Accuracy(...)` before 0.1.0):
+they belong to the last iteration seen before them (none in a log that begins with them);
+0.5 on give them the header. 2.x adds the optim method's hyper parameters after the loss, and
+a log4j layout may put the message on a line of its own.
 
 Rows: per iteration throughput_records_per_s, loss, wall_clock_s; per epoch epoch_time_s
 (difference of BigDL's cumulative "Wall clock time" of consecutive epochs; none for an epoch
@@ -29,9 +30,8 @@ the log reaches the end of its last epoch (and no validation it starts lacks its
 BigDL prints no end-of-training line, so a log cut exactly between two epochs reads as
 finished: the run's exit status tells the rest. A validation result twice in one
 validation, or a validation starting before the previous one has a result, is two logs
-interleaved. A
-log may start mid-run (a rotated file, a paste): its first [Epoch] line need not be a
-trained iteration.
+interleaved. A log may start mid-run (a rotated file, a paste): its first [Epoch] line need
+not be a trained iteration.
 
 Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`,
 under `dllib` in BigDL 2.x, at the package root in the paper's 0.x commit, as
@@ -64,12 +64,12 @@ LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|NaN|-?Infinity"
 PREFIX = re.compile(
     r"\[Epoch (\d+) (\d+)/(\d+)\]\[Iteration (\d+)\]\[Wall Clock (" + NUM + r")s\] (.*)$")
-# 0.3 on: "Trained 128.0 records in 0.094 seconds."; 0.1 and 0.2: "Train 128 in 0.094seconds."
+# 0.3 on: "Trained 128.0 records in 0.094 seconds."; 0.1, 0.2 (a1f3a88): "Train 128 in 0.094seconds."
 TRAINED = re.compile(
     r"^(?:Trained (" + NUM + r") records in|Train (" + NUM + r") in) (" + NUM + r") ?seconds\. "
     r"Throughput is (" + NUM + r") records/second\. Loss is (" + NUM + r")\.(?:\s|$)")
-EPOCH_DONE = re.compile(r"^Epoch finished\. Wall clock time is (" + NUM + r") ?ms")  # 0.1: "56232.8ms"
-# 0.1 words it "top1 accuracy is"; a validation result without the [Epoch] header (up to 0.4)
+EPOCH_DONE = re.compile(r"^Epoch finished\. Wall clock time is (" + NUM + r") ?ms")  # 0.1, 0.2: "56232.8ms"
+# before 0.1.0: "top1 accuracy is"; a validation result without the [Epoch] header (to 0.4)
 # follows the log4j prefix, so the bare forms are searched after a separator
 ACCURACY = re.compile(
     r"(?:^|\s)(?:Top([15])Accuracy|top([15]) accuracy) is Accuracy\(correct: (\d+), count: (\d+), "
