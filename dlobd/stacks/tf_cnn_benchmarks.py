@@ -17,27 +17,27 @@ Parser: reads the script's stdout:
 Releases: the script's output from the TF 1.x branches (cnn_tf_v1.x_compatible, 2017 on)
 to the pinned commit: the step table's loss column is `loss` until early 2018 and
 `total_loss` after; a table copied from a terminal has runs of spaces for its tabs; a
-distributed run's Devices name `/job:worker/task:4/cpu:0` (TF 1.4) or
-`/job:worker/replica:0/task:0/gpu:0`. Output of several MPI ranks (Horovod, `mpirun
---tag-output`, with --timestamp-output `Mon Oct 15 23:15:14 2018[1,0]<stdout>:`) has each
-line tagged `[1,0]<stdout>:`: the tags are stripped and the lowest rank's lines are read (with
-the untagged ones), the rank in meta `mpi_rank`. Kubeflow's tf-cnn launcher (TFJob examples,
-2017-2019) prefixes every line with `INFO|2019-02-13T23:02:11|/opt/launcher.py|27| `, which is
-stripped too. Several ranks'
-lines without tags cannot be told apart: their repeated steps make the log unparseable. A
-paste that leaves out the table's header is read by its number of values (1: the loss; 3:
-loss and the two accuracies), as meta `columns` says.
+distributed run's Devices name `/job:worker/task:4/cpu:0` (TF 1.4, 1.5) or
+`/job:worker/replica:0/task:0/gpu:0`. A paste that leaves out the table's header is read by
+its number of values (1: the loss; 3: loss and the two accuracies), as meta `columns` says.
+
+Several processes in one file: MPI ranks (Horovod) under `mpirun --tag-output` tag each line
+`[1,0]<stdout>:` (after `Mon Oct 15 23:15:14 2018` with --timestamp-output); the tags are
+stripped and the lowest rank's lines are read with the untagged ones, the rank in meta
+`mpi_rank`. Ranks' lines without tags cannot be told apart: their repeated steps make the
+log unparseable. Kubeflow's tf-cnn launcher (TFJob examples, 2017-2019) prefixes every line
+with `INFO|2019-02-13T23:02:11|/opt/launcher.py|27| `, which is stripped.
 
 Rows: per printed step images_per_s (the script's running mean over the steps since
 warm-up, as it prints it), loss (total_loss) and training accuracies when printed; the
 run's images_per_s from `total images/sec` (empty step). In a distributed run (Devices
 name a `/job:<job>/.../task:<n>`) each worker prints its own rate per step: those rows
 are worker_images_per_s with task `<job>:<n>`, while `total images/sec` counts all
-workers and stays images_per_s; so too under Horovod, with task `rank:<n>` (the rank read). A non-finite loss (the script
-prints `nan` when training diverges) gives no row and is listed in meta; nor does the loss
-column of a forward-only run (`Mode: forward-only`), where the script prints 0.000 for a loss
-it never computed. The log is
-finished when it has the `total images/sec` line.
+workers and stays images_per_s; so too under Horovod, with task `rank:<n>` (the rank
+read). A non-finite loss (the script prints `nan` when training diverges) gives no row and
+is listed in meta; nor does the loss column of a forward-only run (`Mode: forward-only`),
+where the script prints 0.000 for a loss it never computed. The log is finished when it
+has the `total images/sec` line.
 
 Launcher (paper scale, across hosts): one TF cluster of the script's own parameter-server
 mode, every task a `tf_cnn_benchmarks.py --job_name=ps|worker --task_index=i --ps_hosts=...
@@ -79,7 +79,8 @@ HEADLESS_COLUMNS = {1: ["total_loss"], 3: ["total_loss", "top_1_accuracy", "top_
 # "Mode: forward-only", "BenchmarkMode.FORWARD_ONLY" in later versions).
 FORWARD_ONLY = re.compile(r"forward[-_]only", re.IGNORECASE)
 # Column names of the step table -> metric names (`loss` is total_loss's name before 2018).
-COLUMN_METRIC = {"total_loss": "loss", "loss": "loss", "top_1_accuracy": "top1_accuracy", "top_5_accuracy": "top5_accuracy"}
+COLUMN_METRIC = {"total_loss": "loss", "loss": "loss", "top_1_accuracy": "top1_accuracy",
+                 "top_5_accuracy": "top5_accuracy"}
 
 
 def _task(meta: dict) -> str | None:
@@ -101,12 +102,11 @@ def _own_lines(lines, result: ParseResult):
     """The script's own lines: a launcher's prefix stripped, and of MPI-tagged output the untagged
     lines and the lowest rank's, their tags stripped."""
     lines = [(no, line[m.end():] if (m := LAUNCHER.match(line)) else line) for no, line in lines]
-    tagged = [(no, m, line) for no, line in lines if (m := MPI_TAG.match(line))]
-    if not tagged:
+    ranks = {int(m[2]) for _, line in lines if (m := MPI_TAG.match(line))}
+    if not ranks:
         return lines
-    rank = min(int(m[2]) for _, m, _ in tagged)
-    result.meta["mpi_rank"] = rank
-    result.meta["mpi_ranks"] = len({m[2] for _, m, _ in tagged})
+    rank = result.meta["mpi_rank"] = min(ranks)
+    result.meta["mpi_ranks"] = len(ranks)
     kept = []
     for no, line in lines:
         m = MPI_TAG.match(line)
