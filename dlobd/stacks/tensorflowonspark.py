@@ -26,16 +26,20 @@ A driver log alone gives the driver's spans as time_breakdown_s rows with task=d
 A driver log is finished when it has the cluster_stopped line; a node's log when its
 task has its DLOBD summary line.
 
-Logs of other workloads (no DLOBD line), from TFoS 1.0 to 1.4 on TensorFlow 1.x: the same
-TFoS milestones (TFoS 1.x words a node's start `Starting TensorFlow worker:0 on cluster node 1
-on background process`, 1.3 on `... worker:0 as worker on cluster node 1 ...`), and TF 1.x's
-own training lines, behind TFoS's logging format (TFoS 1.x routes TF's logger through it),
-TF 1.x's `INFO:tensorflow:` or absl's `I0807 09:57:44.788796 140518901212992 file.py:271] `:
+Logs of other workloads (no DLOBD line), from TFoS before 1.0 to 1.4 on TensorFlow 1.x: the
+same TFoS milestones (up to 1.1 a node starts `Starting TensorFlow worker:0 on cluster node 1
+on background process`, from 1.2 `... worker:0 as worker on cluster node 1 ...`; before 1.0
+the driver logs `Starting TensorFlow` and `Stopping TensorFlow nodes`, and neither 'All
+TFSparkNodes started' nor 'Shutting down cluster'), and TF 1.x's own training lines, behind
+TFoS's logging format (TFoS 1.x routes TF's logger through it), TF 1.x's `INFO:tensorflow:` or absl's
+`I0807 09:57:44.788796 140518901212992 file.py:271] `:
   loss = 65.8497, step = 1641531 (12.828 sec)   -> loss at that (global) step
   global_step/sec: 7.8                          -> steps_per_s
   Loss for final step: 37.241173.               -> meta final_loss
 with task `<job>:<index>` when the log names one node. Such a driver log is finished at
-'Shutting down cluster', a node's log at its 'Finished TensorFlow <job>:<index>' line. Where
+'Shutting down cluster' (before 1.0: 'Stopping TensorFlow nodes'), a node's log at its
+'Finished TensorFlow <job>:<index>' line. A driver that runs clusters one after another (TFoS's
+demo notebook trains, then infers) gives the first one's spans and says so in meta. Where
 absl took over Python's logging (TFoS 1.4 on TensorFlow 1.14), TFoS's own lines carry absl's
 prefix too (`I0807 09:57:44.789118 140518901212992 TFSparkNode.py:337] Starting TensorFlow
 worker:3 as worker ...`): their events keep that year-less stamp as `clock` and give no spans.
