@@ -22,7 +22,12 @@ SKIP: dict[tuple[str, str], dict[str, str]] = {
                      "example's own output, not the run's end"},
 }
 
-IDS = [f"{p.parent.name}/{p.stem}" for p in CORPUS]
+
+def ids(described: list[Path]) -> list[str]:
+    return [f"{p.parent.name}/{p.stem}" for p in described]
+
+
+IDS = ids(CORPUS)
 
 
 def entry(described: Path):
@@ -50,7 +55,7 @@ def test_the_corpus_is_there():
 UNPARSEABLE = [p for p in CORPUS if load(p)[0]["expect"]["status"] == "unparseable"]
 
 
-@pytest.mark.parametrize("described", UNPARSEABLE, ids=[f"{p.parent.name}/{p.stem}" for p in UNPARSEABLE])
+@pytest.mark.parametrize("described", UNPARSEABLE, ids=ids(UNPARSEABLE))
 def test_an_unparseable_real_log_names_the_line(described):
     """A real log is unparseable only as damage (two runs interleaved ...): the reason says where."""
     parser, lines = entry(described)
@@ -138,15 +143,3 @@ def test_other_programs_lines_change_nothing(described, inserts):
         mixed.insert(round(where * room), foreign + "\n")
     assert read(parser.parse("".join(mixed))) == read(parser.parse("".join(lines)))
 
-
-# ---------------------------------------------------------------- several MPI ranks in one file
-
-def test_mpi_tagged_ranks_read_the_lowest_rank():
-    """tf_cnn_benchmarks under mpirun --tag-output (Horovod): every rank prints its own table,
-    each line tagged; the parser reads rank 0's. Made from a real log: rank 0 prints it as it
-    is, rank 1 the same lines, and their lines interleave as mpirun writes them."""
-    parser, lines = entry(REAL / "tf_cnn_benchmarks" / "cnn-2017-10-resnet50-loss-column.yaml")
-    tagged = "".join(f"[1,{rank}]<stdout>:{line}" for line in lines for rank in (1, 0))
-    result = parser.parse(tagged)
-    assert read(result) == read(parser.parse("".join(lines)))
-    assert (result.meta["mpi_rank"], result.meta["mpi_ranks"]) == (0, 2)
