@@ -13,11 +13,25 @@ client mode that is the attempt's stderr.log, while the containers' logs hold no
   [...] Top5Accuracy is Accuracy(correct: ..., accuracy: 0.99)
   [...] Loss is (Loss: 3198.36, count: 2000, Average Loss: 1.599)
 
+Releases, as their DistriOptimizer words its lines: BigDL 0.1 and 0.2, and the paper's commit
+a1f3a88 (May 2017, between them), print `... Train 128 in 0.094seconds. Throughput is ...
+records/second. Loss is ...` and `Epoch finished. Wall clock time is 5696.04ms`; 0.3 on print
+the lines above. Up to 0.4 the validation results come without the [Epoch ...] header, after
+`[Wall Clock 1963.48s] Validate model...` (`top1 accuracy is Accuracy(...)` before 0.1.0):
+they belong to the last iteration seen before them (none in a log that begins with them);
+0.5 on give them the header. 2.x adds the optim method's hyper parameters after the loss, and
+a log4j layout may put the message on a line of its own.
+
 Rows: per iteration throughput_records_per_s, loss, wall_clock_s; per epoch epoch_time_s
-(difference of BigDL's cumulative "Wall clock time" of consecutive epochs), top1/top5
+(difference of BigDL's cumulative "Wall clock time" of consecutive epochs; none for an epoch
+whose previous epoch's end the log does not hold, e.g. a paste that starts later), top1/top5
 accuracy and test_loss of the validation; train_time_s (the last epoch's wall clock) when
-the log reaches the end of its last epoch. BigDL prints no end-of-training line, so a log
-cut exactly between two epochs reads as finished: the run's exit status tells the rest.
+the log reaches the end of its last epoch (and no validation it starts lacks its results).
+BigDL prints no end-of-training line, so a log cut exactly between two epochs reads as
+finished: the run's exit status tells the rest. A validation result twice in one
+validation, or a validation starting before the previous one has a result, is two logs
+interleaved. A log may start mid-run (a rotated file, a paste): its first [Epoch] line need
+not be a trained iteration.
 
 Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`,
 under `dllib` in BigDL 2.x, at the package root in the paper's 0.x commit, as
@@ -50,14 +64,47 @@ LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|NaN|-?Infinity"
 PREFIX = re.compile(
     r"\[Epoch (\d+) (\d+)/(\d+)\]\[Iteration (\d+)\]\[Wall Clock (" + NUM + r")s\] (.*)$")
+# 0.3 on: "Trained 128.0 records in 0.094 seconds."; 0.1, 0.2 (a1f3a88): "Train 128 in 0.094seconds."
 TRAINED = re.compile(
-    r"^Trained (" + NUM + r") records in (" + NUM + r") seconds\. Throughput is (" + NUM +
-    r") records/second\. Loss is (" + NUM + r")\.(?:\s|$)")
-EPOCH_DONE = re.compile(r"^Epoch finished\. Wall clock time is (" + NUM + r") ms")
+    r"^(?:Trained (" + NUM + r") records in|Train (" + NUM + r") in) (" + NUM + r") ?seconds\. "
+    r"Throughput is (" + NUM + r") records/second\. Loss is (" + NUM + r")\.(?:\s|$)")
+EPOCH_DONE = re.compile(r"^Epoch finished\. Wall clock time is (" + NUM + r") ?ms")  # 0.1, 0.2: "56232.8ms"
+# before 0.1.0: "top1 accuracy is"; a validation result without the [Epoch] header (to 0.4)
+# follows the log4j prefix, so the bare forms are searched after a separator
 ACCURACY = re.compile(
-    r"^Top([15])Accuracy is Accuracy\(correct: (\d+), count: (\d+), accuracy: (" + NUM + r")\)")
-TEST_LOSS = re.compile(r"^Loss is \(Loss: (" + NUM + r"), count: (\d+), Average Loss: (" + NUM + r")\)")
+    r"(?:^|\s)(?:Top([15])Accuracy|top([15]) accuracy) is Accuracy\(correct: (\d+), count: (\d+), "
+    r"accuracy: (" + NUM + r")\)")
+TEST_LOSS = re.compile(r"(?:^|\s)Loss is \(Loss: (" + NUM + r"), count: (\d+), Average Loss: (" + NUM + r")\)")
+VALIDATE = re.compile(r"\[Wall Clock (" + NUM + r")s\] Validate model\.\.\.")
 JAVA_ERROR = re.compile(r"((?:java|scala|org|com)\.[\w.$]*(?:Exception|Error))(?::\s*(.*))?")
+
+
+def _validation(message: str, result: ParseResult, where: dict, validation: dict | None, no: int) -> bool:
+    """Rows of one validation result line (accuracy or test loss); False if it is none.
+    `validation`: the open validation ({line, seen}), where a result may come once."""
+    if a := ACCURACY.search(message):
+        metric = f"top{a[1] or a[2]}_accuracy"
+        result.rows.append(row(metric, float(a[5]), **where))
+        result.meta["test_records"] = int(a[4])
+    elif t := TEST_LOSS.search(message):
+        metric = "test_loss"
+        result.rows.append(row(metric, float(t[3]), **where))
+    else:
+        return False
+    if validation is not None:
+        if metric in validation["seen"]:
+            raise LogError(f"line {no}: {metric} a second time in the validation of line "
+                           f"{validation['line']} (two logs interleaved or concatenated?)")
+        validation["seen"].add(metric)
+    return True
+
+
+def _validate(validation: dict | None, no: int) -> dict:
+    """A validation starts at line `no` ('Validate model...')."""
+    if validation is not None and not validation["seen"]:
+        raise LogError(f"line {no}: a validation starts before the one of line {validation['line']} "
+                       "has a result (two logs interleaved or concatenated?)")
+    return {"line": no, "seen": set()}
 
 
 def _parse(lines, cut) -> ParseResult:
@@ -66,11 +113,19 @@ def _parse(lines, cut) -> ParseResult:
     last_iter = last_epoch = 0
     last_wall = -math.inf
     epoch_done = {}     # epoch -> cumulative wall clock (s) at its end
+    validation = None   # since 'Validate model...': its line and the results seen
     thrown = cause = None
     for no, line in lines:
         m = PREFIX.search(line)
         if not m:
-            if ("Exception in thread" in line or line.startswith("Caused by:")) and (
+            # up to 0.4 the results follow 'Validate model...' without the [Epoch] header
+            if validation is not None and _validation(line, result, dict(
+                    step=last_iter or None, epoch=last_epoch or None,
+                    wall_clock_s=last_wall if math.isfinite(last_wall) else None), validation, no):
+                continue
+            if VALIDATE.search(line):
+                validation = _validate(validation, no)
+            elif ("Exception in thread" in line or line.startswith("Caused by:")) and (
                     e := JAVA_ERROR.search(line)):
                 # The first uncaught exception, and the last "Caused by:" as its root cause.
                 if line.startswith("Caused by:"):
@@ -89,31 +144,33 @@ def _parse(lines, cut) -> ParseResult:
             if it == last_iter:
                 raise LogError(f"line {no}: iteration {it} is reported twice "
                                "(two logs interleaved or concatenated?)")
-            result.meta.setdefault("records_per_iteration", float(t[1]))
+            result.meta.setdefault("records_per_iteration", float(t[1] or t[2]))
             result.meta["epoch_records"] = total
-            rows.append(row("throughput_records_per_s", float(t[3]), **where))
-            if math.isfinite(loss := float(t[4])):
+            rows.append(row("throughput_records_per_s", float(t[4]), **where))
+            if math.isfinite(loss := float(t[5])):
                 rows.append(row("loss", loss, **where))
             else:
                 result.meta.setdefault("nonfinite_loss_iterations", []).append(it)
             rows.append(row("wall_clock_s", wall, step=it, epoch=epoch))
             last_iter = it
-        elif it != last_iter or last_iter == 0:
+            validation = None
+        elif it != last_iter and last_iter:
             raise LogError(f"line {no}: a report for iteration {it} but the last trained "
                            f"iteration is {last_iter} (two logs interleaved?)")
         elif e := EPOCH_DONE.match(message):
             if epoch in epoch_done:
                 raise LogError(f"line {no}: epoch {epoch} finishes twice (two logs interleaved?)")
             total_s = float(e[1]) / 1000.0
-            previous = max((s for k, s in epoch_done.items() if k < epoch), default=0.0)
             epoch_done[epoch] = total_s
-            rows.append(row("epoch_time_s", round(total_s - previous, 9),
-                            step=it, epoch=epoch, wall_clock_s=total_s))
-        elif a := ACCURACY.match(message):
-            rows.append(row(f"top{a[1]}_accuracy", float(a[4]), **where))
-            result.meta["test_records"] = int(a[3])
-        elif t := TEST_LOSS.match(message):
-            rows.append(row("test_loss", float(t[3]), **where))
+            # an epoch's time needs the previous epoch's end (or the start, for epoch 1)
+            if epoch == 1 or epoch - 1 in epoch_done:
+                rows.append(row("epoch_time_s", round(total_s - epoch_done.get(epoch - 1, 0.0), 9),
+                                step=it, epoch=epoch, wall_clock_s=total_s))
+        elif message.startswith("Validate model..."):
+            validation = _validate(validation, no)
+        else:
+            _validation(message, result, where, validation, no)
+        last_iter = last_iter or it  # a log that starts mid-run starts at its first report
         last_epoch, last_wall = epoch, wall
     error = f"{thrown} (caused by {cause})" if thrown and cause else (thrown or cause)
     if error:
@@ -124,8 +181,10 @@ def _parse(lines, cut) -> ParseResult:
             reason += f"; the log shows {error}"
         return ParseResult.unparseable(reason)
     result.close(None if last_epoch in epoch_done else
-                 f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line",
-                 cut=cut)
+                 f"epoch {last_epoch} at iteration {last_iter} has no 'Epoch finished' line"
+                 if last_epoch else "no '[Epoch n ...] Epoch finished' line",
+                 f"the validation of line {validation['line']} has no result"
+                 if validation is not None and not validation["seen"] else None, cut=cut)
     if result.finished:
         rows.append(row("train_time_s", epoch_done[last_epoch], epoch=last_epoch))
     elif error:

@@ -26,6 +26,24 @@ A driver log alone gives the driver's spans as time_breakdown_s rows with task=d
 A driver log is finished when it has the cluster_stopped line; a node's log when its
 task has its DLOBD summary line.
 
+Logs of other workloads (no DLOBD line), from TFoS before 1.0 to 1.4 on TensorFlow 1.x: the
+same TFoS milestones (up to 1.1 a node starts `Starting TensorFlow worker:0 on cluster node 1
+on background process`, from 1.2 `... worker:0 as worker on cluster node 1 ...`; before 1.0
+the driver logs `Starting TensorFlow` and `Stopping TensorFlow nodes`, and neither 'All
+TFSparkNodes started' nor 'Shutting down cluster'), and TF 1.x's own training lines, behind
+TFoS's logging format (TFoS 1.x routes TF's logger through it), TF 1.x's `INFO:tensorflow:` or absl's
+`I0807 09:57:44.788796 140518901212992 file.py:271] `:
+  loss = 65.8497, step = 1641531 (12.828 sec)   -> loss at that (global) step
+  global_step/sec: 7.8                          -> steps_per_s
+  Loss for final step: 37.241173.               -> meta final_loss
+with task `<job>:<index>` when the log names one node. Such a driver log is finished at
+'Shutting down cluster' (before 1.0: 'Stopping TensorFlow nodes'), a node's log at its
+'Finished TensorFlow <job>:<index>' line. A driver that runs clusters one after another (TFoS's
+demo notebook trains, then infers) gives the first one's spans and says so in meta. Where
+absl took over Python's logging (TFoS 1.4 on TensorFlow 1.14), TFoS's own lines carry absl's
+prefix too (`I0807 09:57:44.789118 140518901212992 TFSparkNode.py:337] Starting TensorFlow
+worker:3 as worker ...`): their events keep that year-less stamp as `clock` and give no spans.
+
 A run on YARN (`parse_records`, called by dlobd.stacks.parse_run) has more: the
 ResourceManager's record of the application (`yarn/<app_id>.json`) and Spark's event log
 (`spark-events/<app_id>`). From them, the driver's lines and the chief's lines comes the
@@ -64,6 +82,7 @@ on Spark 2.1 (no Java 8 here).
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -85,6 +104,12 @@ DRIVER_EVENTS = {
     "Feeding training data": "feeding_start",
     "Waiting for TensorFlow nodes to complete...": "waiting_for_nodes",
     "Shutting down cluster": "shutdown_start",
+    # TFoS before 1.0 (February 2017): no 'All TFSparkNodes started' and no 'Shutting down
+    # cluster'; 'Stopping TensorFlow nodes' (also 1.x's, before 'Shutting down cluster') ends it
+    "Reserving TFSparkNodes w/ TensorBoard": "reserve_start",
+    "Starting TensorFlow": "executors_start",
+    "Stopping TensorFlow nodes": "nodes_stopping",
+    "Feeding inference data": "inference_feeding_start",
     "TensorFlow execution timed out, exiting Spark application with error status": "timed_out",
     "Exiting Spark application with error status.": "error_exit",
 }
@@ -97,8 +122,20 @@ NODE_EVENTS = (
     (re.compile(r"^Finished TensorFlow (\S+) on cluster node"), "node_finished"),
     (re.compile(r"^Training (\S+) starts its first step"), "train_start"),
 )
-# Driver milestones that occur once per application, in this order.
-ONCE = ("dlobd_driver_start", "reserve_start", "nodes_started", "shutdown_start", "dlobd_cluster_stopped")
+# TF 1.x's own training lines in a node's log, behind one of three prefixes: TFoS's logging
+# format (TFoS 1.x sets up the root logger, which TF's logger goes through), TF 1.x's default
+# "INFO:tensorflow:", or absl's "I0807 09:57:44.788796 140518901212992 file.py:271] " (TF 1.14 on)
+NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
+ABSL = re.compile(r"^[IWEF](\d{4}) (\d\d:\d\d:\d\d\.\d+)\s+\d+ [\w.]+:\d+\] (.*)$")
+TF1_PREFIX = "INFO:tensorflow:"
+TF_LOSS = re.compile(r"^loss = (" + NUM + r"), step = (\d+)(?: \((?:" + NUM + r") sec\))?\s*$")
+TF_RATE = re.compile(r"^global_step/sec: (" + NUM + r")\s*$")
+TF_FINAL = re.compile(r"^Loss for final step: (" + NUM + r")\.\s*$")
+# The line of each driver milestone that ends a cluster, for the reason when it is missing.
+SHUTDOWN_LINE = {"shutdown_start": "Shutting down cluster", "nodes_stopping": "Stopping TensorFlow nodes"}
+# Driver milestones that occur once per TF cluster, in this order.
+ONCE = ("dlobd_driver_start", "reserve_start", "nodes_started", "nodes_stopping", "shutdown_start",
+        "dlobd_cluster_stopped")
 PHASES = (("tfos_startup", "reserve_start", "nodes_started"),
           ("training", "nodes_started", "shutdown_start"),
           ("tfos_shutdown", "shutdown_start", "dlobd_cluster_stopped"))
@@ -112,19 +149,75 @@ def parse(text: str) -> ParseResult:
         # a TF node's start-up inside TFoS is the driver's tfos_startup span, not native TF's
         result.rows = [r for r in result.rows if r.get("phase") != "tf_startup"]
         _tfos_events(lines, result)
-        driver = _driver_phases(result)
+        # a log of this project's workload has its DLOBD lines; any other run's, TF's own
+        ours = bool(tasks) or any(e["event"].startswith("dlobd_") for e in result.events)
+        clusters = _driver_phases(result, several=not ours)
+        if not ours:
+            _tf_training_lines(lines, result)
     except LogError as e:
         return ParseResult.unparseable(str(e))
-    if not tasks and not result.events:
+    if not tasks and not result.events and not result.rows:
         return ParseResult.unparseable(
-            f"{NO_LINES} TFoS's or the workload's format: no TFoS logging line and no 'DLOBD event=' line")
+            f"{NO_LINES} TFoS's or the workload's format: no TFoS logging line, no TF training "
+            "line and no 'DLOBD event=' line")
     finish(result, tasks, cut)
-    if driver and "dlobd_cluster_stopped" not in driver:
-        result.finished = False
+    # the driver's end (of its last cluster): our workload's cluster_stopped line, else TFoS's
+    # own last milestone, which TFoS before 1.0 words differently
+    driver = clusters[-1]
+    end = ("dlobd_cluster_stopped" if ours else
+           "shutdown_start" if "nodes_started" in driver else "nodes_stopping")
+    why = None
+    if driver and end not in driver:
         last = max(driver, key=lambda k: driver[k]["line"])
-        why = f"the driver log ends at '{last}' (line {driver[last]['line']}) before the cluster was stopped"
-        result.reason = "; ".join(filter(None, [result.reason, why]))
+        why = (f"the driver log ends at '{last}' (line {driver[last]['line']}) before the cluster was "
+               + ("stopped" if ours else f"shut down ('{SHUTDOWN_LINE[end]}')"))
+    elif not ours and not driver and not any(e["event"] == "node_finished" for e in result.events):
+        why = "the node's log has no 'Finished TensorFlow' line"
+    if why and result.reason:
+        result.finished = False
+        result.reason += f"; {why}"
+    elif why:
+        result.close(why, cut=cut)
     return result
+
+
+def _message(line: str) -> str | None:
+    """The message of a line behind TFoS's logging format, TF 1.x's "INFO:tensorflow:" or absl's
+    prefix; None for any other line."""
+    if m := PYLOG.match(line):
+        return m[2]
+    if line.startswith(TF1_PREFIX):
+        return line[len(TF1_PREFIX):]
+    return a[3] if (a := ABSL.match(line)) else None
+
+
+def _tf_training_lines(lines, result: ParseResult) -> None:
+    """Rows of TF 1.x's own training lines (another workload's node log): loss per step,
+    global_step/sec, and the final loss in meta. Steps must grow, as in one node's log."""
+    last_step, last_no = -1, None
+    for no, line in lines:
+        message = _message(line)
+        if message is None:
+            continue
+        if loss := TF_LOSS.match(message):
+            step = int(loss[2])
+            if step <= last_step:
+                raise LogError(f"line {no}: step {step} after step {last_step} (line {last_no}): "
+                               "not one node's log in order (two logs interleaved or concatenated?)")
+            last_step, last_no = step, no
+            if math.isfinite(value := float(loss[1])):
+                result.rows.append(row("loss", value, step=step))
+            else:
+                result.meta.setdefault("nonfinite", []).append(f"loss at step {step}")
+        elif rate := TF_RATE.match(message):
+            result.rows.append(row("steps_per_s", float(rate[1])))
+        elif final := TF_FINAL.match(message):
+            result.meta["final_loss"] = float(final[1])
+    nodes = {e["detail"] for e in result.events if e["event"] in ("node_start", "node_finished")}
+    if len(nodes) == 1:  # the log of one TF node: its rows are that node's
+        task = nodes.pop()
+        result.rows = [{**r, "task": task} if r["metric"] in ("loss", "steps_per_s") else r
+                       for r in result.rows]
 
 
 def _time(stamp: str, no: int) -> datetime:
@@ -137,11 +230,15 @@ def _time(stamp: str, no: int) -> datetime:
 def _tfos_events(lines, result: ParseResult) -> None:
     stamps = {}
     for no, line in lines:
-        m = PYLOG.match(line)
-        if not m:
+        if m := PYLOG.match(line):
+            stamp, message = m[1], m[2].rstrip()
+            stamps[no] = stamp
+            when = {"time": _time(stamp, no).isoformat(timespec="milliseconds")}
+        elif a := ABSL.match(line):
+            # absl's stamp has no year: the event keeps it as printed, and gives no span
+            message, when = a[3].rstrip(), {"clock": f"{a[1]} {a[2]}"}
+        else:
             continue
-        stamp, message = m[1], m[2].rstrip()
-        stamps[no] = stamp
         event = DRIVER_EVENTS.get(message)
         detail = None
         if event is None:
@@ -150,8 +247,7 @@ def _tfos_events(lines, result: ParseResult) -> None:
                     event, detail = name, (p.group(1) if p.groups() else None)
                     break
         if event:
-            result.events.append({"time": _time(stamp, no).isoformat(timespec="milliseconds"),
-                                  "event": event, "line": no, **({"detail": detail} if detail else {})})
+            result.events.append({**when, "event": event, "line": no, **({"detail": detail} if detail else {})})
     # The driver's DLOBD lines are logged through the same logging format: give them its time.
     for e in result.events:
         if "time" not in e and e["line"] in stamps:
@@ -160,28 +256,46 @@ def _tfos_events(lines, result: ParseResult) -> None:
     result.events.sort(key=lambda e: e["line"])
 
 
-def _driver_phases(result: ParseResult) -> dict:
-    seen = {}
+def _driver_phases(result: ParseResult, several: bool) -> list[dict]:
+    """The driver's milestones, one dict per TF cluster the log holds, and the driver's spans of
+    the first cluster as rows. `several`: a driver program may run clusters one after another
+    (another workload's: TFoS's demo trains, then infers); a milestone seen a second time
+    before its cluster's shutdown is two logs interleaved."""
+    clusters = [{}]
     for e in result.events:
         if e["event"] not in ONCE:
             continue
+        seen = clusters[-1]
         if e["event"] in seen:
-            raise LogError(f"line {e['line']}: '{e['event']}' a second time (line {seen[e['event']]['line']} "
-                           "was the first): two driver logs interleaved or concatenated?")
-        if "time" not in e:
+            ended = seen.get("shutdown_start") or seen.get("nodes_stopping")
+            if not (several and e["event"] == "reserve_start" and ended and "time" in e
+                    and e["time"] >= ended["time"]):
+                raise LogError(f"line {e['line']}: '{e['event']}' a second time (line {seen[e['event']]['line']} "
+                               "was the first): two driver logs interleaved or concatenated?")
+            seen = {}
+            clusters.append(seen)
+        if "time" not in e and "clock" not in e:
             raise LogError(f"line {e['line']}: driver event {e['event']} without a timestamp")
         seen[e["event"]] = e
-    order = [seen[k] for k in ONCE if k in seen]
-    for a, b in zip(order, order[1:]):
-        if b["line"] < a["line"] or b["time"] < a["time"]:
-            raise LogError(f"line {b['line']}: '{b['event']}' comes before '{a['event']}' "
-                           f"(line {a['line']}): not one driver's log in order")
+    for seen in clusters:
+        order = [seen[k] for k in ONCE if k in seen]
+        for a, b in zip(order, order[1:]):
+            if b["line"] < a["line"] or ("time" in a and "time" in b and b["time"] < a["time"]):
+                raise LogError(f"line {b['line']}: '{b['event']}' comes before '{a['event']}' "
+                               f"(line {a['line']}): not one driver's log in order")
+    first = clusters[0]
+    if len(clusters) > 1:
+        result.meta["driver_clusters"] = len(clusters)
+        result.meta["driver_cluster_read"] = (
+            f"the first (lines {min(e['line'] for e in first.values())}-"
+            f"{max(e['line'] for e in first.values())}): its spans are the time_breakdown_s rows; the "
+            "later clusters' milestones are events only")
     for phase, start, end in PHASES:
-        if start in seen and end in seen:
-            seconds = (datetime.fromisoformat(seen[end]["time"]) -
-                       datetime.fromisoformat(seen[start]["time"])).total_seconds()
+        if "time" in first.get(start, {}) and "time" in first.get(end, {}):
+            seconds = (datetime.fromisoformat(first[end]["time"]) -
+                       datetime.fromisoformat(first[start]["time"])).total_seconds()
             result.rows.append(row("time_breakdown_s", seconds, phase=phase, task="driver"))
-    return seen
+    return clusters
 
 
 # ---------------------------------------------------------------- a run on YARN
@@ -218,11 +332,12 @@ def parse_records(run_dir, result: ParseResult) -> None:
           "application_end": spark["application_end"]}
     used = [app["_log"], spark["log"]]
     for event in ("reserve_start", "shutdown_start"):
-        found = [e for e in result.events if e["event"] == event]
+        found = [e for e in result.events if e["event"] == event and "time" in e]
         if found:
             at[event] = datetime.fromisoformat(found[0]["time"])
             used.append(found[0].get("log"))
-    starts = [e for e in result.events if e["event"] == "train_start" and e.get("detail", "").startswith(LEAD)]
+    starts = [e for e in result.events if e["event"] == "train_start" and "time" in e
+              and e.get("detail", "").startswith(LEAD)]
     if starts and lead_training:
         at["training_start"] = datetime.fromisoformat(starts[0]["time"])
         at["training_end"] = at["training_start"] + timedelta(seconds=lead_training[0]["value"])

@@ -14,14 +14,30 @@ Parser: reads the script's stdout:
   ----------------------------------------------------------------
   total images/sec: 15.14
 
+Releases: the script's output from the TF 1.x branches (cnn_tf_v1.x_compatible, 2017 on)
+to the pinned commit: the step table's loss column is `loss` until early 2018 and
+`total_loss` after; a table copied from a terminal has runs of spaces for its tabs; a
+distributed run's Devices name `/job:worker/task:4/cpu:0` (TF 1.4, 1.5) or
+`/job:worker/replica:0/task:0/gpu:0`. A paste that leaves out the table's header is read by
+its number of values (1: the loss; 3: loss and the two accuracies), as meta `columns` says.
+
+Several processes in one file: MPI ranks (Horovod) under `mpirun --tag-output` tag each line
+`[1,0]<stdout>:` (after `Mon Oct 15 23:15:14 2018` with --timestamp-output); the tags are
+stripped and the lowest rank's lines are read with the untagged ones, the rank in meta
+`mpi_rank`. Ranks' lines without tags cannot be told apart: their repeated steps make the
+log unparseable. Kubeflow's tf-cnn launcher (TFJob examples, 2017-2019) prefixes every line
+with `INFO|2019-02-13T23:02:11|/opt/launcher.py|27| `, which is stripped.
+
 Rows: per printed step images_per_s (the script's running mean over the steps since
 warm-up, as it prints it), loss (total_loss) and training accuracies when printed; the
 run's images_per_s from `total images/sec` (empty step). In a distributed run (Devices
 name a `/job:<job>/.../task:<n>`) each worker prints its own rate per step: those rows
 are worker_images_per_s with task `<job>:<n>`, while `total images/sec` counts all
-workers and stays images_per_s. A non-finite loss (the script
-prints `nan` when training diverges) gives no row and is listed in meta. The log is
-finished when it has the `total images/sec` line.
+workers and stays images_per_s; so too under Horovod, with task `rank:<n>` (the rank
+read). A non-finite loss (the script prints `nan` when training diverges) gives no row and
+is listed in meta; nor does the loss column of a forward-only run (`Mode: forward-only`),
+where the script prints 0.000 for a loss it never computed. The log is finished when it
+has the `total images/sec` line.
 
 Launcher (paper scale, across hosts): one TF cluster of the script's own parameter-server
 mode, every task a `tf_cnn_benchmarks.py --job_name=ps|worker --task_index=i --ps_hosts=...
@@ -50,23 +66,60 @@ LOG_FILES = ("stdout.log", "tasks/*.log")
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
 HEADER_FIELD = re.compile(r"^(TensorFlow|Model|Dataset|Mode|Batch size|Num batches|Num epochs|"
                           r"Devices|Data format|Optimizer|Variables):\s+(.*?)\s*$")
-COLUMNS = re.compile(r"^Step\tImg/sec\t(.*)$")
-STEP = re.compile(r"^(\d+)\timages/sec: (" + NUM + r") \+/- (" + NUM + r") \(jitter = (" + NUM + r")\)\t(.*)$")
+# tabs as the script prints them, or runs of spaces where a terminal copy replaced them
+COLUMNS = re.compile(r"^Step\s+Img/sec\s+(.*?)\s*$")
+STEP = re.compile(r"^(\d+)\s+images/sec: (" + NUM + r") \+/- (" + NUM + r") \(jitter = (" + NUM + r")\)\s+(.*?)\s*$")
 TOTAL = re.compile(r"^total images/sec: (" + NUM + r")\s*$")
 EVAL = re.compile(r"^Accuracy @ 1 = (" + NUM + r") Accuracy @ 5 = (" + NUM + r") \[(\d+) examples\]")
-DEVICE_TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)/")
-# Column names of the step table -> metric names.
-COLUMN_METRIC = {"total_loss": "loss", "top_1_accuracy": "top1_accuracy", "top_5_accuracy": "top5_accuracy"}
+DEVICE_TASK = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)/")
+# A paste that starts inside the step table: its columns by the number of values (the script
+# prints the loss, and with --print_training_accuracy or forward-only the two accuracies).
+HEADLESS_COLUMNS = {1: ["total_loss"], 3: ["total_loss", "top_1_accuracy", "top_5_accuracy"]}
+# A forward-only run computes no loss: the script prints 0.0 in its loss column (the header's
+# "Mode: forward-only", "BenchmarkMode.FORWARD_ONLY" in later versions).
+FORWARD_ONLY = re.compile(r"forward[-_]only", re.IGNORECASE)
+# Column names of the step table -> metric names (`loss` is total_loss's name before 2018).
+COLUMN_METRIC = {"total_loss": "loss", "loss": "loss", "top_1_accuracy": "top1_accuracy",
+                 "top_5_accuracy": "top5_accuracy"}
 
 
-def _task(devices: str) -> str | None:
-    """`worker:0` for a distributed run's Devices line, None for a local run."""
-    m = DEVICE_TASK.search(devices)
-    return f"{m[1]}:{m[2]}" if m else None
+def _task(meta: dict) -> str | None:
+    """`worker:0` for a distributed run's Devices line, `rank:0` for the MPI rank read of a Horovod
+    run (Devices `horovod/gpu:0`, ...), None for a local run."""
+    devices = meta.get("devices", "")
+    if m := DEVICE_TASK.search(devices):
+        return f"{m[1]}:{m[2]}"
+    return f"rank:{meta['mpi_rank']}" if "mpi_rank" in meta and "horovod/" in devices else None
+
+
+# Open MPI's --tag-output, after --timestamp-output's "Mon Oct 15 23:15:14 2018" if given
+MPI_TAG = re.compile(r"^(?:\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
+# Kubeflow's tf-cnn launcher re-logs the script's lines: "INFO|2019-02-13T23:02:11|/opt/launcher.py|27| "
+LAUNCHER = re.compile(r"^[A-Z]+\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\|[^|]+\|\d+\| ")
+
+
+def _own_lines(lines, result: ParseResult):
+    """The script's own lines: a launcher's prefix stripped, and of MPI-tagged output the untagged
+    lines and the lowest rank's, their tags stripped."""
+    lines = [(no, line[m.end():] if (m := LAUNCHER.match(line)) else line) for no, line in lines]
+    ranks = {int(m[2]) for _, line in lines if (m := MPI_TAG.match(line))}
+    if not ranks:
+        return lines
+    rank = result.meta["mpi_rank"] = min(ranks)
+    result.meta["mpi_ranks"] = len(ranks)
+    kept = []
+    for no, line in lines:
+        m = MPI_TAG.match(line)
+        if not m:
+            kept.append((no, line))
+        elif int(m[2]) == rank:
+            kept.append((no, line[m.end():]))
+    return kept
 
 
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
+    lines = _own_lines(lines, result)
     columns = None
     last_step = 0
     total_line = None
@@ -79,25 +132,30 @@ def _parse(lines, cut) -> ParseResult:
         elif c := COLUMNS.match(line):
             if columns is not None:
                 raise LogError(f"line {no}: a second step table header (two logs interleaved or concatenated?)")
-            columns = c[1].split("\t")
+            columns = c[1].split()
             unknown = [name for name in columns if name not in COLUMN_METRIC]
             if unknown:
                 raise LogError(f"line {no}: step table column(s) {', '.join(unknown)} unknown to this parser")
         elif s := STEP.match(line):
+            values = s[5].split()
             if columns is None:
-                raise LogError(f"line {no}: a step line before the step table header")
+                columns = HEADLESS_COLUMNS.get(len(values))
+                if columns is None:
+                    raise LogError(f"line {no}: a step line of {len(values)} values before any step "
+                                   "table header")
+                result.meta["columns"] = f"no step table header: {', '.join(columns)} taken from line {no}"
             if total_line is not None:
                 raise LogError(f"line {no}: a step line after the total (two logs interleaved?)")
             step = int(s[1])
             if step <= last_step:
                 raise LogError(f"line {no}: step {step} after step {last_step} "
-                               "(two logs interleaved or concatenated?)")
+                               "(two logs interleaved or concatenated, or several processes' output "
+                               "without MPI rank tags?)")
             last_step = step
-            values = s[5].split("\t")
             if len(values) != len(columns):
                 raise LogError(f"line {no}: {len(values)} values for the {len(columns)} columns "
                                f"{', '.join(columns)}")
-            task = _task(result.meta.get("devices", ""))
+            task = _task(result.meta)
             result.rows.append(row("worker_images_per_s", float(s[2]), step=step, task=task) if task
                                else row("images_per_s", float(s[2]), step=step))
             for name, text in zip(columns, values):
@@ -105,7 +163,9 @@ def _parse(lines, cut) -> ParseResult:
                     value = float(text)
                 except ValueError:
                     raise LogError(f"line {no}: {name} {text!r} is not a number") from None
-                if math.isfinite(value):
+                if COLUMN_METRIC[name] == "loss" and FORWARD_ONLY.search(result.meta.get("mode", "")):
+                    result.meta["loss_not_computed"] = "forward-only mode prints 0 for the loss"
+                elif math.isfinite(value):
                     result.rows.append(row(COLUMN_METRIC[name], value, step=step, task=task))
                 else:
                     result.meta.setdefault("nonfinite", []).append(f"{name} at step {step}")
@@ -114,7 +174,7 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: a second 'total images/sec' (line {total_line} was the "
                                "first): two logs interleaved or concatenated?")
             total_line = no
-            result.rows.append(row("images_per_s", float(t[1]), task=_task(result.meta.get("devices", ""))))
+            result.rows.append(row("images_per_s", float(t[1]), task=_task(result.meta)))
         elif e := EVAL.match(line):
             result.rows.append(row("top1_accuracy", float(e[1])))
             result.rows.append(row("top5_accuracy", float(e[2])))
