@@ -33,9 +33,11 @@ untagged lines count as rank 0. From CNTK's Source/SGDLib/SGD.cpp and Criterion.
 (the time stamp `%m/%d/%Y %H:%M:%S: ` with `timestamping = true`, as the project's BrainScript
 sets), and the test command's `Final Results: Minibatch[1-10]: errs = 14.310% * 10000; ...`.
 It reads CNTK's own output too, of the releases in tests/data/logs/real/mmlspark/: the cntk
-executable (2.0rc2), which ends a run with `__COMPLETED__`, and the Python API's
-ProgressPrinter (2.0 beta, 2.4, 2.5): `Finished Epoch[1 of 40]: [Training] loss = 0.40596 *
-60000, metric = 13.01% * 60000 21.741s (2759.8 samples/s);` (2.0 beta's without `[Training]`),
+executable (2.0rc2), which ends a run with `__COMPLETED__`, and of 1.x (`[Training Set]
+TrainLossPerSample = 0.63; EvalErrPerSample = 0.20; ...; EpochTime=95.78`, minibatch lines with
+`SamplesPerSecond`), and the Python API's ProgressPrinter (2.0 beta, 2.4, 2.5): `Finished
+Epoch[1 of 40]: [Training] loss = 0.40596 * 60000, metric = 13.01% * 60000 21.741s (2759.8
+samples/s);` (2.0 beta's without `[Training]`),
 the `Final Results` line of CNTK's Python examples, and ProgressPrinter's table
 ` average      since    average      since      examples` whose lines give the loss averaged
 since the line before at the samples seen. Rows of rank 0: per epoch loss (the training
@@ -82,11 +84,13 @@ NEWEST_PYTHON = "3.6"    # the newest Python Spark 2.2's PySpark runs on
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
 MPI_TAG = re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr)>:(.*)$")
 CNTK_TIME = re.compile(r"^(\d\d/\d\d/\d{4} \d\d:\d\d:\d\d): ")
-# CNTK 2.0's beta Python API printed no [Training] tag
-FINISHED = re.compile(r"^Finished Epoch\[\s*(\d+) of (\d+)\]: (?:\[(Training|Validate)\] )?(.*)$")
+# CNTK 2.0's beta Python API printed no [Training] tag; CNTK 1.x's is `[Training Set]`
+FINISHED = re.compile(r"^Finished Epoch\[\s*(\d+) of (\d+)\]: (?:\[(Training|Validat)(?:e|ion)?(?: Set)?\] )?(.*)$")
 MINIBATCH = re.compile(r"^\s*Epoch\[\s*(\d+) of (\d+)\]-Minibatch\[\s*(\d+)-\s*(\d+)(?:, [\d.]+%)?\]: (.*)$")
 CRITERION = re.compile(r"(\w+) = (" + NUM + r")(%?) \* (\d+)")
-EPOCH_TIME = re.compile(r"epochTime=(" + NUM + r")s")
+# CNTK 1.x: `TrainLossPerSample = 0.62585586; EvalErrPerSample = 0.20480554; ...; EpochTime=95.7758`
+CRITERION_1X = re.compile(r"(\w+?)PerSample = \s*(" + NUM + r")")
+EPOCH_TIME = re.compile(r"[eE]pochTime=(" + NUM + r")s?(?:$|;|\s)")
 # the Python API's ProgressPrinter: `... 21.741s (2759.8 samples/s);`
 PY_EPOCH_TIME = re.compile(r"\s(" + NUM + r")s \(\s*(" + NUM + r") samples/s\);")
 # a test pass: the cntk executable's (and CNTK's Python examples') `Final Results: Minibatch[1-10]: errs = ...`
@@ -98,7 +102,7 @@ TABLE_ROW = re.compile(r"^\s*(" + NUM + r")\s+(" + NUM + r")(?:\s+(?:" + NUM + r
 CNTK_COMPLETED = re.compile(r"^__COMPLETED__\s*$")
 # the CNTK library's first line in a process (the Python API's, or cntk's)
 DEVICE_CHOSEN = re.compile(r"^Selected \w+\[\d+\] .* as the process wide default device\.")
-RATE = re.compile(r"samplesPerSecond = (" + NUM + r")")
+RATE = re.compile(r"[sS]amplesPerSecond = (" + NUM + r")")
 TRAINING_DONE = re.compile(r"\bCNTK training finished\b")
 CNTK_ERROR = re.compile(r"^EXCEPTION occurred: ?(.*)")
 
@@ -106,8 +110,16 @@ CNTK_ERROR = re.compile(r"^EXCEPTION occurred: ?(.*)")
 # ---------------------------------------------------------------------------- parser
 
 def _criteria(text: str) -> dict:
-    """`ce = 1.2 * 500; errs = 43.2% * 500; ...` as {name: (value, is_percent, samples)}."""
-    return {m[1]: (float(m[2]), bool(m[3]), int(m[4])) for m in CRITERION.finditer(text)}
+    """`ce = 1.2 * 500; errs = 43.2% * 500; ...` as {name: (value, is_percent, samples)};
+    CNTK 1.x's `TrainLossPerSample = 0.6; EvalErrPerSample = 0.2` as {TrainLoss: (0.6, False, None),
+    EvalErr: (20.0, True, None)} (its error a share, given here in percent like 2.x's)."""
+    found = {m[1]: (float(m[2]), bool(m[3]), int(m[4])) for m in CRITERION.finditer(text)}
+    for m in CRITERION_1X.finditer(text):
+        if m[1] == "EvalErr":
+            found[m[1]] = (float(m[2]) * 100, True, None)
+        elif m[1] == "TrainLoss":
+            found[m[1]] = (float(m[2]), False, None)
+    return found
 
 
 class CntkEpochs:
@@ -179,7 +191,8 @@ class CntkEpochs:
         errors = [(v, n) for v, percent, n in _criteria(text).values() if percent]
         if errors:
             self.result.rows.append(row("top1_accuracy", 1 - errors[0][0] / 100, epoch=epoch))
-            self.result.meta["test_records"] = errors[0][1]
+            if errors[0][1] is not None:  # (CNTK 1.x does not say)
+                self.result.meta["test_records"] = errors[0][1]
 
     def _table_row(self, no: int, loss_since_last: float, samples: int) -> None:
         """A ProgressPrinter table line: the loss averaged since the line before, at the samples seen."""
