@@ -14,6 +14,7 @@ import pytest
 
 from dlobd import runs, stacks
 from dlobd.stacks import caffeonspark
+import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
 
 LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeonspark"
@@ -345,3 +346,27 @@ def test_a_real_run_of_the_modern_port_two_executors_over_ethernet():
     # only rank 0 saves the model
     saved = caffeonspark.parse((REAL / "containers" / "executor-0" / "stderr").read_text()).meta["model_path"]
     assert saved.endswith("/lenet.caffemodel")
+
+
+# ---------------------------------------------------------------- real logs of other releases
+
+def test_a_drivers_failed_start_is_its_format_not_finished_and_once():
+    driver = reallogs.lines("caffeonspark", "driver-too-few-executors-2017")
+    r = caffeonspark.parse("".join(driver))
+    assert (r.status, r.finished) == ("ok", False) and "1 of the 2 requested executors registered" in r.reason
+    assert [e["event"] for e in r.events] == ["failure"]
+    r = caffeonspark.parse("".join(driver) * 2)
+    assert r.status == "unparseable" and "line 4: a second check of the executors' number" in r.reason
+
+
+def test_the_model_saving_line_marks_rank_0s_end_without_its_rank_line():
+    r = caffeonspark.parse("".join(reallogs.lines("caffeonspark", "executor-cifar10-full-2016-model-saved")))
+    assert (r.status, r.finished) == ("ok", True) and r.meta["model_path"] == "result/cifar10.full.model.h5"
+    r = caffeonspark.parse(reallogs.cut_mid_line(reallogs.lines("caffeonspark", "executor-cifar10-full-2016-model-saved")))
+    assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
+
+
+def test_two_real_executor_logs_interleaved_are_unparseable():
+    r = caffeonspark.parse(reallogs.interleaved(reallogs.lines("caffeonspark", "executor-hang-2016-07"),
+                                                reallogs.lines("caffeonspark", "executor-cifar10-full-2016-iterations")))
+    assert r.status == "unparseable" and "thread 29236" in r.reason and "interleaved" in r.reason

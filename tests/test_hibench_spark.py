@@ -24,6 +24,7 @@ import pytest
 
 from dlobd import ROOT, networks, plan, provenance, runs, spec, stacks
 from dlobd.stacks import hibench_spark as hb
+import reallogs
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs" / "hibench_spark"
 REAL = sorted(LOGS.glob("*/report/hibench.report"))
@@ -83,7 +84,7 @@ def test_bc_prints_durations_below_a_second_without_the_zero():
     (hibench_report(), "no line of hibench.report's format with a result: the column header (line 1) but no "
                        "report line"),
     (hibench_report(SCALA_LINE)[:-30], "no line of hibench.report's format with a result"),
-    (hibench_report(SCALA_LINE, SCALA_LINE), "line 3: a second report line (the first is on line 2)"),
+    (hibench_report(SCALA_LINE, SCALA_LINE), "line 3: a run of 2017-03-02 10:11:12, not after the run on line 2"),
     (hibench_report(SCALA_LINE) * 2, "line 3: a second column header (the first is on line 1): two reports "
                                      "interleaved or concatenated?"),
     (hibench_report(SCALA_LINE).replace("123.456", "12x.4"), "line 2: Duration(s) '12x.4' is not a value"),
@@ -400,3 +401,28 @@ def test_program_ranks_match_an_independent_computation(tmp_path):
     duration = values(report, "end_to_end_s")[0]
     assert values(report, "input_bytes_per_s") == [size * 1000 // round(duration * 1000)]
     assert report.meta["throughput_per_node_bytes_per_s"] == values(report, "input_bytes_per_s")[0] // 2
+
+
+# ---------------------------------------------------------------- reports of several runs
+
+def test_a_report_of_several_runs_reads_its_newest_pagerank_run_and_says_so():
+    r = hb.parse("".join(reallogs.lines("hibench_spark", "hibench7-pre-all-workloads-2017")))
+    assert (r.status, r.finished) == ("ok", True)
+    assert (r.meta["workload"], r.meta["report_line"], r.meta["report_runs"]) == ("ScalaSparkPagerank", 19, 28)
+    assert values(r, "end_to_end_s") == [23.345]
+    # without a PageRank run, the newest run
+    r = hb.parse("".join(reallogs.lines("hibench_spark", "sparkrdma-terasort-two-runs-2018")))
+    assert (r.meta["workload"], r.meta["report_line"], r.meta["report_runs"]) == ("ScalaSparkTerasort", 3, 2)
+    assert values(r, "end_to_end_s") == [52.166]
+
+
+def test_a_report_whose_runs_go_back_in_time_is_two_reports():
+    report = reallogs.lines("hibench_spark", "hibench7-pre-all-workloads-2017")
+    r = hb.parse("".join(report[:1] + report[10:] + report[1:10]))
+    assert r.status == "unparseable" and "line 21: a run of 2017-09-22 15:31:36, not after the run on line 20" in r.reason
+
+
+def test_a_report_of_several_runs_cut_mid_line_reads_the_complete_runs():
+    r = hb.parse(reallogs.cut_mid_line(reallogs.lines("hibench_spark", "hibench7-pre-all-workloads-2017")))
+    assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
+    assert (r.meta["report_line"], r.meta["report_runs"]) == (19, 27)

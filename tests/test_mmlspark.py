@@ -15,6 +15,7 @@ import pytest
 
 from dlobd import hadoop, runs, stacks
 from dlobd.stacks import mmlspark
+import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
 
 LOG = Path(__file__).resolve().parent / "data" / "constructed-logs" / "mmlspark" / "cifar10-2-nodes"
@@ -288,3 +289,23 @@ def test_mpirun_wrapper_spreads_the_working_directory_and_runs_over_every_host(t
     assert run[:6] == ["--hostfile", f"{work}/dlobd-hostfile", "--mca", "btl", "self,sm,openib", "--tag-output"]
     assert run[-3:] == [f"configFile={work}/overrideConfig.cntk", "deviceId=-1", "---"]
     assert "--npernode" in run and "cntk" in run
+
+
+# ---------------------------------------------------------------- CNTK releases' real logs
+
+@pytest.mark.parametrize("a, b, reason", [
+    ("cntk-2.0rc2-brainscript-convnet-mnist", "cntk-2.5-python-progressprinter-table",
+     "the Python API's progress lines and the cntk executable's epoch lines"),
+    ("cntk-2.4-python-convnet-mnist-batchai", "cntk-2.5-python-progressprinter-table",
+     "line 2: CNTK chooses its device a second time (line 1 first)"),
+    ("cntk-2.0rc2-brainscript-convnet-mnist", "cntk-2.4-python-convnet-mnist-batchai", "epoch 1 of 40 in a run of 3"),
+])
+def test_two_real_cntk_logs_interleaved_are_unparseable(a, b, reason):
+    r = mmlspark.parse(reallogs.interleaved(reallogs.lines("mmlspark", a), reallogs.lines("mmlspark", b)))
+    assert r.status == "unparseable" and reason in r.reason
+
+
+@pytest.mark.parametrize("name", ["cntk-2.0rc2-brainscript-convnet-mnist", "cntk-2.5-python-progressprinter-table"])
+def test_a_real_cntk_log_cut_mid_line_is_not_finished(name):
+    r = mmlspark.parse(reallogs.cut_mid_line(reallogs.lines("mmlspark", name)))
+    assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason

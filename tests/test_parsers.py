@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlobd import cli, metrics, stacks
+import reallogs
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = Path(__file__).resolve().parent / "data" / "logs"
@@ -449,3 +450,34 @@ def test_a_parser_that_breaks_makes_only_its_point_unparseable(tmp_path, monkeyp
     r = stacks.parse_run("broken", tmp_path)
     assert r.status == "unparseable"
     assert r.reason == "stdout.log: parser error: ValueError: phase 'x' is not one of the vocabulary"
+
+
+# ---------------------------------------------------------------- Caffe releases' real logs
+
+def test_caffe_reads_intel_mpi_rank_prefixes_rank_by_rank():
+    r = stacks.get("caffe").parse("".join(reallogs.lines("caffe", "intel-caffe-mlsl-ranks-interleaved")))
+    assert r.status == "ok" and r.meta["mpi_ranks"] == 3
+    assert {(x["task"], x["step"]) for x in r.rows if x["metric"] == "loss"} == {
+        ("rank:5", 2110), ("rank:9", 1440), ("rank:7", 2305)}
+
+
+def test_caffe_reads_nvcaffes_first_iterations_time_as_no_rate():
+    r = stacks.get("caffe").parse("".join(reallogs.lines("caffe", "nvcaffe-0.16-ssd-first-iterations")))
+    assert values(r, "loss", step=2) == [5.08295] and values(r, "steps_per_s", step=2) == []
+
+
+@pytest.mark.parametrize("a, b, reason", [
+    ("bvlc-rc3-lcnn-1.85m-iterations", "caffe-2015-lrcn-snapshot-and-last-iteration",
+     "iteration 109900 from thread 6967, the solver's before it from thread 6584"),
+    ("nvcaffe-0.16-ssd-first-iterations", "intel-caffe-mlsl-ranks-interleaved",
+     "line 2: a glog line with an MPI rank prefix among lines without one"),
+])
+def test_two_real_caffe_logs_interleaved_are_unparseable(a, b, reason):
+    r = stacks.get("caffe").parse(reallogs.interleaved(reallogs.lines("caffe", a), reallogs.lines("caffe", b)))
+    assert r.status == "unparseable" and reason in r.reason and "interleaved" in r.reason
+
+
+def test_a_real_caffe_log_cut_mid_line_is_not_finished():
+    r = stacks.get("caffe").parse(reallogs.cut_mid_line(reallogs.lines("caffe", "nvcaffe-0.15-digits-snapshot")))
+    assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
+    assert max(x["step"] for x in r.rows if x["metric"] == "loss") == 7120

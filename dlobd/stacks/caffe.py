@@ -10,13 +10,26 @@ Parser: reads the glog output of the solver (stderr), lines such as
   I1121 21:40:06.000000 12345 solver.cpp:397]     Test net output #1: loss = 0.27 (* 1 = 0.27 loss)
   I1121 21:40:09.000000 12345 solver.cpp:...] Optimization Done.
 
+The releases' wordings it reads (tests/data/logs/real/caffe/ holds their real output):
+- BVLC Caffe up to 1.0-rc3 (2016): `Iteration N, loss = x`, no rate;
+- BVLC Caffe 1.0-rc4 on (2017): `Iteration N (r iter/s, ts/k iters), loss = x`;
+- NVIDIA Caffe 0.15: the same with `s/k iter)`; 0.16 and 0.17: `Iteration N (t s), loss = x`
+  for the first iterations (a time, not a rate), then `(r iter/s, ts/k iter), [e/Eep, ]loss = x`,
+  0.17 with the net's device (`[0.1]` training, `(0)` testing) before the message;
+- Intel Caffe over MLSL under Intel MPI's `mpirun -l`: every line prefixed `[<rank>] `, the
+  ranks' solvers interleaved (each rank's rows carry task `rank:<r>`, each its own clock);
+- glog before 0.6 stamps month-day (I1121), from 0.6 on year-month-day (I20261121).
+
 Rows: per displayed iteration loss (the solver's smoothed loss), steps_per_s when the
-line carries `iter/s` (newer Caffe), wall_clock_s (glog time since the solver's first
-`Iteration` line, which may be the test pass at iteration 0);
-per test pass top1_accuracy (output named `accuracy`), top5_accuracy (`accuracy_top5`,
-`top5`), test_loss (`loss`). Finished when `Optimization Done.` is present.
-Times are differences within the log; older glog stamps carry no year, and a change
-of day is followed.
+line carries `iter/s`, wall_clock_s (glog time since the solver's first `Iteration` line,
+which may be the test pass at iteration 0); per test pass top1_accuracy (output named
+`accuracy`), top5_accuracy (`accuracy_top5`, `top5`), test_loss (`loss`). A rate not above
+zero is left out: it rates no iteration (BVLC 1.0 prints `0 iter/s` at iteration 0, where no
+iteration ran since the solver's timer started). Finished when `Optimization Done.` is present
+(under MPI, on any rank). Times are differences within the log; older glog stamps carry no year,
+and a change of day is followed. Two logs mixed are unparseable: iterations out of order, one
+solver's training lines from two glog thread ids (two processes), or rank-prefixed lines among
+unprefixed ones.
 """
 
 import re
@@ -30,7 +43,16 @@ LOG_FILES = ("stderr.log", "stdout.log")
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|-?inf"
 # glog before 0.6 prints month-day (I1121), from 0.6 on year-month-day (I20261121).
 GLOG = re.compile(r"^([IWEF])(\d{4})?(\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+)\s+\d+ (\S+):\d+\] (.*)$")
-TRAIN = re.compile(r"^Iteration (\d+)(?: \((" + NUM + r") iter/s, [^)]*\))?, loss = (" + NUM + r")\s*$")
+# `(r iter/s, ts/k iters)` from BVLC 1.0-rc4 and NVIDIA Caffe; `(t s)` NVIDIA's first iterations;
+# `e/Eep, ` NVIDIA 0.17's epochs
+TRAIN = re.compile(r"^Iteration (\d+)(?: \((?:(" + NUM + r") iter/s, [^)]*|(?:" + NUM + r") s)\))?,"
+                   r"(?: [\d.]+/[\d.]+ep,)? loss = (" + NUM + r")\s*$")
+# NVIDIA Caffe 0.17 names the net's device before its messages: [0.1] training, (0) testing
+DEVICE = re.compile(r"^\s*(?:\[[\d.]+\]|\([\d.]+\))\s+")
+# the thread id of a glog line
+THREAD = re.compile(r"^\S+ \S+\s+(\d+) ")
+# Intel MPI's `mpirun -l` (Intel Caffe over MLSL): the rank before every line
+RANK_PREFIX = re.compile(r"^\[(\d+)\] (.*)$")
 TESTING = re.compile(r"^Iteration (\d+), Testing net \(#(\d+)\)")
 TEST_OUT = re.compile(r"^\s*Test net output #\d+: (\S+) = (" + NUM + r")")
 DONE = re.compile(r"^Optimization Done\.")
@@ -73,12 +95,19 @@ class SolverLines:
         self.last_stamp = None  # time of the last displayed training iteration
         self.testing = None    # iteration of the test pass being reported
         self.done = False
+        self.thread = None     # glog's thread id of the training lines
 
-    def read(self, no: int, stamp: datetime, message: str) -> bool:
-        """Read one glog message; True when it was a solver line."""
+    def read(self, no: int, stamp: datetime, message: str, thread: str | None = None) -> bool:
+        """Read one glog message (of glog's thread id `thread`, where known); True when it was a
+        solver line."""
         rows = self.result.rows
+        message = DEVICE.sub("", message, count=1)
         if t := TRAIN.match(message):
             it = int(t[1])
+            if thread is not None and self.thread not in (None, thread):
+                raise LogError(f"line {no}: iteration {it} from thread {thread}, the solver's before it "
+                               f"from thread {self.thread} (two logs interleaved?)")
+            self.thread = thread or self.thread
             if self.done:
                 raise LogError(f"line {no}: iteration {it} after 'Optimization Done.' "
                                "(two logs interleaved or concatenated?)")
@@ -89,7 +118,8 @@ class SolverLines:
             wall = (stamp - self.start).total_seconds()
             self.last_iter, self.last_stamp, self.testing = it, stamp, None
             rows.append(row("loss", float(t[3]), step=it, wall_clock_s=wall, task=self.task))
-            if t[2] is not None:
+            # BVLC's rate at iteration 0 is `0 iter/s`: no iteration ran since its timer started
+            if t[2] is not None and float(t[2]) > 0:
                 rows.append(row("steps_per_s", float(t[2]), step=it, wall_clock_s=wall, task=self.task))
             rows.append(row("wall_clock_s", wall, step=it, task=self.task))
         elif t := TESTING.match(message):
@@ -127,16 +157,32 @@ class SolverLines:
 
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
-    clock, solver = GlogClock(), SolverLines(result)
+    solvers = {}  # MPI rank (None: a log without rank prefixes) -> (its clock, its solver)
     for no, line in lines:
-        if g := GLOG.match(line):
-            solver.read(no, clock.stamp(no, g), g[7])
-    solver.close()
+        rank = None
+        if p := RANK_PREFIX.match(line):
+            rank, line = int(p[1]), p[2]
+        if not (g := GLOG.match(line)):
+            continue
+        if solvers and (None in solvers) != (rank is None):
+            raise LogError(f"line {no}: a glog line {'without' if rank is None else 'with'} an MPI rank "
+                           f"prefix among lines {'with' if rank is None else 'without'} one (two logs "
+                           "interleaved?)")
+        if rank not in solvers:
+            solvers[rank] = GlogClock(), SolverLines(result, None if rank is None else f"rank:{rank}")
+        clock, solver = solvers[rank]
+        solver.read(no, clock.stamp(no, g), g[7], THREAD.match(line)[1])
+    for _, solver in solvers.values():
+        solver.close()
     if not result.rows:
         return ParseResult.unparseable(
             f"{NO_LINES} Caffe's format: no glog 'Iteration N, loss = x' or 'Test net output' line")
-    return result.close(None if solver.done else
-                        f"no 'Optimization Done.' line (last iteration {solver.last_iter})", cut=cut)
+    if None not in solvers:
+        result.meta["mpi_ranks"] = len(solvers)
+    # under MPI one rank's 'Optimization Done.' ends the run
+    last = max(solver.last_iter for _, solver in solvers.values())
+    done = any(solver.done for _, solver in solvers.values())
+    return result.close(None if done else f"no 'Optimization Done.' line (last iteration {last})", cut=cut)
 
 
 parse = line_parser(_parse)

@@ -18,10 +18,18 @@ dlobd.hadoop.save_applications). Formats, from the sources named above:
   interleaved validation's `Iteration N, Testing net (#0)` / `Test net output #k: name = v`
   from caffe-distri's CaffeNet.cpp), read by dlobd.stacks.caffe.SolverLines. CaffeOnSpark
   steps its solvers one iteration at a time (Solver::Step(1)), so no `Optimization Done.`.
+The releases' wordings (tests/data/logs/real/caffeonspark/ holds their real output): Spark
+1.x's log4j with package-qualified logger names (`INFO caffe.CaffeProcessor:`, 2016) or
+without (`INFO BlockManager:`), the caffe-public solver lines of BVLC rc3 (`Iteration N, loss =
+x`) and later (dlobd.stacks.caffe reads every Caffe wording).
 Rows: per executor (task `rank:<r>`) the solver's loss, wall_clock_s, test accuracy/loss;
 its train_time_s (first to last displayed iteration). An executor log of rank 0 is finished
-with its model-saving line; other ranks print no end line (finished by design). A driver
-log gives events (rank placement) and no rows. With the run's YARN record (`yarn/*.json`)
+with its model-saving line, which only rank 0 prints, so a log with it is rank 0's even where
+its `my rank is` line is not in it; other ranks print no end line (finished by design). A
+driver log gives events (rank placement) and no rows. CaffeOnSpark's own failure lines (the
+driver's `Requested # of executors: N actual # of executors:M`, an executor's `Train solver
+exception`) make a log of its format that did not reach its end (event `failure`); a second
+executor check in one driver log is two logs mixed. With the run's YARN record (`yarn/*.json`)
 the run gets end_to_end_s, the application's submission to its end, and a failed or killed
 application makes the run unfinished, naming YARN's diagnostics.
 
@@ -66,7 +74,7 @@ import yaml
 from dlobd import hadoop, networks, plan, provenance, runs
 from dlobd.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, setting, yarn_application_span
-from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
+from dlobd.stacks.caffe import GLOG, THREAD, GlogClock, SolverLines
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
 
@@ -113,9 +121,11 @@ def _parse(lines, cut) -> ParseResult:
     saved = None
     placed = {}
     errors = []
+    failures = []
+    short_at = None  # line of the driver's executor check that failed
     for no, line in lines:
         if g := GLOG.match(line):
-            solver.read(no, clock.stamp(no, g), g[7])
+            solver.read(no, clock.stamp(no, g), g[7], THREAD.match(line)[1])
             continue
         if m := MY_RANK.search(line):
             if rank is not None:
@@ -140,10 +150,18 @@ def _parse(lines, cut) -> ParseResult:
             saved = no
             result.meta["model_path"] = m[1]
             result.events.append({"time": _log4j_time(no, line), "event": "model_saved", "line": no})
-        elif m := EXECUTORS_SHORT.search(line):
-            errors.append(f"{m[2]} of the {m[1]} requested executors registered")
-        elif m := SOLVER_FAILED.search(line):
-            errors.append(m[1])
+        elif m := EXECUTORS_SHORT.search(line) or SOLVER_FAILED.search(line):
+            # CaffeOnSpark's own word that the run failed: a log of its format, and no normal end
+            if m.re is EXECUTORS_SHORT and short_at is not None:
+                raise LogError(f"line {no}: a second check of the executors' number (line {short_at} "
+                               "first): two driver logs interleaved or concatenated?")
+            short_at = no if m.re is EXECUTORS_SHORT else short_at
+            failure = (f"{m[2]} of the {m[1]} requested executors registered" if m.re is EXECUTORS_SHORT
+                       else m[1])
+            failures.append(failure)
+            errors.append(failure)
+            result.events.append({"time": _log4j_time(no, line), "event": "failure", "detail": failure,
+                                  "line": no})
         elif m := JAVA_ERROR.match(line.strip()):
             errors.append(m[0][:200])
     solver.close()
@@ -161,13 +179,15 @@ def _parse(lines, cut) -> ParseResult:
     if rank == 0 and saved is None:
         missing = (f"rank 0 has no 'Model saving into file at the end of training' line "
                    f"(last iteration {solver.last_iter})")
-    elif result.rows and rank is None:
+    elif result.rows and rank is None and saved is None:
+        # (only rank 0 saves the model, so a log with the saving line is rank 0's, finished)
         missing = "solver lines without CaffeProcessor's 'my rank is' line"
-    result.close(missing, cut=cut)
+    shown = f"the log shows {result.meta['error']}" if errors else None
+    result.close(missing, shown if failures else None, cut=cut)
     if result.finished and rank is not None and (span := solver.training_span_s()) is not None:
         result.rows.append(row("train_time_s", span, task=f"rank:{rank}"))
-    if errors and result.reason:
-        result.reason += f"; the log shows {result.meta['error']}"
+    if errors and not failures and result.reason:
+        result.reason += f"; {shown}"
     return result
 
 

@@ -11,10 +11,15 @@ formats of its conf/hibench.conf: a header, then per run
 whitespace-separated, e.g. `ScalaSparkPagerank 2017-03-02 10:11:12 2620000000 123.456
 21222464 663202`. Duration has three decimals (bc prints `.512` below one second);
 Input_data_size is the bytes of the workload's HDFS input; the throughputs are whole bytes
-per second. Rows: `end_to_end_s` (Duration) and `input_bytes_per_s` (Throughput), run totals;
-meta: the workload (Type), the input bytes, the per-node throughput, the date and time. A
-launcher gives every attempt its own report folder, so a report holds one run: a second
-header or a second report line is two reports mixed (unparseable, naming the line); a header
+per second. HiBench appends one line per run and writes the header only when it creates the
+file (HiBench 6 and 7 alike; tests/data/logs/real/hibench_spark/ holds reports of several runs),
+so a report may hold runs of several workloads. The parser reads one run: the newest
+PageRank line (its Type ending in `Pagerank`), else the newest line; where the report holds
+several runs, meta `report_line` and `report_runs` say which line it read among how many. Rows:
+`end_to_end_s` (Duration) and `input_bytes_per_s` (Throughput), run totals; meta: the workload
+(Type), the input bytes, the per-node throughput, the date and time. The launcher gives every
+attempt its own report folder, so its reports hold one run. A second header, or a run not
+dated after the line before it, is two reports mixed (unparseable, naming the line); a header
 without a report line is a run that ended before HiBench wrote its result.
 
 Launcher, two ways to the same report:
@@ -58,6 +63,8 @@ LOG_FILES = (REPORT,)
 
 HEADER = ("Type", "Date", "Time", "Input_data_size", "Duration(s)", "Throughput(bytes/s)",
           "Throughput/node")
+# the Type suffix of HiBench's PageRank workloads (ScalaSparkPagerank, HadoopPagerank ...)
+PAGERANK = "Pagerank"
 FIELDS = (
     ("Date", re.compile(r"\d{4}-\d{2}-\d{2}")),
     ("Time", re.compile(r"\d{2}:\d{2}:\d{2}")),
@@ -85,8 +92,8 @@ def _parse(lines, cut) -> ParseResult:
         return ParseResult.unparseable(
             f"{NO_LINES} hibench.report's format: no column header '{' '.join(HEADER)}' and no "
             "report line")
-    header_at = found_at = None
-    found = {}
+    header_at = None
+    runs = []  # (line number, values) in the report's order
     for no, fields in lines:
         if tuple(fields) == HEADER:
             if header_at is not None:
@@ -98,17 +105,22 @@ def _parse(lines, cut) -> ParseResult:
             raise LogError(f"line {no}: a line before the column header (HiBench writes the header "
                            "first): not a whole hibench.report")
         values = _report_line(no, fields)
-        if found_at is not None:
-            raise LogError(f"line {no}: a second report line (the first is on line {found_at}): one run "
-                           "writes one; two reports interleaved or concatenated?")
-        found, found_at = values, no
-    if not found:
+        if runs and (values["Date"], values["Time"]) <= (runs[-1][1]["Date"], runs[-1][1]["Time"]):
+            raise LogError(f"line {no}: a run of {values['Date']} {values['Time']}, not after the run on "
+                           f"line {runs[-1][0]} (HiBench appends runs in order): two reports interleaved "
+                           "or concatenated?")
+        runs.append((no, values))
+    if not runs:
         reason = (f"{NO_LINES} hibench.report's format with a result: the column header (line "
                   f"{header_at}) but no report line: the run ended before HiBench reported it")
         return ParseResult.unparseable(reason + (f"; {CUT_LINE}" if cut else ""))
+    pagerank = [run for run in runs if run[1]["Type"].endswith(PAGERANK)]
+    found_at, found = (pagerank or runs)[-1]
     result = ParseResult(meta={"workload": found["Type"], "date": found["Date"], "time": found["Time"],
                                "input_bytes": int(found["Input_data_size"]),
                                "throughput_per_node_bytes_per_s": int(found["Throughput/node"])})
+    if len(runs) > 1:
+        result.meta.update(report_line=found_at, report_runs=len(runs))
     result.rows += [row("end_to_end_s", float(found["Duration(s)"])),
                     row("input_bytes_per_s", float(found["Throughput(bytes/s)"]))]
     return result.close(None, cut=cut)
