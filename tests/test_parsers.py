@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlobd import cli, metrics, stacks
+from dlobd.stacks.caffe import GLOG, GlogClock
 import reallogs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -481,3 +482,15 @@ def test_a_real_caffe_log_cut_mid_line_is_not_finished():
     r = stacks.get("caffe").parse(reallogs.cut_mid_line(reallogs.lines("caffe", "nvcaffe-0.15-digits-snapshot")))
     assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
     assert max(x["step"] for x in r.rows if x["metric"] == "loss") == 7120
+
+
+def test_glog_clock_follows_new_year_and_is_not_moved_by_another_process_s_line():
+    clock = GlogClock()
+
+    def at(stamp: str):
+        return clock.stamp(1, GLOG.match(f"I{stamp} 6584 solver.cpp:228] Iteration 1, loss = 0.5"))
+
+    first = at("1231 23:59:00.000000")
+    # a line of another process, months before, gets its own time and leaves the clock
+    assert at("0914 09:36:00.000000") < first
+    assert (at("0101 00:01:00.000000") - first).total_seconds() == 120

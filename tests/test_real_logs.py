@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from dlobd import stacks
+from reallogs import REAL
 
-REAL = Path(__file__).resolve().parent / "data" / "logs" / "real"
 CORPUS = sorted(REAL.glob("*/*.yaml"))
 ROW_KEYS = ("metric", "value", "unit", "step", "epoch")
 

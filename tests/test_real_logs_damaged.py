@@ -20,7 +20,19 @@ SKIP: dict[tuple[str, str], dict[str, str]] = {
         "truncated": "its first 3 of 26 lines are all of BigDL's (the end of the last epoch and its "
                      "validation); the half kept still holds them, the table cut off after is the "
                      "example's own output, not the run's end"},
+    ("caffeonspark", "driver-two-ranks-one-host-2016"): {
+        "truncated": "two rank-placement lines of a driver, whose log has no end line of its own: its "
+                     "first line alone is as whole a driver excerpt as both"},
+    **{("hibench_spark", name): {
+        "cut mid-line": "a report of several runs: the parser reads the newest whole run, so a cut last "
+                        "run leaves it reading the run before (not finished), no prefix of the whole's rows",
+        "truncated": "a report of several runs: its first half is a whole report of fewer runs"}
+       for name in ("hibench7-pre-all-workloads-2017", "hibench71-wordcount-hadoop-and-spark-2020",
+                    "sparkrdma-terasort-two-runs-2018")},
 }
+# Stacks whose file no other program writes into, so foreign lines in it are damage, not output:
+# HiBench's report, which only its own report step appends to.
+NOT_A_STREAM = {"hibench_spark"}
 
 
 def ids(described: list[Path]) -> list[str]:
@@ -84,8 +96,8 @@ def test_truncated_at_half_is_not_finished(described):
     assert result.reason, "a truncated log needs a reason"
     if result.status == "ok":
         assert not result.finished and "before the run's end" in result.reason
-    else:  # nothing of the format is left in the first half
-        assert result.reason.startswith(stacks.NO_LINES)
+    else:  # nothing of the format (or nothing at all, of a one-line log) is left in the first half
+        assert result.reason.startswith(stacks.NO_LINES) or result.reason == stacks.EMPTY
 
 
 @pytest.mark.parametrize("described", CORPUS, ids=IDS)
@@ -131,7 +143,7 @@ def read(result):
 # derandomize: the same examples on every run, so a failure in CI is one anyone can rerun
 @settings(max_examples=200, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
-@given(described=st.sampled_from(CORPUS),
+@given(described=st.sampled_from([p for p in CORPUS if p.parent.name not in NOT_A_STREAM]),
        inserts=st.lists(st.tuples(st.floats(0, 1), FOREIGN), min_size=1, max_size=12))
 def test_other_programs_lines_change_nothing(described, inserts):
     parser, lines = entry(described)

@@ -62,21 +62,26 @@ TEST_METRIC = {"accuracy": "top1_accuracy", "acc": "top1_accuracy", "accuracy_to
 
 class GlogClock:
     """The time stamps of one glog log as datetimes. Older glog stamps carry no year (2000
-    stands in, a leap year: any month-day parses), and a change of day is followed."""
+    stands in, a leap year: any month-day parses), and a change of year is followed. A stamp more
+    than 12 hours before the last one is another process's line (its clock, not this log's): it
+    gets its own time and moves this clock not."""
 
     def __init__(self):
         self.previous = None
-        self.day_shift = timedelta(0)
+        self.shift = timedelta(0)
 
     def stamp(self, no: int, g: re.Match) -> datetime:
         try:
             stamp = datetime.strptime(f"{g[2] or 2000}{g[3]}{g[4]} {g[5][:15]}",
-                                      "%Y%m%d %H:%M:%S.%f") + self.day_shift
+                                      "%Y%m%d %H:%M:%S.%f") + self.shift
         except ValueError:
             raise LogError(f"line {no}: {g[0][:21]!r} is not a glog time stamp") from None
         if self.previous and stamp < self.previous - timedelta(hours=12):
-            self.day_shift += timedelta(days=1)  # glog's month-day-time passed midnight
-            stamp += timedelta(days=1)
+            if g[2] is not None or (stamp.month, self.previous.month) != (1, 12):
+                return stamp
+            # a month-day stamp passed New Year's Eve: a year later (the stand-in year has 366 days)
+            self.shift += timedelta(days=366)
+            stamp += timedelta(days=366)
         self.previous = stamp
         return stamp
 
