@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The settings every playbook role shares, as the dlobd role's defaults: settings.yml (what an
 #: inventory may set) and derived.yml (values derived from those).
-SETTINGS_DEFAULTS = ROOT / "playbooks" / "roles" / "settings" / "defaults" / "main"
+SETTINGS_DEFAULTS = ROOT / "playbooks" / "roles" / "dlobd" / "defaults" / "main"
 
 
 def playbook_settings() -> dict:
