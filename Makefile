@@ -1,4 +1,4 @@
-# DLoBD artifact. `make help` lists the targets; README.md explains them.
+# DLoBD artifact. `make help` lists the targets; README.md is the guide, docs/ the details.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -307,7 +307,7 @@ image: setup apptainer-deps ## build the image of IMAGE_DEF (modern), or reuse i
 bench-image: setup apptainer-deps ## image_build_cold_s (a full build), image_build_cached_s, image_size_mib
 	nice -n 10 $(BIN)/python benchmarks/image.py --images $(IMAGES) --definition $(IMAGE_DEF)
 
-# Not part of make test: a cold build takes tens of minutes here (README, Apptainer images).
+# Not part of make test: a cold build takes tens of minutes here (docs/spack-apptainer-slurm.md, Apptainer images).
 test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Hadoop/Spark/TF/MPI through the apptainer method's wrappers
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_apptainer_image.py -q
 

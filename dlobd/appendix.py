@@ -92,7 +92,7 @@ def rows(root: Path, runs_dir: Path, results_dir: Path) -> list[dict]:
             command, time = f"`make experiment ID={eid}`", f"{seconds / 60:.1f} min" if seconds else "—"
         else:
             command, time = "paper scale only (a cluster)", "—"
-        paper_needs = ", ".join(paper.get("needs") or [])
+        paper_needs = spec.needs_text(paper)
         here_needs = ", ".join(local.get("needs") or []) if local.get("runnable", True) else "—"
         out.append({
             "id": eid, "figure": f"{s.data['paper']} {s.data['figure']}", "command": command, "time": time,

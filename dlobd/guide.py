@@ -45,9 +45,7 @@ def rows(root: Path) -> list[dict]:
         estimate = plan.node_hours(s, "paper")
         out.append({
             "id": eid, "figure": f"{s.data['paper']} {s.data['figure']}", "stack": s.data["stack"],
-            "points": len(sizes), "needs": "; ".join([", ".join(scale.get("needs") or []), *(
-                f"{spec.point_id(entry['at'])} points also: {', '.join(entry['needs'])}"
-                for entry in scale.get("point_needs") or [])]),
+            "points": len(sizes), "needs": spec.needs_text(scale),
             "nodes": str(nodes) if nodes else ("2 or more" if "multi-host" in (scale.get("needs") or [])
                                                else "not stated"),
             "gpus": (f"{gpus}" + (f" ({per_node} per node)" if per_node else "")) if gpus else

@@ -79,6 +79,14 @@ def _matches(point: dict, partial: dict) -> bool:
     return all(axis in point and _fmt(point[axis]) == _fmt(v) for axis, v in partial.items())
 
 
+def needs_text(scale: dict) -> str:
+    """What a scale needs, as people read it: the needs of every point, then those only some
+    points have (point_needs)."""
+    return "; ".join([", ".join(scale.get("needs") or []),
+                      *(f"{point_id(entry['at'])} points also: {', '.join(entry['needs'])}"
+                        for entry in scale.get("point_needs") or [])])
+
+
 def expand(scale: dict) -> list[tuple[str, dict]]:
     """The points of one scale: the matrix's cartesian product minus `exclude`, each
     `repeats` times (as `repeat` 1..N) when the scale asks for repeats; none for a scale

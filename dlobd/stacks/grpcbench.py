@@ -76,7 +76,7 @@ BENCHMARKS = ("p2p-latency", "p2p-bandwidth", "ps-throughput", "tcp-pingpong", "
 
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "tf-grpc-bench"
 BINARY = "tf_grpc_bench"
-FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (README "The floor")
+FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (benchmarks/tf-grpc-bench/README.md, "The floor")
 # a parameter server on another host gets this long to print where it listens
 SERVER_START_S = 30
 # where a dry run names the port a parameter server on another host will pick and print
@@ -189,7 +189,7 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: repeat {repeat} after repeat {last_repeat} "
                                "(two logs interleaved or concatenated?)")
             values = {k: _number(no, k, rec[k]) for k in COLUMNS[3:]}
-            # the floor checks no echo by design (README "The floor"): its verified is 0
+            # the floor checks no echo by design (benchmarks/tf-grpc-bench/README.md, "The floor"): its verified is 0
             if values["verified"] != values["calls"] and result.meta["benchmark"] != "grpc-floor":
                 raise LogError(f"line {no}: {values['verified']:.0f} of {values['calls']:.0f} "
                                "calls verified")

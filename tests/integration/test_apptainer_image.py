@@ -6,7 +6,7 @@ inside the image; a second provisioning changes nothing.
 `make test-apptainer` runs it. Apptainer comes from $APPTAINER, PATH or $DLOBD_APPTAINER_TARBALL
 (without any the test fails with the error that names them). DLOBD_TEST_IMAGES: the image cache
 (default $DLOBD_PREFIX/images, else ~/dlobd-stack/images). A cold build takes tens of minutes
-here (README, "Apptainer images"); a cached one seconds.
+here (docs/spack-apptainer-slurm.md, "Apptainer images"); a cached one seconds.
 """
 
 import json

@@ -77,8 +77,8 @@ chief when a data set is read), and a `summary` with train_time_s (the epochs' t
 run's without its evaluation), end_to_end_s (from process start, as /proc gives it) and the rates
 over train_time_s.
 
-What has run (see README.md): whole runs of the launcher with it on TensorFlow 1.4.0 under Python
-2.7.18 and 3.6.15, a chief, two workers and a parameter server on 127.0.0.1 over grpc
+What has run (docs/spack-apptainer-slurm.md, docs/metrics.md): whole runs of the launcher with
+it on TensorFlow 1.4.0 under Python 2.7.18 and 3.6.15, a chief, two workers and a parameter server on 127.0.0.1 over grpc
 (mnist_softmax on small IDX files, alexnet at 64x64: tests/test_tensorflow_tf1.py, opt-in), and
 every model locally (resnet50 at 64x64, inception_v3 at 75x75: their parameter counts are
 Keras' 25.6 M and 23.9 M at full size, alexnet's 61.1 M). What has NOT run here: grpc+verbs,
