@@ -1,5 +1,6 @@
 """DLoBD artifact: experiment specs, launchers, parsers, figures, claim verdicts, report."""
 
+import functools
 from pathlib import Path
 
 import yaml
@@ -14,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DEFAULTS = ROOT / "playbooks" / "roles" / "dlobd" / "defaults" / "main"
 
 
+@functools.lru_cache(maxsize=1)
 def playbook_settings() -> dict:
-    """The shared settings' defaults, unrendered (templates stay strings)."""
+    """The shared settings' defaults, unrendered (templates stay strings); read once, not to be changed."""
     return {key: value for part in ("settings.yml", "derived.yml")
             for key, value in (yaml.safe_load((SETTINGS_DEFAULTS / part).read_text()) or {}).items()}

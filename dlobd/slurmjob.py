@@ -114,7 +114,7 @@ def expand_nodelist(nodelist: str) -> list[str]:
 
 def default_port_names() -> list[str]:
     """The daemons' port names, as the playbooks' shared settings list them (dlobd_ports)."""
-    return list(shared_settings()["dlobd_ports"])
+    return list(playbook_settings()["dlobd_ports"])
 
 
 def job_ports(job_id: int, names: list[str] | None = None) -> dict[str, int]:
@@ -228,11 +228,6 @@ def make_plan(job_id: int, hostnames: list[str], provisioned: str, scratch: str,
 
 # ------------------------------------------------------------------ rendering the job's prefix
 
-@functools.lru_cache(maxsize=1)
-def shared_settings() -> dict:
-    return playbook_settings()
-
-
 def role_defaults() -> dict:
     merged = {}
     for role in ROLES:
@@ -248,7 +243,7 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
     hosts, ports and directories."""
     workers = [f"w{i}" for i in range(len(plan.workers))]
     return {
-        **shared_settings(), **role_defaults(),
+        **playbook_settings(), **role_defaults(),
         "ansible_managed": f"Rendered by dlobd.slurmjob for Slurm job {plan.job_id}",
         "ansible_facts": facts,
         "inventory_hostname": host,

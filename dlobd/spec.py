@@ -423,7 +423,7 @@ def _check_whole_scale_needs(spec: Spec, name: str, scale: dict, errors: _Errors
         return  # an unknown value or stack is named where the launcher resolves it
     # multi-host is the shape of the experiment itself (its tasks run on several nodes), whatever
     # the network
-    for need in set(scale.get("needs") or []) - {"multi-host"}:
+    for need in [n for n in scale.get("needs") or [] if n != "multi-host"]:
         having = [v for v, needs in per_value.items() if need in needs]
         if having and len(having) < len(values):
             errors.add(spec.path, f"scales.{name}.needs",
