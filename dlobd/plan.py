@@ -177,6 +177,10 @@ PROVISIONED = ("hadoop", "spark", "tensorflow", "tensorflowonspark", "bigdl", "m
 SOFTWARE_SETTINGS = {"rdma-spark": "RDMA_SPARK_HOME", "rdma-grpc": "RDMA_GRPC_HOME",
                      "tf-rdma": "DLOBD_TF_RDMA_PYTHON", "hibench": "HIBENCH_HOME",
                      "tf_cnn_benchmarks": "TF_CNN_BENCHMARKS_HOME"}
+# Where a role installs one of them without a path from the inventory: setting -> how to ask for it.
+ROLE_INSTALLS = {"HIBENCH_HOME": "the hibench role installs it where hibench_enabled: true",
+                 "TF_CNN_BENCHMARKS_HOME": "the tf_cnn_benchmarks role links it on the spack method "
+                                           "where the host's Spack environment has tf-cnn-benchmarks"}
 # Software a paper-profile role installs where the inventory lists it in dlobd_paper_stacks:
 # capability -> that role.
 PAPER_ROLES = {"caffeonspark": "caffeonspark", "cntk": "mmlspark"}
@@ -236,7 +240,8 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
         value = cluster.settings.get(setting)
         caps[name] = (bool(value), f"{setting}={value} (dlobd-env.sh on the launch host, from "
                                    "dlobd_stack_settings or a role; not checked from here)" if value else
-                      f"{setting} is not in the inventory's dlobd_stack_settings, nor installed by a role")
+                      f"{setting} is not in the inventory's dlobd_stack_settings, nor installed by a role"
+                      + (f" ({ROLE_INSTALLS[setting]})" if setting in ROLE_INSTALLS else ""))
     for name, role in PAPER_ROLES.items():
         enabled = caps["paper-profile"][0] and role in cluster.paper_stacks
         caps[name] = (enabled, f"installed by the {role} role (dlobd_paper_stacks); not checked from here"
