@@ -125,6 +125,12 @@ def ordered_values(spec_axes_values: dict, axis: str, present) -> list:
     return order
 
 
+def setting_pattern(key: str, value) -> re.Pattern:
+    """A number with the setting it counts: '300 steps' for steps=300, '768 cores'."""
+    noun = re.escape(key.replace("_", " ").rstrip("s"))
+    return re.compile(rf"(?<![\w.]){re.escape(label_of(value))}\s+{noun}s?\b", re.IGNORECASE)
+
+
 # ---------------------------------------------------------------- context
 
 
@@ -171,7 +177,7 @@ class Context:
         return t[(t["status"] == "ok") & t["value"].notna()] if not t.empty else t
 
     def y_label(self) -> str:
-        label = self.plot["y_label"]
+        label = self.local_text(self.plot["y_label"])
         unit = self.metric.get("unit")
         named = unit and re.search(rf"(^|[\s(/]){re.escape(unit)}($|[\s),])", label, re.IGNORECASE)
         return label if not unit or named else f"{label} ({unit})"
@@ -190,14 +196,53 @@ class Context:
             return label
         return f"{label} (paper: {'/'.join(label_of(v) for v in paper[x])})"
 
+    def changed_settings(self) -> list[tuple[str, object, object]]:
+        """(setting, the paper's value, this scale's) of each number the scale changes."""
+        if self.scale_name == "paper":
+            return []
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        here = self.scale.get("fixed") or {}
+        return [(k, v, here[k]) for k, v in paper.items() if k in here and _num(v) is not None
+                and _num(here[k]) is not None and not same(v, here[k])]
+
+    def local_text(self, text: str) -> str:
+        """A spec label with the paper's numbers this scale changes put as they ran here:
+        'Elapsed time of 300 steps' -> 'Elapsed time of 8 steps (paper: 300)'."""
+        for key, stated, ran in self.changed_settings():
+            found = setting_pattern(key, stated).search(text)
+            if found:
+                text = text.replace(found[0], found[0].replace(label_of(stated), label_of(ran), 1)) \
+                    + f" (paper: {label_of(stated)})"
+        return text
+
+    def settings_here(self) -> list[str]:
+        """The changed numbers the spec's title names, as they ran: '2 cores (paper: 768)'."""
+        return [f"{label_of(ran)} {key.replace('_', ' ')} (paper: {label_of(stated)})"
+                for key, stated, ran in self.changed_settings()
+                if setting_pattern(key, stated).search(self.spec["title"])]
+
+    def axis_name(self, axis: str) -> str:
+        """What an axis's values count here: the paper's GPUs are CPU worker processes at a
+        scale without GPUs, its nodes executors on fewer hosts."""
+        subs = substitutions.substitutions(self.spec, self.scale_name)
+        if axis == "gpus" and any(s.startswith("CPU processes") for s in subs):
+            return "CPU worker processes (paper: GPUs)"
+        if axis == "nodes" and any(s.startswith("processes on") for s in subs):
+            return "executors (paper: nodes)"
+        return axis
+
     def _x_base(self) -> str:
-        if self.plot.get("x_label"):
-            return self.plot["x_label"]
         x = self.plot["x"]
+        if self.plot.get("x_label"):
+            label = self.local_text(self.plot["x_label"])
+            if self.axis_name(x) != x:
+                label = re.sub(r"\bnodes\b|\bGPUs\b", "executors" if x == "nodes" else "CPU worker processes",
+                               label, flags=re.IGNORECASE)
+            return label
         desc = (self.spec.get("axes") or {}).get(x) or (self.spec.get("dimensions") or {}).get(x)
         unit = (desc or {}).get("unit")
         defaults = {"wall_clock_s": "Training time (s)", "epoch": "Epoch", "step": "Iteration"}
-        base = defaults.get(x, x.replace("_", " "))
+        base = defaults.get(x, self.axis_name(x).replace("_", " "))
         return f"{base} ({unit})" if unit else base
 
     def series_keys(self, frame: pd.DataFrame, names: list[str]) -> list[tuple]:
@@ -215,10 +260,10 @@ class Context:
         return found or [str(self.scale.get("dataset") or self.spec.get("dataset"))]
 
     def emulated(self) -> bool:
-        t = self.table
+        """Whether a drawn point ran on an emulated network (a failed one draws no data)."""
+        t = self.ok
         cols = [c for c in ("network",) if c in t.columns]
         vals = {str(v) for c in cols for v in t[c].dropna().unique()}
-        vals |= {str(v) for v in self.matrix.get("network", [])} if t.empty else set()
         return any("emulated" in v for v in vals)
 
     def footer(self) -> str:
@@ -254,10 +299,15 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
     """The wrapped title lines and footer lines of a figure."""
     spec = ctx.spec
     if ctx.scale_name == "paper":
-        heading = f"{spec['figure']} ({spec['paper']})"
-    else:  # away from the paper's scale the title must not read as the paper's own setting
-        heading = f"{spec['figure']} ({spec['paper']}, rerun at the {ctx.scale_name} scale) of the paper"
-    title = textwrap.wrap(f"{heading}: {spec['title']}", 95)
+        title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
+    else:  # the title says what ran here; the paper's setting follows in a line of its own
+        here = f"{ctx.y_label()} over {ctx.x_label().split(' (paper:')[0]}"
+        subs = ctx.settings_here() + substitutions.substitutions(spec, ctx.scale_name)
+        if subs:
+            here += " — here: " + "; ".join(subs)
+        title = (textwrap.wrap(f"Rerun at the {ctx.scale_name} scale: {here}", 95, break_on_hyphens=False)
+                 + textwrap.wrap(f"paper: {spec['figure']} ({spec['paper']}): {spec['title']}", 95,
+                                 break_on_hyphens=False))
     notes = [ctx.footer()]
     if not ctx.not_run_reason and _non_ok_summary(ctx):
         notes[0] += "  ·  " + _non_ok_summary(ctx)
@@ -275,7 +325,7 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         notes.append("paper's stated values (paper's cluster, lower panel): " + "; ".join(texts))
     footer = []
     for note in notes:
-        footer.extend(textwrap.wrap(note, 150))
+        footer.extend(textwrap.wrap(note, 140))
     return title, footer
 
 
@@ -284,7 +334,7 @@ def _margins(ctx: Context) -> dict:
     height = ctx.height_in / FIGSIZE[1]  # text sizes are fixed; fractions shrink with height
     # long tick labels of the data need room under its axes: below the figure, or above the
     # paper's panel when it has one (main_area)
-    bottom = (0.1 + 0.022 * len(footer) + (0.1 if ctx.paper_panel else ctx.extra_bottom)) / height
+    bottom = (0.1 + 0.025 * len(footer) + (0.1 if ctx.paper_panel else ctx.extra_bottom)) / height
     top = 1 - (0.07 + 0.03 * len(title)) / height
     return {"left": 0.11, "right": ctx.right, "bottom": bottom, "top": top}
 
@@ -292,13 +342,27 @@ def _margins(ctx: Context) -> dict:
 def _decorate(fig: Figure, ctx: Context) -> None:
     title, footer = _texts(ctx)
     fig.suptitle("\n".join(title), fontsize=9.5, y=0.995, va="top")
-    fig.text(0.01, 0.005, "\n".join(footer), fontsize=6.5, va="bottom", ha="left",
+    fig.text(0.01, 0.005, "\n".join(footer), fontsize=7, va="bottom", ha="left",
              color="#333333")
 
 
+def is_model(key: tuple) -> bool:
+    """Whether a series is a cost model's prediction (an axis value `model-…`), not a run."""
+    return any(str(v).startswith("model-") for v in key)
+
+
 def _legend_label(names: list[str], key: tuple) -> str:
-    return ", ".join(f"{label_of(v)}" if len(names) == 1 else f"{n}={label_of(v)}"
-                     for n, v in zip(names, key)) or "reproduced"
+    label = ", ".join(f"{label_of(v)}" if len(names) == 1 else f"{n}={label_of(v)}"
+                      for n, v in zip(names, key)) or "reproduced"
+    return f"{label} (model)" if is_model(key) else label
+
+
+# predictions dashed without markers, so they never read as measurements
+MODEL_STYLE = {"ls": "--", "marker": None}
+
+
+def _legend_title(ctx: Context, series: list[str]) -> str | None:
+    return ", ".join(ctx.axis_name(n) for n in series) if series else None
 
 
 def _select(frame: pd.DataFrame, names: list[str], key: tuple) -> pd.DataFrame:
@@ -317,7 +381,7 @@ def _panel_keys(ctx: Context, frame: pd.DataFrame) -> list[tuple]:
 
 def _panel_title(ctx: Context, key: tuple) -> str:
     names = list(ctx.plot.get("panels") or [])
-    return ", ".join(f"{n}={label_of(v)}" for n, v in zip(names, key))
+    return ", ".join(f"{ctx.axis_name(n)}={label_of(v)}" for n, v in zip(names, key))
 
 
 def _axis_scales(ax, ctx: Context) -> None:
@@ -350,7 +414,7 @@ def _status_note(ax, x, cell: pd.DataFrame) -> None:
     if status == "not runnable" and needs:
         text += ": needs " + ", ".join(needs)
     ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=6.5, color="#7f7f7f", rotation=90)
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
 
 
 def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
@@ -364,7 +428,7 @@ def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
     needs = [n for pn in ctx.scale.get("point_needs", []) if _matches(full, pn["at"]) for n in pn["needs"]]
     text = ("no run: needs " + ", ".join(dict.fromkeys(needs))) if needs else "no run in this set"
     ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=6.5, color="#7f7f7f", rotation=90)
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
 
 
 def _non_ok_summary(ctx: Context) -> str | None:
@@ -416,8 +480,9 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
             label = _legend_label(series, skey)
             # repeats of a point: the mean, and a bar from the lowest to the highest run
             yerr = list(zip(*spread)) if any(lo or hi for lo, hi in spread) else None
-            if lines:
-                ax.errorbar(pos, ys, yerr=yerr, marker="o", capsize=3, label=label)
+            if lines and pos:     # a series without data gets no legend entry
+                style = MODEL_STYLE if is_model(skey) else {"marker": "o"}
+                ax.errorbar(pos, ys, yerr=yerr, capsize=3, label=label, **style)
             elif pos:
                 ax.bar(pos, ys, width=width * 0.95, yerr=yerr, capsize=3, label=label)
         for p in _paper_points(ctx):
@@ -451,7 +516,7 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
             ax.set_title(_panel_title(ctx, pkey), fontsize=9)
         _axis_scales(ax, ctx)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, title=", ".join(series) if series else None, title_fontsize=7)
+            ax.legend(fontsize=7, title=_legend_title(ctx, series), title_fontsize=7)
 
 
 def scaling_lines(fig: Figure, ctx: Context) -> None:
@@ -523,17 +588,16 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
         if pkey:
             ax.set_title(_panel_title(ctx, pkey), fontsize=9)
         _axis_scales(ax, ctx)
-        _dedupe_legend(ax, series)
+        _dedupe_legend(ax, _legend_title(ctx, series))
 
 
-def _dedupe_legend(ax, series) -> None:
+def _dedupe_legend(ax, title: str | None) -> None:
     handles, labels = ax.get_legend_handles_labels()
     seen = {}
     for h, lab in zip(handles, labels):
         seen.setdefault(lab, h)
     if seen:
-        ax.legend(list(seen.values()), list(seen.keys()), fontsize=7,
-                  title=", ".join(series) if series else None, title_fontsize=7)
+        ax.legend(list(seen.values()), list(seen.keys()), fontsize=7, title=title, title_fontsize=7)
 
 
 def lines_over_time(fig: Figure, ctx: Context) -> None:
@@ -562,7 +626,8 @@ def payload_curves(fig: Figure, ctx: Context) -> None:
             if sframe.empty or x not in sframe.columns:
                 continue
             agg = sframe.groupby(x)["value"].mean().sort_index()
-            ax.plot(agg.index.astype(float), agg.values, marker="o", label=_legend_label(series, skey))
+            ax.plot(agg.index.astype(float), agg.values, label=_legend_label(series, skey),
+                    **(MODEL_STYLE if is_model(skey) else {"marker": "o"}))
         for p in _paper_points(ctx):
             if x in p["at"]:
                 ax.plot([float(p["at"][x])], [p["value"]], marker="D", mfc="none",
@@ -576,7 +641,7 @@ def payload_curves(fig: Figure, ctx: Context) -> None:
         if ctx.plot.get("log_y"):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-        _dedupe_legend(ax, series)
+        _dedupe_legend(ax, _legend_title(ctx, series))
 
 
 def breakdown_bars(fig: Figure, ctx: Context) -> None:
@@ -622,7 +687,7 @@ def breakdown_bars(fig: Figure, ctx: Context) -> None:
         bottoms += np.array(heights)
     ax.set_xticks(range(len(keys)), labels, rotation=30 if crowded else 0,
                   ha="right" if crowded else "center", fontsize=8)
-    ax.set_xlabel(" / ".join(groups[i] for i in varying))
+    ax.set_xlabel(" / ".join(ctx.axis_name(groups[i]) for i in varying))
     ax.set_ylabel(ctx.y_label())
     ax.margins(y=0.08)
     _axis_scales(ax, ctx)
@@ -670,14 +735,15 @@ def utilisation(fig: Figure, ctx: Context) -> None:
         for key, rows in sframe.groupby(lines, sort=False, dropna=False):
             rows = rows.sort_values("wall_clock_s")
             parts = dict(zip(lines, key))
-            extra = " ".join(str(parts[c]) for c in varying)
+            # 'interface eth0': a bare 'loopback (eth0)' reads as if eth0 were the loopback
+            extra = " ".join(f"interface {parts[c]}" if c == "interface" else str(parts[c]) for c in varying)
             name = _legend_label(series, skey)
             ax.plot(rows["wall_clock_s"].astype(float), rows["value"].astype(float),
-                    label=f"{name} ({extra})" if extra else name)
+                    label=f"{name} — {extra}" if extra else name)
     ax.set_xlabel("Time (s)")
     ax.set_ylabel(ctx.y_label())
     ax.grid(True, alpha=0.3)
-    _dedupe_legend(ax, series)
+    _dedupe_legend(ax, _legend_title(ctx, series))
 
 
 FORMS = {
@@ -834,7 +900,7 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                 hi = implied_ratio(p, p["high"]) if relation else p["high"]
                 ax.plot([i - 0.2, i - 0.2], sorted([paper, hi]), color=PAPER_COLOR, lw=2)
             ax.annotate(stated_text(p, unit), (i - 0.2, max(paper, 0)), xytext=(0, 2),
-                        textcoords="offset points", ha="center", va="bottom", fontsize=6,
+                        textcoords="offset points", ha="center", va="bottom", fontsize=7,
                         color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
             here, why = local_counterpart(ctx, p)
             if here is not None:
@@ -845,16 +911,16 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                 substituted = stand_in(ctx, p)
                 ax.annotate(text + ("\n" + "\n".join(textwrap.wrap(substituted, 18)) if substituted else ""),
                             (i + 0.2, max(shown, 0)), xytext=(0, 2), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=6, color="#1f77b4",
+                            ha="center", va="bottom", fontsize=7, color="#1f77b4",
                             rotation=90 if len(group) > 4 else 0)
             elif why and not ctx.not_run_reason:
                 ax.annotate(why, (i + 0.2, 0.02), xycoords=ax.get_xaxis_transform(), ha="center",
-                            va="bottom", fontsize=5.5, color="#7f7f7f", rotation=90)
+                            va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
         crowded = len(group) > 3
-        ax.set_xticks(range(len(group)), [_point_label(p) for p in group], fontsize=5.5,
+        ax.set_xticks(range(len(group)), [_point_label(p) for p in group], fontsize=7,
                       rotation=30 if crowded else 0, ha="right" if crowded else "center")
         ax.set_xlim(-0.6, len(group) - 0.4)
-        ax.tick_params(axis="y", labelsize=6.5)
+        ax.tick_params(axis="y", labelsize=7)
         if relation:
             shown = [implied_ratio(p) for p in group]
             if max(shown) / max(min(shown), 1e-9) > 20:   # shapes of very different size
@@ -899,9 +965,9 @@ def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.Da
     return f"no runs{where} at scale {scale_name}"
 
 
-def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
-         out_png, out_pdf=None, not_run: str | None = None) -> Figure:
-    """Draw one experiment's figure in its spec's plot form and save PNG (and PDF)."""
+def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
+          not_run: str | None = None) -> Figure:
+    """One experiment's figure in its spec's plot form, not saved (tests read its texts)."""
     ctx = Context(spec, scale_name, scale, table, not_run)
     # a figure that only says why it is empty needs less room, unless it shows the paper's values
     short = not_run and not ctx.paper_panel
@@ -921,6 +987,13 @@ def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
     if ctx.paper_panel:
         paper_panel(fig, ctx)
     _decorate(fig, ctx)
+    return fig
+
+
+def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
+         out_png, out_pdf=None, not_run: str | None = None) -> Figure:
+    """Draw one experiment's figure in its spec's plot form and save PNG (and PDF)."""
+    fig = build(spec, scale_name, scale, table, not_run)
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_png, dpi=DPI)

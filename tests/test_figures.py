@@ -74,7 +74,7 @@ def test_grouped_bars_draw_the_reduced_values(tmp_path, log):
     assert "hung" in notes  # the hung point is shown with its status, not dropped
     text = _texts(fig)
     for part in ("scale: local", "cluster: local", "data: synthetic", "SYNTHETIC DATA",
-                 "EMULATED NETWORK", "runs not ok: 1 hung", "Fig. 7(b) (dlobd, rerun at the local scale) of the paper"):
+                 "EMULATED NETWORK", "runs not ok: 1 hung", "Rerun at the local scale: ", "paper: Fig. 7(b) (dlobd)"):
         assert part in text
 
 
@@ -241,8 +241,8 @@ def test_network_utilisation_has_a_line_per_interface_and_direction(tmp_path, lo
     table = results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
     fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
     got = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}
-    assert got == {"loopback (lo rx)": [1.0, 1.0], "loopback (lo tx)": [3.0, 3.0],
-                   "loopback (eth0 rx)": [0.0, 0.5], "loopback (eth0 tx)": [0.0, 0.0]}
+    assert got == {"loopback — interface lo rx": [1.0, 1.0], "loopback — interface lo tx": [3.0, 3.0],
+                   "loopback — interface eth0 rx": [0.0, 0.5], "loopback — interface eth0 tx": [0.0, 0.0]}
     assert fig.axes[0].get_ylabel() == "Network throughput (MB/s)"
 
 

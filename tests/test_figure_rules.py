@@ -1,0 +1,189 @@
+"""The figure rules of issue #32, read from the Figure objects of every local experiment of
+the reference runs (data/reference) before they are saved: a figure says what ran here, its
+footer and legend name only what is plotted, models look unlike measurements, and no text
+is too small to read at 100%."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.text
+import pandas as pd
+import pytest
+from matplotlib.container import Container
+
+from dlobd import figures, results, spec, substitutions
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "data" / "reference"
+SPECS = spec.load_all(ROOT)
+SCALE = "local"
+MIN_POINTS = 7
+
+
+def merged(experiment: str) -> dict:
+    """The spec as the pipeline draws it: with the axes and scales of the spec owning its data."""
+    own = SPECS[experiment]
+    src = own.source_spec.data
+    return {**own.data, "axes": src.get("axes", {}), "scales": src.get("scales", {}),
+            "dimensions": own.dimensions()}
+
+
+def csv_of(results_dir: Path, experiment: str) -> Path:
+    return results_dir / SCALE / f"{SPECS[experiment].source_spec.id}.csv"
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory):
+    """The results CSVs of the reference runs: the checkout's when `make figures
+    RUNS=data/reference` wrote them, else the pipeline's results step into a scratch directory."""
+    here = ROOT / "data" / "results"
+    if all(csv_of(here, e).is_file() for e in SPECS):
+        return here
+    tmp = tmp_path_factory.mktemp("results")
+    snakemake = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
+    targets = sorted({str(csv_of(tmp / "results", e)) for e in SPECS})
+    proc = subprocess.run([snakemake, "--profile", "profiles/local", "--config",
+                           f"runs_dir={REFERENCE}", f"state_dir={tmp / 'state'}",
+                           f"results_dir={tmp / 'results'}", f"figures_dir={tmp / 'figures'}",
+                           f"report_dir={tmp / 'report'}", "--", *targets],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return tmp / "results"
+
+
+@pytest.fixture(scope="module")
+def drawn(results_dir):
+    """experiment -> (spec, table, Figure) for every experiment, as `figures.render` builds it."""
+    out = {}
+    for e in sorted(SPECS):
+        data, scale = merged(e), SPECS[e].scale(SCALE)
+        table = results.read_results(csv_of(results_dir, e))
+        reason = figures.not_run_reason(data, SCALE, scale, table, REFERENCE)
+        out[e] = (data, table, figures.build(data, SCALE, scale, table, not_run=reason))
+    return out
+
+
+def labels(fig) -> dict[str, tuple[str, str]]:
+    """Title, axis labels, panel and legend titles by where they are: (text, what stands
+    beside it for the values it names; an axis's tick labels)."""
+    out = {"title": (fig._suptitle.get_text().replace("\n", " "), "")}
+    for i, ax in enumerate(fig.axes):
+        ticks = " ".join(t.get_text() for t in ax.get_xticklabels())
+        out[f"axes {i} x"] = (ax.get_xlabel(), ticks)
+        out[f"axes {i} y"] = (ax.get_ylabel(), "")
+        out[f"axes {i} title"] = (ax.get_title(), "")
+        if ax.get_legend():  # (its entries are the data's own values)
+            out[f"axes {i} legend title"] = (ax.get_legend().get_title().get_text(), "")
+    return {k: v for k, v in out.items() if v[0]}
+
+
+def footer(fig) -> str:
+    return " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+
+
+def value_word(value) -> re.Pattern:
+    return re.compile(rf"(?<![\w.-]){re.escape(figures.label_of(value))}(?![\w.-])", re.IGNORECASE)
+
+
+def paper_part(text: str) -> tuple[str, str]:
+    """(the text without what it marks as the paper's, what it marks so): 'paper: …' runs
+    to the end of a title, '(paper: …)' to its parenthesis; 'x=16 (here: 4)' names both."""
+    marked = re.findall(r"\S+ \(here: [^()]*\)|\(paper: [^()]*\)|paper: .*$", text)
+    rest = text
+    for m in marked:
+        rest = rest.replace(m, " ")
+    return rest, " ".join(marked)
+
+
+def test_a_paper_setting_on_the_figure_has_its_local_counterpart_beside_it(drawn):
+    wrong = []
+    for e, (data, _, fig) in drawn.items():
+        local = data["scales"].get(SCALE) or {}
+        ctx = figures.Context(data, SCALE, local, pd.DataFrame(columns=["status", "value"]))
+        # a changed number with the setting it counts ('300 steps'), and the axis_map's values
+        pairs = [(figures.setting_pattern(k, v), f"{figures.label_of(r)} {k.replace('_', ' ')}")
+                 for k, v, r in ctx.changed_settings()]
+        pairs += [(value_word(pv), figures.label_of(lv)) for m in (local.get("axis_map") or {}).values()
+                  for pv, lv in m.items() if not figures.same(pv, lv)]
+        subs = substitutions.substitutions(data, SCALE)
+        for where, (text, beside) in labels(fig).items():
+            rest, marked = paper_part(text)
+            for stated, ran in pairs:
+                # unmarked, a paper's value reads as what ran; marked, what ran must be beside it
+                if stated.search(rest) or (stated.search(marked) and ran.split()[0] not in text + beside):
+                    wrong.append(f"{e} {where}: {stated.pattern} without {ran}: {text!r}")
+            if any(s.startswith("CPU processes") for s in subs) and \
+                    re.search(r"\bgpus?\b", rest, re.IGNORECASE) and "CPU" not in rest:
+                wrong.append(f"{e} {where}: GPUs that are CPU processes here: {text!r}")
+            if any(s.startswith("processes on") for s in subs) and \
+                    re.search(r"\bnodes\b", rest) and not re.search(r"executors|processes", rest):
+                wrong.append(f"{e} {where}: nodes that are executors here: {text!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_title_says_what_ran_here_and_the_papers_setting_after_it(drawn):
+    for e, (data, _, fig) in drawn.items():
+        title = fig._suptitle.get_text()
+        here = " ".join(title.split("\npaper: ")[0].split("\n"))
+        assert f"Rerun at the {SCALE} scale" in here and "\npaper: " in title, (e, title)
+        for sub in substitutions.substitutions(data, SCALE):
+            assert sub in here, (e, sub, title)
+
+
+def ok_values(table: pd.DataFrame, column: str) -> set[str]:
+    ok = table[(table["status"] == "ok") & table["value"].notna()] if not table.empty else table
+    return {str(v) for v in ok[column].dropna()} if column in ok.columns else set()
+
+
+def test_the_footer_names_only_networks_and_data_of_plotted_runs(drawn):
+    for e, (_, table, fig) in drawn.items():
+        text = footer(fig)
+        if "EMULATED NETWORK" in text:
+            assert any("emulated" in v for v in ok_values(table, "network")), (e, text)
+        if "SYNTHETIC DATA" in text:
+            assert any("synthetic" in v for v in ok_values(table, "data_label")) or \
+                "synthetic" in str(SPECS[e].scale(SCALE).get("dataset")), (e, text)
+
+
+def has_data(handle) -> bool:
+    if isinstance(handle, Container):
+        return any(has_data(child) for child in handle.get_children())
+    if hasattr(handle, "get_xdata"):
+        return len(handle.get_xdata()) > 0
+    return True  # a bar or patch is only drawn with its data
+
+
+def test_every_legend_entry_has_data(drawn):
+    empty = [(e, label) for e, (_, _, fig) in drawn.items() for ax in fig.axes
+             for handle, label in zip(*ax.get_legend_handles_labels()) if not has_data(handle)]
+    assert not empty
+
+
+def lines_of(handle):
+    return [c for c in handle.get_children() if hasattr(c, "get_linestyle")] \
+        if isinstance(handle, Container) else [handle]
+
+
+def test_models_are_drawn_unlike_measurements(drawn):
+    seen = 0
+    for e, (_, _, fig) in drawn.items():
+        for ax in fig.axes:
+            handles, names = ax.get_legend_handles_labels()
+            model = {ln.get_linestyle() for h, n in zip(handles, names) if "(model)" in n
+                     for ln in lines_of(h)[:1]}
+            measured = {ln.get_linestyle() for h, n in zip(handles, names)
+                        if "(model)" not in n and n != "paper's value" for ln in lines_of(h)[:1]}
+            assert not model & measured, (e, model, measured)
+            assert not [n for n in names if n.startswith("model-") and "(model)" not in n], (e, names)
+            seen += bool(model)
+    assert seen, "no figure of the reference runs draws a model: the rule is not exercised"
+
+
+def test_no_text_is_below_7_points(drawn):
+    small = [(e, t.get_text()[:40], t.get_fontsize()) for e, (_, _, fig) in drawn.items()
+             for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_POINTS]
+    assert not small
