@@ -305,7 +305,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         subs = ctx.settings_here() + substitutions.substitutions(spec, ctx.scale_name)
         if subs:
             here += " — here: " + "; ".join(subs)
-        title = (textwrap.wrap(f"Rerun at the {ctx.scale_name} scale: {here}", 95, break_on_hyphens=False)
+        done = "Not run" if ctx.not_run_reason else "Rerun"
+        title = (textwrap.wrap(f"{done} at the {ctx.scale_name} scale: {here}", 95, break_on_hyphens=False)
                  + textwrap.wrap(f"paper: {spec['figure']} ({spec['paper']}): {spec['title']}", 95,
                                  break_on_hyphens=False))
     notes = [ctx.footer()]
@@ -335,7 +336,7 @@ def _margins(ctx: Context) -> dict:
     # long tick labels of the data need room under its axes: below the figure, or above the
     # paper's panel when it has one (main_area)
     bottom = (0.1 + 0.025 * len(footer) + (0.1 if ctx.paper_panel else ctx.extra_bottom)) / height
-    top = 1 - (0.07 + 0.03 * len(title)) / height
+    top = 1 - (0.08 + 0.034 * len(title)) / height  # a 9.5 pt line and the panels' titles
     return {"left": 0.11, "right": ctx.right, "bottom": bottom, "top": top}
 
 
@@ -516,6 +517,7 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
             ax.set_title(_panel_title(ctx, pkey), fontsize=9)
         _axis_scales(ax, ctx)
         if ax.get_legend_handles_labels()[0]:
+            ax.margins(y=0.3)  # headroom, so the legend does not cover the tallest bars
             ax.legend(fontsize=7, title=_legend_title(ctx, series), title_fontsize=7)
 
 
