@@ -40,12 +40,13 @@ def count_runs(runs: Path) -> int:
 
 
 def touch_one_attempt(runs: Path) -> Path:
-    """Mark every file of the first run attempt changed (Snakemake reruns on mtime)."""
+    """Mark every file of the first run attempt changed (Snakemake reruns on mtime); the
+    attempt's path under `runs`: cluster/scale/experiment/point/attempt."""
     attempt = sorted(runs.glob("*/*/*/*/attempt-*"))[0]
     for path in attempt.rglob("*"):
         if path.is_file():
             os.utime(path)
-    return attempt
+    return attempt.relative_to(runs)
 
 
 def main() -> int:
@@ -59,7 +60,11 @@ def main() -> int:
         cold = snakemake(Path(tmp), str(copy))
         noop = snakemake(Path(tmp), str(copy))
         changed = touch_one_attempt(copy)
+        figure = Path(tmp, "figures", changed.parts[1], f"{changed.parts[2]}.png")
+        drawn = figure.stat().st_mtime
         redraw = snakemake(Path(tmp), str(copy))
+        if figure.stat().st_mtime == drawn:
+            raise SystemExit(f"bench-figures: {figure.name} was not redrawn after {changed} changed")
         figures = len(list(Path(tmp, "figures").glob("*/*.png")))
     print(f"runs_dir: {runs}")
     print(f"run_attempts: {count_runs(runs)}")
@@ -67,7 +72,7 @@ def main() -> int:
     print(f"cpus: {os.cpu_count()}")
     print(f"regenerate_cold_s: {cold:.2f}")
     print(f"regenerate_noop_s: {noop:.2f}")
-    print(f"changed_attempt: {changed.relative_to(copy)}")
+    print(f"changed_attempt: {changed}")
     print(f"redraw_one_s: {redraw:.2f}")
     return 0
 
