@@ -1,13 +1,14 @@
-"""The report: one self-contained HTML page (Jinja2) with every figure, the verdict
-table (filterable by paper and verdict) and the provenance of every run.
+"""The report (Jinja2): an index page with the summary, the verdict table (filterable by
+paper and verdict) and a thumbnail of every experiment's figure, and a page per experiment
+with its figure, claims, caveats and the provenance of every run.
 
-Figures are embedded as data URIs so the page can be mailed or archived alone; the PDFs
-are linked beside it. The page reads results, figures and verdicts only.
+Figures stay files beside the pages, linked by relative paths and loaded lazily, so the
+index opens fast and the report reads from the file system without a server. The pages read
+results, figures and verdicts only.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import json
 import os
@@ -32,6 +33,14 @@ VERDICT_ORDER = ["holds", "differs", substitutions.NOT_COMPARABLE, "not run", "n
 VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
                   "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text",
                   "substituted")
+
+
+# the experiment pages, beside index.html
+PAGES_DIR = "experiments"
+
+
+def page_path(report_dir, experiment: str, scale: str) -> Path:
+    return Path(report_dir, PAGES_DIR, f"{experiment}-{scale}.html")
 
 
 def natural_key(text: str) -> list:
@@ -126,6 +135,7 @@ def fabric_rows(spec: dict, run_list: list[dict]) -> dict:
 def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
                        report_dir) -> list[dict]:
     out = []
+    pages_dir = Path(report_dir, PAGES_DIR)
     for eid in sorted(specs, key=lambda e: (list(PAPERS).index(specs[e]["paper"])
                                             if specs[e]["paper"] in PAPERS else 99, natural_key(e))):
         spec = specs[eid]
@@ -163,11 +173,13 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 "data_from": spec.get("data_from"),
                 "not_run": reason,
                 "counts": counts,
-                "png": _data_uri(png),
+                "page": os.path.relpath(page_path(report_dir, eid, scale), report_dir),
+                "thumb": _link(png, report_dir),
+                "png": _link(png, pages_dir),
                 # the resource-use figure, with the experiment that owns the runs
-                "utilisation_png": (_data_uri(Path(figures_dir, scale, "utilisation", f"{eid}.png"))
+                "utilisation_png": (_link(Path(figures_dir, scale, "utilisation", f"{eid}.png"), pages_dir)
                                     if sampled and did == eid else None),
-                "pdf": os.path.relpath(pdf, report_dir),
+                "pdf": os.path.relpath(pdf, pages_dir),
                 "runs": run_list,
                 "notes": (scale_data or {}).get("notes") or [],
                 "axis_map": substitutions.axis_map(spec, scale),
@@ -183,10 +195,9 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
     return out
 
 
-def _data_uri(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+def _link(path: Path, start) -> str | None:
+    """A relative link from `start` to a file that exists (None without it)."""
+    return os.path.relpath(path, start) if path.is_file() else None
 
 
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
@@ -204,11 +215,16 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         e["other_commits"] = [c for c in e["commits"] if c != git.get("commit")]
         e["claims"] = [r for r in verdicts if r["experiment"] == e["id"] and r["scale"] == e["scale"]]
     all_runs = [r for e in entries for r in e["runs"] if r.get("used")]
-    html = _env().get_template("report.html.j2").render(
+    env = _env()
+    common = {"scales": list(scales), "runs_dir": str(runs_dir)}
+    experiment_page = env.get_template("experiment.html.j2")
+    for e in entries:
+        page = page_path(out_html.parent, e["id"], e["scale"])
+        page.parent.mkdir(exist_ok=True)
+        page.write_text(experiment_page.render(e=e, model=expected.MODEL, **common), encoding="utf-8")
+    html = env.get_template("index.html.j2").render(
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         git=git,
-        scales=list(scales),
-        runs_dir=str(runs_dir),
         papers=PAPERS,
         verdict_names=VERDICT_ORDER,
         verdict_counts=counts,
@@ -221,8 +237,8 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         verdicts=verdicts,
         known_ids=set(specs),
         experiments=entries,
-        model=expected.MODEL,
         n_run=sum(1 for e in entries if not e["not_run"]),
+        **common,
     )
     out_html.write_text(html, encoding="utf-8")
     return out_html

@@ -1,6 +1,5 @@
-"""The HTML report (dlobd/report.py + templates/report.html.j2)."""
+"""The HTML report (dlobd/report.py + templates/*.html.j2): index and experiment pages."""
 
-import base64
 import html
 import json
 import re
@@ -87,20 +86,29 @@ def built(tmp_path, monkeypatch):
     return out, figs
 
 
-def test_report_embeds_every_figure_and_links_the_pdfs(built):
+def experiment_page(index, experiment: str) -> str:
+    return html.unescape((index.parent / "experiments" / f"{experiment}-local.html").read_text())
+
+
+def test_index_links_every_figure_and_each_experiment_page_its_figure_and_pdf(built):
     out, figs = built
     page = out.read_text()
-    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 2
-    embedded = {base64.b64decode(i) for i in images}
-    assert embedded == {(figs / "local" / f"{e}.png").read_bytes() for e in ("dlobd-fig7a", "scaffe-fig8")}
-    assert 'href="../figures/local/dlobd-fig7a.pdf"' in page
+    # thumbnails: the figure files themselves, loaded lazily, each linking to its page
+    thumbs = re.findall(r'<a href="experiments/([^"]+)-local\.html">\s*<img src="([^"]+)" loading="lazy"', page)
+    assert thumbs == [(e, f"../figures/local/{e}.png") for e in ("dlobd-fig7a", "scaffe-fig8")]
+    assert all((out.parent / src).resolve() == (figs / "local" / f"{e}.png").resolve() for e, src in thumbs)
+    assert "data:image" not in page
+    own = experiment_page(out, "dlobd-fig7a")
+    assert '<img src="../../figures/local/dlobd-fig7a.png"' in own
+    assert 'href="../../figures/local/dlobd-fig7a.pdf"' in own and 'href="../index.html"' in own
 
 
 def test_report_is_self_contained(built):
-    page = built[0].read_text()
-    assert not re.search(r'<(script|link|img)[^>]+(src|href)="(https?:)?//', page)
-    assert "<script>" in page  # the filter is inline
+    for page in [built[0], *built[0].parent.glob("experiments/*.html")]:
+        text = page.read_text()
+        assert not re.search(r'<(script|link|img)[^>]+(src|href)="(https?:)?//', text), page
+        assert not re.search(r'(src|href)="/', text), page  # relative links only: no server
+    assert "<script>" in built[0].read_text()  # the filter is inline
 
 
 def test_verdict_table_rows_carry_paper_and_verdict_for_the_filter(built):
@@ -115,14 +123,12 @@ def test_verdict_table_rows_carry_paper_and_verdict_for_the_filter(built):
 
 
 def test_experiment_without_runs_says_not_run_with_the_reason(built):
-    page = html.unescape(built[0].read_text())
-    section = page[page.index('id="scaffe-fig8-local"'):]
+    section = experiment_page(built[0], "scaffe-fig8")
     assert "not run</b>: needs GPUs and InfiniBand (MVAPICH2-GDR)" in section
 
 
 def test_per_run_provenance_lists_every_attempt(built):
-    page = html.unescape(built[0].read_text())
-    section = page[page.index('id="dlobd-fig7a-local"'):page.index('id="scaffe-fig8-local"')]
+    section = experiment_page(built[0], "dlobd-fig7a")
     assert "local/local/dlobd-fig7a/network-loopback/attempt-001" in section
     assert "local/local/dlobd-fig7a/network-loopback/attempt-002" in section
     assert "superseded" in section  # the failed first attempt is shown, not used
@@ -190,15 +196,14 @@ def test_the_paper_cluster_stands_beside_the_fabric_measured_here(tmp_path):
 
 
 def test_experiment_section_shows_the_fabric_table(built):
-    page = html.unescape(built[0].read_text())
-    section = page[page.index('id="dlobd-fig7a-local"'):page.index('id="scaffe-fig8-local"')]
+    section = experiment_page(built[0], "dlobd-fig7a")
     table = section[section.index('<table class="fabric">'):]
     table = table[:table.index("</table>")]
     assert 'SDSC Comet ("Cluster B" of the DLoBD paper)' in table and "DLoBD Sec. 4.1, item (2)" in table
     assert "56 Gb/s" in table
     assert "loopback (one host: vm)" in table and "7.21 µs / 21 Gb/s (sockperf, iperf3)" in table
     assert "vm: no InfiniBand HCA; no GPU" in table
-    assert '<table class="fabric">' not in page[page.index('id="scaffe-fig8-local"'):]
+    assert '<table class="fabric">' not in experiment_page(built[0], "scaffe-fig8")
 
 
 def test_network_comparisons_carry_the_expected_speedup_of_the_model(tmp_path, monkeypatch):
@@ -218,7 +223,7 @@ def test_network_comparisons_carry_the_expected_speedup_of_the_model(tmp_path, m
     out = report.write_report(tmp_path / "report" / "index.html", specs={spec["id"]: spec}, scales=["local"],
                               figures_dir=tmp_path / "figures", results_dir=res, verdict_ids=[spec["id"]],
                               data_ids={}, runs_dir=runs_dir)
-    page = html.unescape(out.read_text())
+    page = html.unescape((out.parent / "experiments" / f"{spec['id']}-local.html").read_text())
     table = page[page.index('<table class="fabric expected">'):]
     table = table[:table.index("</table>")]
     assert "expected (model) speedup" in table and "not a measurement" in table and expected.MODEL in table

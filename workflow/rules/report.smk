@@ -1,5 +1,6 @@
-# Step 6, report: one self-contained HTML page with every figure, the verdict table and
-# the provenance of every run. Reads results, figures and verdicts only.
+# Step 6, report: an index page (summary, verdict table, a thumbnail per experiment) and a
+# page per experiment with its figure, claims and the provenance of every run; the figures
+# are linked, not inlined. Reads results, figures and verdicts only.
 
 
 rule report:
@@ -11,9 +12,12 @@ rule report:
                         experiment=VERDICT_IDS),
         results=[results_csv(s, e) for s in SCALES for e in DATA_IDS],
         runs=[runs_json(s, e) for s in SCALES for e in DATA_IDS],
-        code=code("report.py", "templates/report.html.j2", "figures.py"),
+        code=code("report.py", "templates/base.html.j2", "templates/index.html.j2",
+                  "templates/experiment.html.j2", "figures.py"),
     output:
         html=report_html(),
+        pages=expand(f"{REPORT}/experiments/{{experiment}}-{{scale}}.html", scale=SCALES,
+                     experiment=IDS),
     log:
         f"{REPORT}/report.log",
     run:
