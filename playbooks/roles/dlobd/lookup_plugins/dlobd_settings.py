@@ -26,9 +26,8 @@ name: dlobd_settings
 short_description: the dlobd_* settings of a host, where each was set, and the unknown ones
 description:
   - Returns one mapping with C(origins) (every dlobd_* variable an inventory source or -e sets
-    for the host, mapped to that source), C(unknown) (those of them the dlobd role neither
-    defaults nor lists in dlobd_settings_without_default, each with the closest known names) and
-    C(derived) (those of them the dlobd role derives itself).
+    for the host, mapped to that source) and C(unknown) (those of them the dlobd role neither
+    defaults nor lists in dlobd_settings_without_default, each with the closest known names).
 options:
   _terms:
     description: the host (inventory_hostname by default)
@@ -92,10 +91,8 @@ class LookupModule(LookupBase):
         host = terms[0] if terms else variables["inventory_hostname"]
         sources = variables.get("ansible_inventory_sources") or []
         settings = _names(DEFAULTS / "settings.yml")
-        derived = _names(DEFAULTS / "derived.yml")
-        known = {*settings, *derived, *settings["dlobd_settings_without_default"]}
+        known = {*settings, *_names(DEFAULTS / "derived.yml"), *settings["dlobd_settings_without_default"]}
         found = origins(self._loader, sources, host)
         unknown = {name: difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
                    for name in sorted(found) if name not in known}
-        return [{"origins": found, "unknown": unknown,
-                 "derived": sorted(name for name in found if name in derived)}]
+        return [{"origins": found, "unknown": unknown}]
