@@ -166,8 +166,8 @@ lint-workflow: setup ## snakemake --lint on the Snakefile and its rules
 
 ## ---------------------------------------------------------------- benchmarks: hr-reduce
 
-# The S-Caffe hierarchical-reduce benchmark (benchmarks/hr-reduce), built with CMake against
-# Debian's OpenMPI and MPICH into $(DLOBD_PREFIX)/build/hr-reduce-<mpi>-<checkout>, outside
+# The S-Caffe hierarchical-reduce benchmark (workloads/hr-reduce), built with CMake against
+# Debian's OpenMPI and MPICH into $(DLOBD_PREFIX)/build/hr-reduce-<mpi>-<source tree>, outside
 # the git tree, where its launcher (dlobd/stacks/hr_reduce.py) builds it too.
 HR_RANKS ?= 4
 
@@ -176,20 +176,20 @@ build-hr-reduce: setup ## build the hr-reduce benchmark against OpenMPI and MPIC
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import hr_reduce; print(*(hr_reduce.ensure_built(m) for m in ("openmpi", "mpich")))'
 
 bench-reduce: setup build-hr-reduce ## CC vs Bin vs MPI_Reduce at 8-64 MiB on HR_RANKS ranks, the cost model; prints the 64 MB ratios
-	DLOBD_PREFIX=$(DLOBD_PREFIX) nice $(BIN)/python benchmarks/hr-reduce/bench_reduce.py --ranks $(HR_RANKS)
+	DLOBD_PREFIX=$(DLOBD_PREFIX) nice $(BIN)/python benchmarks/reduce/bench_reduce.py --ranks $(HR_RANKS)
 
 ## ---------------------------------------------------------------- benchmarks: tf-grpc-bench
 
-# TF-gRPC-Bench (benchmarks/tf-grpc-bench, C++ on Debian's libgrpc++-dev, or on the gRPC
+# TF-gRPC-Bench (workloads/tf-grpc-bench, C++ on Debian's libgrpc++-dev, or on the gRPC
 # under GRPC_ROOT, with its floor program grpc_floor) builds into
-# $(DLOBD_PREFIX)/build/tf-grpc-bench-<checkout>, the directory the grpcbench launcher and the tests use
+# $(DLOBD_PREFIX)/build/tf-grpc-bench-<source tree>, the directory the grpcbench launcher and the tests use
 # (the grpc_bench role installs a copy per host in $(DLOBD_PREFIX)/tf-grpc-bench).
 .PHONY: build-grpc-bench bench-grpc
-build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/build/tf-grpc-bench-<checkout>
+build-grpc-bench: setup ## build TF-gRPC-Bench (cmake) into $(DLOBD_PREFIX)/build/tf-grpc-bench-<source tree>
 	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python -c 'from dlobd.stacks import grpcbench; print(grpcbench.build())'
 
 bench-grpc: setup ## gRPC p2p latency/bandwidth vs its gRPC build's floor and raw TCP on loopback (GRPC_ROOT= a site's gRPC)
-	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python benchmarks/tf-grpc-bench/bench.py
+	DLOBD_PREFIX=$(DLOBD_PREFIX) $(BIN)/python benchmarks/grpc/bench_grpc.py
 
 ## ---------------------------------------------------------------- fabric: fingerprint and calibration
 

@@ -32,7 +32,7 @@ from dlobd.claims import ClaimSyntaxError, parse_check
 MODEL = ("alpha-beta: a message of m bytes takes a + 8m/b over a transport of latency a and "
          "bandwidth b")
 FORMS = ("ratio", "reduction", "gain")
-# TF-gRPC-Bench's buffer categories, in its order (benchmarks/tf-grpc-bench/README.md)
+# TF-gRPC-Bench's buffer categories, in its order (workloads/tf-grpc-bench/README.md)
 CATEGORIES = ("small", "medium", "large")
 DEFAULT_SKEW_MIX = (60, 30, 10)
 

@@ -183,11 +183,11 @@ def fabrics(hosts: list[dict]) -> dict:
     return {h["name"]: host_json(h["address"], FABRIC_FILE) for h in hosts}
 
 
-def build_dir(name: str) -> Path:
-    """Where this checkout builds one of the project's benchmarks: under the prefix, one
-    directory per checkout, because a CMake build directory belongs to one source tree."""
-    checkout = hashlib.sha1(str(PROJECT_ROOT).encode()).hexdigest()[:8]
-    return prefix() / "build" / f"{name}-{checkout}"
+def build_dir(name: str, source: Path) -> Path:
+    """Where this checkout builds one of the project's programs from `source`: under the prefix,
+    one directory per source tree, because a CMake build directory belongs to one."""
+    tree = hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:8]
+    return prefix() / "build" / f"{name}-{tree}"
 
 
 def _run(cmd: list[str], timeout: float = 10, env: dict | None = None) -> str | None:

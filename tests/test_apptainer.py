@@ -196,7 +196,7 @@ def test_inputs_are_the_checkout_sources_of_the_files_section(tmp_path):
 
 def test_modern_image_is_keyed_by_its_roles_and_benchmarks():
     inputs = apptainer.definition_inputs(apptainer.CONTAINERS_DIR / "modern.def")
-    assert {"playbooks", "benchmarks/tf-grpc-bench", "benchmarks/hr-reduce", "containers/smoke-test.sh"} <= set(inputs)
+    assert {"playbooks", "workloads/tf-grpc-bench", "workloads/hr-reduce", "containers/smoke-test.sh"} <= set(inputs)
 
 
 def test_missing_image_input_is_named(tmp_path):

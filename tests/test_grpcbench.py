@@ -1,4 +1,4 @@
-"""TF-gRPC-Bench (benchmarks/tf-grpc-bench): payload generation, option errors, short real
+"""TF-gRPC-Bench (workloads/tf-grpc-bench): payload generation, option errors, short real
 runs of every benchmark and of the TCP baseline on loopback, the grpcbench parser on their
 output, and the launcher through dlobd.runs. The suite is built (cmake) on first use into
 the same directory the launcher uses."""
@@ -501,7 +501,7 @@ BENCH_RATIOS = ("p2p_latency_small_vs_grpc_floor_ratio", "p2p_latency_small_vs_t
 
 def test_bench_grpc_prints_every_ratio_against_the_floor_and_tcp(binary, tmp_path):
     proc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"),
-                           str(ROOT / "benchmarks" / "tf-grpc-bench" / "bench.py"),
+                           str(ROOT / "benchmarks" / "grpc" / "bench_grpc.py"),
                            "--repeats", "2", "--warmup", "0.1", "--duration", "0.3",
                            "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -548,7 +548,7 @@ def test_a_missing_grpc_root_is_named_before_anything_is_built(tmp_path, monkeyp
         grpcbench.build()
     assert not (tmp_path / "prefix").exists()
     proc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"),
-                           str(ROOT / "benchmarks" / "tf-grpc-bench" / "bench.py"),
+                           str(ROOT / "benchmarks" / "grpc" / "bench_grpc.py"),
                            "--out", str(tmp_path / "out")], capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 1 and f"GRPC_ROOT={tmp_path}/no-such-grpc: no such" in proc.stderr

@@ -1,4 +1,4 @@
-"""The hierarchical-reduce benchmark (benchmarks/hr-reduce) and its stack module.
+"""The hierarchical-reduce benchmark (workloads/hr-reduce) and its stack module.
 
 Builds the benchmark with CMake against Debian's OpenMPI (and MPICH when installed), runs
 every algorithm on 1 to 5 ranks with a chunk count that no size divides, and checks that

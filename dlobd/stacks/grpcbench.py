@@ -1,4 +1,4 @@
-"""grpcbench: the project's TF-gRPC-Bench suite (benchmarks/tf-grpc-bench/), C++ on gRPC.
+"""grpcbench: the project's TF-gRPC-Bench suite (workloads/tf-grpc-bench/), C++ on gRPC.
 
 Three micro-benchmarks of distributed TensorFlow's gRPC traffic without TensorFlow
 (p2p-latency, p2p-bandwidth, ps-throughput) and a raw TCP baseline (tcp-pingpong,
@@ -74,9 +74,9 @@ COLUMNS = ("kind repeat worker calls bytes seconds mean_us p50_us p99_us ser_us 
 BENCHMARKS = ("p2p-latency", "p2p-bandwidth", "ps-throughput", "tcp-pingpong", "tcp-stream",
               "grpc-floor")
 
-SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "tf-grpc-bench"
+SOURCE_DIR = Path(__file__).resolve().parents[2] / "workloads" / "tf-grpc-bench"
 BINARY = "tf_grpc_bench"
-FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (benchmarks/tf-grpc-bench/README.md, "The floor")
+FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (workloads/tf-grpc-bench/README.md, "The floor")
 # a parameter server on another host gets this long to print where it listens
 SERVER_START_S = 30
 # where a dry run names the port a parameter server on another host will pick and print
@@ -189,7 +189,7 @@ def _parse(lines, cut) -> ParseResult:
                 raise LogError(f"line {no}: repeat {repeat} after repeat {last_repeat} "
                                "(two logs interleaved or concatenated?)")
             values = {k: _number(no, k, rec[k]) for k in COLUMNS[3:]}
-            # the floor checks no echo by design (benchmarks/tf-grpc-bench/README.md, "The floor"): its verified is 0
+            # the floor checks no echo by design (workloads/tf-grpc-bench/README.md, "The floor"): its verified is 0
             if values["verified"] != values["calls"] and result.meta["benchmark"] != "grpc-floor":
                 raise LogError(f"line {no}: {values['verified']:.0f} of {values['calls']:.0f} "
                                "calls verified")
@@ -233,8 +233,9 @@ def build_dir() -> Path:
     """One build directory per gRPC: a CMake cache holds the gRPC it was configured with."""
     root = grpc_root()
     if root is None:
-        return provenance.build_dir("tf-grpc-bench")
-    return provenance.build_dir("tf-grpc-bench-grpc-" + hashlib.sha1(root.encode()).hexdigest()[:8])
+        return provenance.build_dir("tf-grpc-bench", SOURCE_DIR)
+    return provenance.build_dir("tf-grpc-bench-grpc-" + hashlib.sha1(root.encode()).hexdigest()[:8],
+                                SOURCE_DIR)
 
 
 CMAKE_ERROR = re.compile(r"^CMake Error[^\n]*\n((?:  .*\n?)+)", re.M)

@@ -1,4 +1,4 @@
-"""hr_reduce: the project's S-Caffe hierarchical-reduce micro-benchmark (benchmarks/hr-reduce).
+"""hr_reduce: the project's S-Caffe hierarchical-reduce micro-benchmark (workloads/hr-reduce).
 
 Parser: reads the benchmark's stdout, OSU-style, in one of three forms chosen by its
 column header line:
@@ -26,7 +26,7 @@ column header line:
 Finished when the `# Verified:` line is present (the benchmark prints it only after every
 reduce matched; a mismatch aborts the job before it).
 
-Launcher: builds benchmarks/hr-reduce with CMake against the point's MPI (Debian OpenMPI
+Launcher: builds workloads/hr-reduce with CMake against the point's MPI (Debian OpenMPI
 or MPICH, through `mpicc.openmpi` / `mpicc.mpich`; MVAPICH2 or MVAPICH2-GDR from the install
 named by MVAPICH2_HOME / MVAPICH2_GDR_HOME, as they need a registered download) into
 `$DLOBD_PREFIX/build/hr-reduce-<mpi>[-cuda]-<checkout>` (one per checkout, outside the git
@@ -50,7 +50,7 @@ from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
 LOG_FILES = ("stdout.log",)
 
-SOURCE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "hr-reduce"
+SOURCE_DIR = Path(__file__).resolve().parents[2] / "workloads" / "hr-reduce"
 # Debian's MPIs by their alternatives' names; MVAPICH2 (-GDR) needs a registered download,
 # so it comes from the install the user names (the paper compared it with OpenMPI).
 MPIS = {
@@ -179,7 +179,7 @@ def _check_order(no: int, last, value, what: str) -> None:
 
 
 def build_dir(mpi: str) -> Path:
-    return provenance.build_dir(f"hr-reduce-{mpi}")
+    return provenance.build_dir(f"hr-reduce-{mpi}", SOURCE_DIR)
 
 
 def mpi_tool(mpi: str, tool: str, check: bool = True) -> str:
@@ -214,7 +214,7 @@ def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> P
     when missing or stale."""
     mpicc = mpi_tool(mpi, "mpicc")
     if not shutil.which("cmake"):
-        raise runs.NotRunnable("cmake not found: it builds benchmarks/hr-reduce")
+        raise runs.NotRunnable("cmake not found: it builds workloads/hr-reduce")
     binary = built_binary(mpi, gpu)
     bdir = binary.parent
     sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".h", ".txt")]

@@ -8,7 +8,7 @@ from spack.package import *
 
 class HrReduce(CMakePackage, CudaPackage):
     """hr-reduce: the RDMA TensorFlow paper's hierarchical reduce (CC, Bin) against MPI_Reduce,
-    built from the DLoBD checkout this repository belongs to (benchmarks/hr-reduce)."""
+    built from the DLoBD checkout this repository belongs to (workloads/hr-reduce)."""
 
     homepage = "https://github.com/dlobd/dlobd"
     # The sources are the checkout's own: nothing to fetch, nothing to checksum.
@@ -19,7 +19,7 @@ class HrReduce(CMakePackage, CudaPackage):
     depends_on("cmake@3.18:", type="build")
     depends_on("mpi")
 
-    root_cmakelists_dir = str(Path(__file__).resolve().parents[5] / "benchmarks" / "hr-reduce")
+    root_cmakelists_dir = str(Path(__file__).resolve().parents[5] / "workloads" / "hr-reduce")
 
     def cmake_args(self):
         return [self.define_from_variant("HR_REDUCE_CUDA", "cuda")]

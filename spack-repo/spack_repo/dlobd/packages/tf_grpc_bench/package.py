@@ -7,7 +7,7 @@ from spack.package import *
 
 class TfGrpcBench(CMakePackage):
     """TF-gRPC-Bench: gRPC micro-benchmarks of TensorFlow's parameter-server traffic, built from
-    the DLoBD checkout this repository belongs to (benchmarks/tf-grpc-bench)."""
+    the DLoBD checkout this repository belongs to (workloads/tf-grpc-bench)."""
 
     homepage = "https://github.com/dlobd/dlobd"
     # The sources are the checkout's own: nothing to fetch, nothing to checksum.
@@ -22,4 +22,4 @@ class TfGrpcBench(CMakePackage):
     depends_on("abseil-cpp")
 
     # spack-repo/spack_repo/dlobd/packages/tf_grpc_bench/package.py -> the checkout
-    root_cmakelists_dir = str(Path(__file__).resolve().parents[5] / "benchmarks" / "tf-grpc-bench")
+    root_cmakelists_dir = str(Path(__file__).resolve().parents[5] / "workloads" / "tf-grpc-bench")
