@@ -194,7 +194,7 @@ bench-grpc: setup ## gRPC p2p latency/bandwidth vs its gRPC build's floor and ra
 ## ---------------------------------------------------------------- fabric: fingerprint and calibration
 
 # Each host's HCAs and GPUs (playbooks/fabric.yml, the fabric role: <prefix>/etc/fabric.json), then
-# the links measured (dlobd/calibrate.py): TCP latency (sockperf) and bandwidth (iperf3) between two
+# the links measured (dlobd/cluster/calibrate.py): TCP latency (sockperf) and bandwidth (iperf3) between two
 # workers of the inventory, or over loopback on one host; RDMA (perftest, else the OSU
 # micro-benchmarks) where both ends have an active HCA port. <prefix>/etc/calibration.json, raw
 # outputs under <prefix>/var/calibration/<time>/, `name: value` lines; later runs carry it.
@@ -218,7 +218,11 @@ emulated-calibrate: setup calibrate-deps ## make calibrate on the emulated hosts
 ## ---------------------------------------------------------------- tests
 
 .PHONY: lint
-lint: lint-ansible lint-specs lint-workflow lint-spack ## every static check
+lint: lint-ansible lint-specs lint-workflow lint-spack lint-imports ## every static check
+
+.PHONY: lint-imports
+lint-imports: setup ## the dlobd package's layers and no import cycles (import-linter; contracts in pyproject.toml)
+	$(BIN)/lint-imports --no-cache
 
 .PHONY: lint-specs
 lint-specs: setup ## validate every experiment spec and claims file (schema, cross-checks, claim syntax)
@@ -313,7 +317,7 @@ test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Had
 
 ## ---------------------------------------------------------------- Slurm (slurm/, issue #14)
 
-# The artifact inside one Slurm allocation (slurm/dlobd.sbatch, dlobd/slurmjob.py). For tests, a
+# The artifact inside one Slurm allocation (slurm/dlobd.sbatch, dlobd/execution/slurmjob.py). For tests, a
 # real Slurm on the emulated hosts (tests/cluster/slurm.py): munged and slurmctld here, a slurmd in
 # each host of the emulated cluster at EMULATED_STATE. Its files go to SLURM_STATE (munged wants
 # every folder above its socket open to all, which a 0700 home is not).

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dlobd import apptainer  # noqa: E402
+from dlobd.execution import apptainer  # noqa: E402
 
 
 def timed(step):

@@ -20,3 +20,7 @@ def playbook_settings() -> dict:
     """The shared settings' defaults, unrendered (templates stay strings); read once, not to be changed."""
     return {key: value for part in ("settings.yml", "derived.yml")
             for key, value in (yaml.safe_load((SETTINGS_DEFAULTS / part).read_text()) or {}).items()}
+
+
+class NotRunnable(Exception):
+    """This cluster cannot provide a point: a stack launcher, a link or a capability check says why."""

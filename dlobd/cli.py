@@ -11,16 +11,16 @@ import sys
 COMMANDS = {
     "validate": ("dlobd.spec", "check every experiment spec and claims file"),
     "parse": ("dlobd.stacks", "parse one native log of a stack into tidy rows (CSV)"),
-    "plan": ("dlobd.plan", "list which experiments can run on this cluster, and why not"),
-    "dry-run": ("dlobd.dryrun", "print the exact command of every point of a scale, run nothing"),
-    "claims": ("dlobd.claims", "evaluate the claims of experiments over their results"),
-    "guide": ("dlobd.guide", "write docs/new-cluster.md from the specs and the inventory settings"),
-    "appendix": ("dlobd.appendix", "write docs/artifact-evaluation.md from the specs, reference runs and verdicts"),
-    "spack": ("dlobd.spack", "the pinned Spack, offline: concretize, check and bench spack-envs/"),
-    "fabric": ("dlobd.fabric", "this host's InfiniBand HCAs and GPUs (the fabric role's detector)"),
-    "image": ("dlobd.apptainer", "Apptainer images of containers/: build (or reuse), exec, info"),
-    "calibrate": ("dlobd.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
-    "compare-paths": ("dlobd.comparepaths", "the same points run through two execution paths: statuses side by side"),
+    "plan": ("dlobd.execution.plan", "list which experiments can run on this cluster, and why not"),
+    "dry-run": ("dlobd.execution.dryrun", "print the exact command of every point of a scale, run nothing"),
+    "claims": ("dlobd.results.claims", "evaluate the claims of experiments over their results"),
+    "guide": ("dlobd.results.guide", "write docs/new-cluster.md from the specs and the inventory settings"),
+    "appendix": ("dlobd.results.appendix", "write docs/artifact-evaluation.md from the specs, reference runs and verdicts"),
+    "spack": ("dlobd.execution.spack", "the pinned Spack, offline: concretize, check and bench spack-envs/"),
+    "fabric": ("dlobd.cluster.fabric", "this host's InfiniBand HCAs and GPUs (the fabric role's detector)"),
+    "image": ("dlobd.execution.apptainer", "Apptainer images of containers/: build (or reuse), exec, info"),
+    "calibrate": ("dlobd.cluster.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
+    "compare-paths": ("dlobd.results.comparepaths", "the same points run through two execution paths: statuses side by side"),
 }
 
 

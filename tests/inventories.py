@@ -1,5 +1,5 @@
 """Ansible inventories of bare-metal clusters for the tests of plans and dry runs: the example
-IB inventory, and another shaped like it but laid out differently (dlobd.inventory reads both
+IB inventory, and another shaped like it but laid out differently (dlobd.cluster.inventory reads both
 through Ansible; nothing is sent to their addresses)."""
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Run directories for tests, in the real layout (dlobd/runs.py) around real logs.
+"""Run directories for tests, in the real layout (dlobd/execution/runs.py) around real logs.
 
 The logs come from tests/data/logs/<stack>/, written by real runs of each tool; the
 run.json beside them is written with the runs API, as the harness writes it.
@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import provenance, runs, stacks
+from dlobd import stacks
+from dlobd.cluster import provenance
+from dlobd.execution import runs, slurmenv
+from dlobd.stacks import runner
 
 LOGS = Path(__file__).parent / "data" / "logs"
 
@@ -48,9 +51,9 @@ def make_run(runs_dir, spec: dict, scale: str, point: dict, logs: dict | Path | 
         "experiment": spec["id"], "scale": scale, "cluster": cluster, "point": point,
         "stack": spec.get("stack"), "dataset": dataset,
         "command": ["spark-submit", "--class", "test"], "cwd": str(attempt),
-        "start": runs.now_iso(), "end": runs.now_iso(),
+        "start": runner.now_iso(), "end": runner.now_iso(),
         "exit_status": 0 if status == "ok" else 1, "status": status, "reason": reason,
-        **provenance.collect(stack=spec.get("stack")),
-        "labels": {"data": runs.data_label(dataset)},
+        **provenance.collect(slurmenv.execution(), stack=spec.get("stack")),
+        "labels": {"data": runner.data_label(dataset)},
     })
     return attempt

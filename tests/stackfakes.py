@@ -1,17 +1,19 @@
 """A fake paper-scale cluster for the launcher tests of the paper profile's stacks: what
-dlobd.provenance and dlobd.plan answer, so a launcher in a dry run computes the command it
+dlobd.cluster.provenance and dlobd.cluster.capabilities answer, so a launcher in a dry run computes the command it
 would run there. Nothing here runs or reaches a host."""
 
 import random
 from pathlib import Path
 
-from dlobd import plan, provenance, runs, spec
+from dlobd import spec
+from dlobd.cluster import capabilities, provenance
+from dlobd.stacks import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = [f"192.0.2.{i}" for i in range(11, 27)]  # 16 IPoIB addresses (documentation range)
 
 
-def capabilities(**missing):
+def fake_capabilities(**missing):
     """Every capability present, except those named with their reason."""
     names = ("tcp", "infiniband", "rdma", "gpu", "nvidia-smi", "paper-profile", "hadoop", "spark", "mpi",
              "multi-host", "caffeonspark", "cntk", "lustre", "rdma-spark")
@@ -21,16 +23,16 @@ def capabilities(**missing):
 
 
 def install(monkeypatch, settings: dict, workers=WORKERS, **missing):
-    """Make provenance and plan answer for the fake cluster."""
+    """Make provenance and capabilities answer for the fake cluster."""
     monkeypatch.setattr(provenance, "workers", lambda: list(workers))
     monkeypatch.setattr(provenance, "stack_setting", lambda name: settings.get(name))
-    monkeypatch.setattr(plan, "capabilities", lambda: capabilities(**missing))
+    monkeypatch.setattr(capabilities, "capabilities", lambda: fake_capabilities(**missing))
 
 
-def context(tmp_path, spec_id: str, point: dict, scale: str = "paper") -> runs.RunContext:
+def context(tmp_path, spec_id: str, point: dict, scale: str = "paper") -> runner.RunContext:
     data = spec.load_all(ROOT)[spec_id].data
     attempt = tmp_path / "attempt-001"
-    return runs.RunContext(spec=data, scale=scale, cluster="fake", point=dict(point),
+    return runner.RunContext(spec=data, scale=scale, cluster="fake", point=dict(point),
                            attempt_dir=attempt, runs_dir=tmp_path,
                            fixed=dict(data["scales"][scale].get("fixed", {})), dry_run=True)
 
@@ -62,7 +64,7 @@ def damaged(text: str, rng) -> str:
 def assert_random_damage_is_handled(parse, text: str, seed: int, times: int = 60) -> None:
     """Damaged copies of a log give a result, never an exception: `ok` with a reason exactly
     when unfinished, rows only of the vocabulary."""
-    from dlobd import metrics
+    from dlobd.spec import metrics
 
     rng = random.Random(seed)
     for _ in range(times):

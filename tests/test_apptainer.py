@@ -1,4 +1,4 @@
-"""dlobd/apptainer.py without Apptainer: where it is found, the options runs need here, the image
+"""dlobd/execution/apptainer.py without Apptainer: where it is found, the options runs need here, the image
 cache's content hash, the labels, the user-namespace build command, the rootfs's device nodes."""
 
 import hashlib
@@ -16,7 +16,8 @@ import psutil
 import pytest
 import yaml
 
-from dlobd import ROOT, SETTINGS_DEFAULTS, apptainer, playbook_settings
+from dlobd import ROOT, SETTINGS_DEFAULTS, playbook_settings
+from dlobd.execution import apptainer
 
 
 def fake_install(tmp_path: Path) -> Path:
@@ -99,9 +100,9 @@ def test_run_prefix_puts_options_binds_and_image_in_order(tmp_path):
 
 
 def test_run_prefix_command_runs_standalone_with_the_host_python(tmp_path):
-    """The apptainer role runs dlobd/apptainer.py with the host's python3, outside any venv."""
+    """The apptainer role runs dlobd/execution/apptainer.py with the host's python3, outside any venv."""
     binary = fake_install(tmp_path)
-    out = subprocess.run([sys.executable, "-I", str(ROOT / "dlobd/apptainer.py"), "run-prefix", "/i.sif",
+    out = subprocess.run([sys.executable, "-I", str(ROOT / "dlobd/execution/apptainer.py"), "run-prefix", "/i.sif",
                           "--bind", "/a"], capture_output=True, text=True, env={"APPTAINER": str(binary)},
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -189,9 +190,9 @@ def test_inputs_are_the_checkout_sources_of_the_files_section(tmp_path):
     definition.write_text("Bootstrap: localimage\nFrom: {{ ROOTFS }}\n\n%files\n"
                           "    {{ SRC }}/playbooks /opt/dlobd-src/playbooks\n"
                           "    {{ CA_CERTIFICATES }} /usr/local/share/ca-certificates/site\n"
-                          "    {{ SRC }}/dlobd/fabric.py /opt/dlobd-src/dlobd/fabric.py\n\n"
+                          "    {{ SRC }}/dlobd/cluster/fabric.py /opt/dlobd-src/dlobd/cluster/fabric.py\n\n"
                           "%post\n    cp {{ SRC }}/not-a-file-line /x\n")
-    assert apptainer.definition_inputs(definition) == ["playbooks", "dlobd/fabric.py"]
+    assert apptainer.definition_inputs(definition) == ["playbooks", "dlobd/cluster/fabric.py"]
 
 
 def test_modern_image_is_keyed_by_its_roles_and_benchmarks():

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import networks, plan, runs, spec
+from dlobd import spec
 from dlobd.stacks import bigdl
 from datafiles import write_idx
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ("dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b")
@@ -28,11 +31,11 @@ def jars(tmp_path):
     return env
 
 
-def context(tmp_path, spec_id, point, scale="local", **fixed) -> runs.RunContext:
+def context(tmp_path, spec_id, point, scale="local", **fixed) -> runner.RunContext:
     data = spec.load_all(ROOT)[spec_id].data
     attempt = tmp_path / "attempt-001"
     attempt.mkdir(exist_ok=True)
-    return runs.RunContext(spec=data, scale=scale, cluster="local", point=dict(point),
+    return runner.RunContext(spec=data, scale=scale, cluster="local", point=dict(point),
                            attempt_dir=attempt, runs_dir=tmp_path,
                            fixed={**data["scales"][scale].get("fixed", {}), **fixed})
 
@@ -108,7 +111,7 @@ def test_missing_jar_is_named(tmp_path, jars):
 def test_other_models_are_not_runnable(tmp_path, jars):
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 1})
     ctx.spec = {**ctx.spec, "model": "resnet50"}
-    with pytest.raises(runs.NotRunnable, match="model resnet50: no BigDL training main"):
+    with pytest.raises(NotRunnable, match="model resnet50: no BigDL training main"):
         bigdl.command(ctx, "spark-submit", tmp_path, jars)
 
 
@@ -123,10 +126,10 @@ def test_loopback_is_vanilla_spark(tmp_path):
 @pytest.mark.parametrize("spec_id, point", local_points(rdma=True))
 def test_rdma_without_hca_or_rdma_spark_is_not_runnable(tmp_path, monkeypatch, spec_id, point):
     monkeypatch.delenv("RDMA_SPARK_HOME", raising=False)
-    if not plan.missing(["infiniband"]):
+    if not capabilities.missing(["infiniband"]):
         pytest.skip("this machine has an InfiniBand HCA")
     ctx = context(tmp_path, spec_id, point)
-    with pytest.raises(runs.NotRunnable) as err:
+    with pytest.raises(NotRunnable) as err:
         bigdl.spark_install(ctx, dict(ENV))
     reason = str(err.value)
     assert reason.startswith("network rdma: ")
@@ -140,13 +143,13 @@ def test_rdma_switches_to_rdma_spark_and_its_conf(tmp_path, monkeypatch):
     (home / "bin").mkdir(parents=True)
     (home / "bin" / "spark-submit").write_text("")
     monkeypatch.setenv("RDMA_SPARK_HOME", str(home))
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
     ctx = context(tmp_path, "dlobd-fig7a", {"network": "rdma"}, scale="paper")
     submit, env, flavour = bigdl.spark_install(ctx, dict(ENV))
     assert submit == str(home / "bin" / "spark-submit")
     assert (env["SPARK_HOME"], env["SPARK_CONF_DIR"], flavour) == (str(home), str(home / "conf"), "rdma-spark")
     (home / "bin" / "spark-submit").unlink()
-    with pytest.raises(runs.NotRunnable, match="no bin/spark-submit of OSU RDMA-Spark"):
+    with pytest.raises(NotRunnable, match="no bin/spark-submit of OSU RDMA-Spark"):
         bigdl.spark_install(ctx, dict(ENV))
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import runs, stacks
+from dlobd import stacks
 from dlobd.stacks import caffeonspark
 import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
+from dlobd import NotRunnable
 
 LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeonspark"
 SPECS = ("dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig6a", "dlobd-fig6b", "dlobd-fig8a", "dlobd-fig8b")
@@ -127,7 +128,7 @@ def test_every_net_renders_with_both_data_layers(tmp_path, cluster, model):
 def test_rdma_needs_a_gpu_solver(tmp_path, cluster):
     ctx = context(tmp_path, "dlobd-fig8b", {"device": "cpu-openblas"})
     ctx.fixed["network"] = "rdma"
-    with pytest.raises(runs.NotRunnable, match="RDMA connection works for GPU solvers only"):
+    with pytest.raises(NotRunnable, match="RDMA connection works for GPU solvers only"):
         caffeonspark.launch(ctx)
 
 
@@ -135,21 +136,21 @@ def test_rdma_without_an_hca_is_not_runnable(tmp_path, monkeypatch):
     install(monkeypatch, SETTINGS, infiniband="no InfiniBand HCA (/sys/class/infiniband is empty or absent)",
             rdma="no InfiniBand HCA")
     ctx = context(tmp_path, "dlobd-fig5a", {"model": "lenet", "device": "gpu", "network": "rdma", "nodes": 2})
-    with pytest.raises(runs.NotRunnable, match="network rdma: needs infiniband: no InfiniBand HCA"):
+    with pytest.raises(NotRunnable, match="network rdma: needs infiniband: no InfiniBand HCA"):
         caffeonspark.launch(ctx)
 
 
 def test_missing_build_names_its_variable(tmp_path, monkeypatch):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != "CAFFEONSPARK_HOME_CPU_MKL"})
     ctx = context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1})
-    with pytest.raises(runs.NotRunnable, match="set CAFFEONSPARK_HOME_CPU_MKL"):
+    with pytest.raises(NotRunnable, match="set CAFFEONSPARK_HOME_CPU_MKL"):
         caffeonspark.launch(ctx)
 
 
 def test_gpu_points_need_gpus(tmp_path, monkeypatch):
     install(monkeypatch, SETTINGS, gpu="no GPU (/dev/nvidia* absent)")
     ctx = context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 1})
-    with pytest.raises(runs.NotRunnable, match="needs gpu: no GPU"):
+    with pytest.raises(NotRunnable, match="needs gpu: no GPU"):
         caffeonspark.launch(ctx)
     cpu = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
     assert cpu.status == "dry run"
@@ -157,7 +158,7 @@ def test_gpu_points_need_gpus(tmp_path, monkeypatch):
 
 def test_a_nodemanager_too_small_for_one_executor_is_not_runnable(tmp_path, monkeypatch):
     install(monkeypatch, {**SETTINGS, "DLOBD_YARN_MEMORY_MB": "12288"})
-    with pytest.raises(runs.NotRunnable, match=r"^1 executor\(s\) per NodeManager of at least 14336 MiB each: "
+    with pytest.raises(NotRunnable, match=r"^1 executor\(s\) per NodeManager of at least 14336 MiB each: "
                                                r"YARN offers 12288 MiB on its smallest NodeManager"):
         caffeonspark.launch(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"}))
 
@@ -171,10 +172,10 @@ def test_a_dry_run_of_an_unprovisioned_cluster_says_the_overhead_is_sized_at_lau
 
 def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):
     install(monkeypatch, SETTINGS, workers=WORKERS[:8])
-    with pytest.raises(runs.NotRunnable, match="16 nodes: the cluster has 8 worker"):
+    with pytest.raises(NotRunnable, match="16 nodes: the cluster has 8 worker"):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 16}))
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:15])})
-    with pytest.raises(runs.NotRunnable, match=rf"worker\(s\) {WORKERS[15]} have no GPU"):
+    with pytest.raises(NotRunnable, match=rf"worker\(s\) {WORKERS[15]} have no GPU"):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2}))
 
 

@@ -16,7 +16,8 @@ import sys
 import pytest
 import yaml
 
-from dlobd import ROOT, calibrate, fabric, provenance, spec
+from dlobd import ROOT, spec
+from dlobd.cluster import calibrate, fabric, provenance
 from rundirs import LOGS
 
 DATA = LOGS / "calibrate"
@@ -154,7 +155,7 @@ def test_an_infiniband_cluster_gets_ipoib_and_perftest_or_osu(tmp_path):
 def test_a_probe_retries_until_its_server_listens_then_stops_it(tmp_path):
     """A server that listens only after a pause and a client that fails until then: real processes
     on loopback, standing in for sockperf's pair."""
-    from dlobd.stacks import free_ports
+    from dlobd.cluster.remote import free_ports
 
     [port] = free_ports(1)
     server = [sys.executable, "-c", (

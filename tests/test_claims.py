@@ -1,4 +1,4 @@
-"""The claim language (dlobd/claims.py, docs/claim-language.md): parsing, errors, verdicts.
+"""The claim language (dlobd/results/claims.py, docs/claim-language.md): parsing, errors, verdicts.
 
 The result tables below are constructed test inputs for the evaluator, built in each test
 with round numbers chosen to exercise one rule; they are not measurements.
@@ -12,8 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlobd import claims
-from dlobd.claims import ClaimSyntaxError, Var, evaluate_claim, parse_check
+from dlobd.results import claims
+from dlobd.results.verdicts import verdicts_frame
+from dlobd.results.claims import evaluate_claim
+from dlobd.spec import claimlang
+from dlobd.spec.claimlang import ClaimSyntaxError, Var, parse_check
 
 # Checks of the papers' claim catalog (claims.yaml), translated into the claim language.
 CATALOG_CHECKS = {
@@ -93,7 +96,7 @@ CATALOG_CHECKS = {
 @pytest.mark.parametrize("claim_id", sorted(CATALOG_CHECKS))
 def test_catalog_checks_parse_and_show_round_trip(claim_id):
     check = parse_check(CATALOG_CHECKS[claim_id])
-    shown = claims.show(check.tree, {})
+    shown = claimlang.show(check.tree, {})
     assert parse_check(shown).tree == check.tree
 
 
@@ -102,21 +105,21 @@ def test_catalog_checks_cover_every_construct():
 
     def visit(node):
         kinds.add(type(node).__name__)
-        if isinstance(node, claims.Call):
+        if isinstance(node, claimlang.Call):
             kinds.add(node.name)
-        if isinstance(node, claims.Quant):
+        if isinstance(node, claimlang.Quant):
             kinds.add(node.kind)
             kinds.add(type(node.domain).__name__)
-        if isinstance(node, claims.Ref) and node.experiment:
+        if isinstance(node, claimlang.Ref) and node.experiment:
             kinds.add("other-experiment")
-        for child in claims._children(node):
+        for child in claimlang._children(node):
             visit(child)
 
     for text in CATALOG_CHECKS.values():
         visit(parse_check(text).tree)
     wanted = {"Num", "Word", "Ref", "Exists", "Neg", "Not", "Arith", "Logic", "Compare", "TimeTo",
               "Slope", "Quant", "SetOf", "RangeOf", "AxisOf", "other-experiment", "consecutive",
-              "all", "any", "count", "max", "argmin", *claims.FUNCTIONS} - {"time_to", "slope"}
+              "all", "any", "count", "max", "argmin", *claimlang.FUNCTIONS} - {"time_to", "slope"}
     assert wanted <= kinds, wanted - kinds
 
 
@@ -125,13 +128,13 @@ def test_words_numbers_and_operators_lex_as_documented():
     (left, _), ops = tree.operands, tree.ops
     assert ops == ("==",)
     ref = left.left.left
-    assert dict(ref.selectors)["network"] == claims.Word("10GigE")
+    assert dict(ref.selectors)["network"] == claimlang.Word("10GigE")
     assert dict(ref.selectors)["p"].value == pytest.approx(1e-3)
-    assert dict(ref.selectors)["q"] == claims.Word("a b", quoted=True)
-    assert left.left.right == claims.Num(1.0, "1")       # '1-y' is 1 minus y, not a word
-    assert dict(left.right.selectors)["z"] == claims.Word("grpc+rdma")
+    assert dict(ref.selectors)["q"] == claimlang.Word("a b", quoted=True)
+    assert left.left.right == claimlang.Num(1.0, "1")       # '1-y' is 1 minus y, not a word
+    assert dict(left.right.selectors)["z"] == claimlang.Word("grpc+rdma")
     domain = parse_check("all(x in {10GigE, 40GigE, 'eth-1g'}: x != 1)").tree.domain
-    assert domain == claims.SetOf((claims.Word("10GigE"), claims.Word("40GigE"), claims.Word("eth-1g", True)))
+    assert domain == claimlang.SetOf((claimlang.Word("10GigE"), claimlang.Word("40GigE"), claimlang.Word("eth-1g", True)))
 
 
 def test_selections_report_axes_values_and_bound_variables():
@@ -603,7 +606,7 @@ def test_verdicts_frame_and_json():
              "check_alt": "approx(speedup_gain(y[device=cpu-openblas, nodes=1], y[device=cpu-mkl, nodes=1]), 0.63, atol=0.01)"}
     not_run = {"id": "dlobd-c07", "kind": "quantitative", "text": "t", "check": "y[device=gpu, nodes=4] > 0"}
     verdicts = claims.evaluate_spec({**SPEC, "claims": [claim, not_run]}, FIG4, "local")
-    frame = claims.verdicts_frame(verdicts)
+    frame = verdicts_frame(verdicts)
     assert list(frame["verdict"]) == ["differs", "not run"]
     assert list(frame["alt_verdict"])[0] == "differs"
     assert frame.loc[0, "paper_values"] == "0.63"
@@ -619,7 +622,7 @@ def test_a_verdict_on_a_mapped_point_names_the_substitution():
     spec["scales"] = {"local": {**SPEC["scales"]["local"], "axis_map": {"device": {"gpu": "cpu-openblas"}}}}
     [v] = claims.evaluate_spec(spec, FIG4, "local")
     assert v.verdict == "differs" and v.substituted == ["device=gpu (here: cpu-openblas)"]
-    assert claims.verdicts_frame([v]).loc[0, "substituted"] == "device=gpu (here: cpu-openblas)"
+    assert verdicts_frame([v]).loc[0, "substituted"] == "device=gpu (here: cpu-openblas)"
 
 
 def test_cli_prints_and_writes_verdicts(tmp_path, capsys):
@@ -644,8 +647,8 @@ def test_cli_prints_and_writes_verdicts(tmp_path, capsys):
                  "--experiments", "no-such"]) == 2
 
 
-def test_claims_module_never_uses_eval_or_exec():
-    source = Path(claims.__file__).read_text()
+def test_claim_modules_never_use_eval_or_exec():
+    source = "".join(Path(m.__file__).read_text() for m in (claims, claimlang))
     names = {n.func.id for n in ast.walk(ast.parse(source))
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert not names & {"eval", "exec", "compile", "__import__"}

@@ -1,6 +1,7 @@
 """dlobd compare-paths: the same points through two execution paths, statuses side by side."""
 
-from dlobd import cli, runs
+from dlobd import cli
+from dlobd.execution import runs
 
 
 def record(runs_dir, cluster, experiment, point, status, path, reason=None):

@@ -1,7 +1,6 @@
 """README.md is a short guide, and every repository path the docs cite exists."""
 
 import re
-from pathlib import Path
 
 from dlobd import ROOT
 

@@ -17,11 +17,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, dryrun, hadoop, inventory, plan, provenance, runs
+from dlobd import ROOT
+from dlobd.cluster import capabilities, hadoop, inventory, provenance
+from dlobd.execution import dryrun, runs
 from dlobd import spec as dspec
 from dlobd.stacks import bigdl, caffeonspark, grpcbench, hr_reduce, tensorflow, tensorflowonspark
 from datafiles import write_idx
 from inventories import EXAMPLE, write_other
+from dlobd.stacks import runner
 
 WORKERS = "127.0.0.2 127.0.0.3"
 
@@ -59,7 +62,7 @@ def prefix(tmp_path, monkeypatch):
     (pre / "etc" / "dlobd-env.sh").write_text("".join(f"export {k}={v}\n" for k, v in env.items()))
     monkeypatch.setenv("DLOBD_PREFIX", str(pre))
     # every capability present: what is judged here is the launchers, not this machine
-    monkeypatch.setattr(plan, "missing", lambda needs: [])
+    monkeypatch.setattr(capabilities, "missing", lambda needs: [])
     provenance.provisioned_env.cache_clear()
     yield pre
     provenance.provisioned_env.cache_clear()
@@ -77,7 +80,7 @@ def context(tmp_path, experiment, point, dry_run, scale="local"):
     attempt = runs.next_attempt(tmp_path / "runs", "local", scale, experiment, point)
     if not dry_run:
         attempt.mkdir(parents=True)
-    return runs.RunContext(spec=data, scale=scale, cluster="local", point=point, attempt_dir=attempt,
+    return runner.RunContext(spec=data, scale=scale, cluster="local", point=point, attempt_dir=attempt,
                            runs_dir=tmp_path / "runs", fixed=dict(data["scales"][scale]["fixed"]),
                            time_limit_s=data["scales"][scale].get("time_limit_s"), dry_run=dry_run)
 
@@ -122,8 +125,8 @@ def dry_and_real(tmp_path, monkeypatch, module, experiment, point, scale="local"
     monkeypatch.setattr(subprocess, "Popen", Recorded)
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
         argv, 0, "strace -- version 6.1\n", ""))  # version probes
-    monkeypatch.setattr(runs, "start_samplers", lambda ctx, pid: [])
-    monkeypatch.setattr(runs, "stop_samplers", lambda samplers: None)
+    monkeypatch.setattr(runner, "start_samplers", lambda ctx, pid: [])
+    monkeypatch.setattr(runner, "stop_samplers", lambda samplers: None)
     monkeypatch.setattr(hadoop, "save_applications", lambda tag, attempt_dir: [])
     real = module.launch(context(tmp_path, experiment, point, False, scale))
     assert real.status == "ok", real.reason
@@ -218,9 +221,9 @@ def test_runs_launch_dry_run_gives_the_reason_of_a_point_it_cannot_run(tmp_path,
 
 
 def test_run_command_in_a_dry_run_opens_nothing(tmp_path):
-    ctx = runs.RunContext(spec={}, scale="local", cluster="local", point={}, attempt_dir=tmp_path / "nowhere",
+    ctx = runner.RunContext(spec={}, scale="local", cluster="local", point={}, attempt_dir=tmp_path / "nowhere",
                           runs_dir=tmp_path, dry_run=True)
-    result = runs.run_command(ctx, ("echo", "hi"), cwd="/x")
+    result = runner.run_command(ctx, ("echo", "hi"), cwd="/x")
     assert (result.command, result.status, result.cwd) == (["echo", "hi"], "dry run", "/x")
     assert os.listdir(tmp_path) == []
 

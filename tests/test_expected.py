@@ -1,4 +1,4 @@
-"""The expected (model) speedup of the papers' network comparisons (dlobd/expected.py), on the
+"""The expected (model) speedup of the papers' network comparisons (dlobd/results/expected.py), on the
 real specs and two calibration records: the one `make calibrate` wrote on this machine
 (tests/data/logs/calibrate/calibration.json: TCP over loopback, no RDMA), and that record with
 RDMA results as calibrate.run_probe records them, parsed from perftest output in its source's
@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from dlobd import ROOT, calibrate, expected
+from dlobd import ROOT
+from dlobd.cluster import calibrate
+from dlobd.results import expected
 from dlobd import spec as dspec
 from rundirs import LOGS
 from test_calibrate import IB_SEND_LAT, IB_WRITE_BW

@@ -1,4 +1,4 @@
-"""The fabric detector (dlobd/fabric.py) on fake sysfs trees and on command outputs.
+"""The fabric detector (dlobd/cluster/fabric.py) on fake sysfs trees and on command outputs.
 
 No InfiniBand HCA or GPU is on the machines these tests run on, so the trees are built in
 tmp_path in the layout the kernel gives /sys/class/infiniband and /sys/class/net (ports/<n>/
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import fabric
+from dlobd.cluster import fabric
 
 IB_GID = "fe80:0000:0000:0000:248a:0703:0049:d4f0"
 # an IPoIB hardware address: 4 bytes of flags and QPN, then the 16-byte port GID

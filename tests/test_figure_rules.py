@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 from matplotlib.container import Container
 
-from dlobd import figures, results, spec, substitutions
+from dlobd import spec
+from dlobd.results import figures, tidy as results
+from dlobd.spec import substitutions
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "data" / "reference"

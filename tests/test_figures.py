@@ -1,12 +1,14 @@
-"""Figures from tidy results (dlobd/figures.py): what is drawn is what the results say."""
+"""Figures from tidy results (dlobd/results/figures.py): what is drawn is what the results say."""
 
 import copy
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from dlobd import figures, metrics, results, runs, stacks
+from dlobd import stacks
+from dlobd.execution import runs
+from dlobd.results import figures, tidy as results
+from dlobd.spec import metrics
 from rundirs import make_run, real_logs
 
 SPEC = {

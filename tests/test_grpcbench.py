@@ -1,6 +1,6 @@
 """TF-gRPC-Bench (workloads/tf-grpc-bench): payload generation, option errors, short real
 runs of every benchmark and of the TCP baseline on loopback, the grpcbench parser on their
-output, and the launcher through dlobd.runs. The suite is built (cmake) on first use into
+output, and the launcher through dlobd.execution.runs. The suite is built (cmake) on first use into
 the same directory the launcher uses."""
 
 import collections
@@ -17,8 +17,12 @@ import psutil
 import pytest
 import yaml
 
-from dlobd import runs, stacks
-from dlobd.stacks import grpcbench, ssh_argv
+from dlobd import stacks
+from dlobd.execution import runs
+from dlobd.stacks import grpcbench
+from dlobd.cluster.remote import ssh_argv
+from dlobd.cluster import capabilities
+from dlobd import NotRunnable
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT = ["--port", "0", "--warmup", "0.2", "--duration", "0.5"]
@@ -353,7 +357,7 @@ def test_placement_keeps_parameter_servers_and_workers_on_different_hosts():
     assert grpcbench.placement(1, ["a", "b"]) == (["a"], "b")
     assert grpcbench.placement(2, ["a", "b", "c"]) == (["a", "b"], "c")
     assert grpcbench.placement(3, ["a", "b", "c"]) == (["a", "b", "a"], "c")
-    with pytest.raises(runs.NotRunnable, match="needs two worker hosts; the cluster has a$"):
+    with pytest.raises(NotRunnable, match="needs two worker hosts; the cluster has a$"):
         grpcbench.placement(1, ["a"])
 
 
@@ -361,7 +365,7 @@ def test_placement_keeps_parameter_servers_and_workers_on_different_hosts():
 def two_host_cluster(monkeypatch, tmp_path):
     """A cluster of two workers linked by eth-10g-emulated whose hosts are 127.0.0.2 and
     127.0.0.3 of this machine: the launcher's ssh commands run here through bash."""
-    from dlobd import plan, provenance
+    from dlobd.cluster import provenance
 
     env = {"DLOBD_WORKERS": "127.0.0.2 127.0.0.3", "DLOBD_EMULATED_NETWORK": "eth-10g-emulated",
            "DLOBD_EMULATED_LINK": "emulated Ethernet eth-10g (veth + tbf 10000mbit)"}
@@ -374,9 +378,9 @@ def two_host_cluster(monkeypatch, tmp_path):
         return ["bash", "-c", ssh_argv(host, cwd, env, argv)[-1]]
 
     monkeypatch.setattr(grpcbench, "ssh_argv", ssh_here)
-    plan.local_capabilities.cache_clear()
+    capabilities.local_capabilities.cache_clear()
     yield hosts
-    plan.local_capabilities.cache_clear()
+    capabilities.local_capabilities.cache_clear()
 
 
 def test_a_point_across_hosts_runs_servers_on_one_host_and_workers_on_another(

@@ -2,7 +2,9 @@
 
 import yaml
 
-from dlobd import ROOT, fabric, guide, inventory
+from dlobd import ROOT
+from dlobd.cluster import fabric, inventory
+from dlobd.results import guide
 
 
 def test_the_new_cluster_guide_is_current():

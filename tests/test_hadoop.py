@@ -1,11 +1,13 @@
-"""dlobd/hadoop.py without a cluster: tags, Spark settings, configuration and errors."""
+"""dlobd/cluster/hadoop.py without a cluster: tags, Spark settings, configuration and errors."""
 
 import socket
 from pathlib import Path
 
 import pytest
 
-from dlobd import hadoop, provenance, runs
+from dlobd.cluster import hadoop, provenance
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 
 @pytest.fixture
@@ -26,9 +28,9 @@ def env(tmp_path, monkeypatch):
     provenance.provisioned_env.cache_clear()
 
 
-def ctx(attempt: Path) -> runs.RunContext:
+def ctx(attempt: Path) -> runner.RunContext:
     attempt.mkdir(parents=True)
-    return runs.RunContext(spec={}, scale="local", cluster="local", point={},
+    return runner.RunContext(spec={}, scale="local", cluster="local", point={},
                            attempt_dir=attempt, runs_dir=attempt.parent)
 
 
@@ -129,7 +131,7 @@ def test_executor_containers_pin_at_most_per_node_executors_to_a_nodemanager(env
     monkeypatch.setenv("DLOBD_YARN_MEMORY_MB", str(memory))
     try:
         share = hadoop.executor_container_mb(per_node, 1536, dry_run=True)
-    except runs.NotRunnable as e:
+    except NotRunnable as e:
         # too small for per_node shares of 1536 MiB beside the AM: the smallest sizes only
         assert memory < 24576 or (memory, per_node) == (24576, 4) and step == 1024
         assert str(e).startswith(f"{per_node} executor(s) per NodeManager of at least 1536 MiB each: "

@@ -22,9 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlobd import ROOT, networks, plan, provenance, runs, spec, stacks
+from dlobd import ROOT, spec, stacks
+from dlobd.cluster import provenance
 from dlobd.stacks import hibench_spark as hb
 import reallogs
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs" / "hibench_spark"
 REAL = sorted(LOGS.glob("*/report/hibench.report"))
@@ -146,11 +150,11 @@ def hibench(cluster, monkeypatch):
     return home
 
 
-def context(tmp_path, spec_id, point, scale="local", dry_run=True) -> runs.RunContext:
+def context(tmp_path, spec_id, point, scale="local", dry_run=True) -> runner.RunContext:
     data = spec.load_all(ROOT)[spec_id].data
     attempt = tmp_path / "runs" / spec.point_id(point) / "attempt-001"
     attempt.mkdir(parents=True)
-    return runs.RunContext(spec=data, scale=scale, cluster="test", point=dict(point), attempt_dir=attempt,
+    return runner.RunContext(spec=data, scale=scale, cluster="test", point=dict(point), attempt_dir=attempt,
                            runs_dir=tmp_path / "runs", fixed=dict(data["scales"][scale].get("fixed", {})),
                            dry_run=dry_run)
 
@@ -217,7 +221,7 @@ def test_paper_points_run_hibench_with_the_networks_spark(hibench, monkeypatch, 
     taken as given here)."""
     rdma_spark = hibench.parent / "rdma-spark"
     monkeypatch.setenv("RDMA_SPARK_HOME", str(rdma_spark))
-    monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, net: [])
     ctx = context(hibench.parent, spec_id, {**point, "network": network}, scale="paper")
     result = hb.launch(ctx)
     conf_dir = ctx.attempt_dir.resolve() / "hibench-conf"
@@ -242,7 +246,7 @@ def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibenc
     """HiBench reads its conf folder's *.conf in sorted name order, a later value winning
     (load_config.py parse_conf): the run's file must sort last. Its --properties-file replaces
     spark-defaults.conf, so the Spark's defaults are in it, without the secret."""
-    monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, net: [])
     spark_conf = hibench.parent / "spark-conf"
     spark_conf.mkdir()
     (spark_conf / "spark-defaults.conf").write_text(
@@ -251,7 +255,7 @@ def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibenc
         "spark.yarn.jars local:/opt/spark/jars/*\n")
     monkeypatch.setenv("SPARK_CONF_DIR", str(spark_conf))
     ctx = context(hibench.parent, SPECS[0], {"network": "ipoib", "datasize": "huge"}, scale="paper", dry_run=False)
-    monkeypatch.setattr(runs, "run_command", lambda ctx, argv, **kw: runs.LaunchResult(argv, "ok"))
+    monkeypatch.setattr(runner, "run_command", lambda ctx, argv, **kw: runner.LaunchResult(argv, "ok"))
     hb.launch(ctx)
     conf_dir = ctx.attempt_dir / "hibench-conf"
     merged = {}
@@ -267,9 +271,9 @@ def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibenc
 
 
 def test_hibench_profiles_without_hibench_are_not_runnable(cluster, monkeypatch):
-    monkeypatch.setattr(networks, "missing", lambda stack, net: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, net: [])
     ctx = context(cluster, SPECS[1], {"network": "ipoib", "datasize": "bigdata"}, scale="paper")
-    with pytest.raises(runs.NotRunnable, match=r"HiBench's bigdata profile \(50,000,000 pages\) needs HiBench's "
+    with pytest.raises(NotRunnable, match=r"HiBench's bigdata profile \(50,000,000 pages\) needs HiBench's "
                                                r"own generator: HIBENCH_HOME is unset"):
         hb.launch(ctx)
 
@@ -277,17 +281,17 @@ def test_hibench_profiles_without_hibench_are_not_runnable(cluster, monkeypatch)
 def test_hibench_home_without_hibench_is_named(cluster, monkeypatch):
     monkeypatch.setenv("HIBENCH_HOME", str(cluster))
     ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
-    with pytest.raises(runs.NotRunnable, match=r"HIBENCH_HOME=.*: no bin/workloads/websearch/pagerank/spark/run.sh"):
+    with pytest.raises(NotRunnable, match=r"HIBENCH_HOME=.*: no bin/workloads/websearch/pagerank/spark/run.sh"):
         hb.launch(ctx)
 
 
 @pytest.mark.parametrize("spec_id, point", points("local", "rdma"))
 def test_rdma_here_is_not_runnable_naming_the_hca_and_rdma_spark(cluster, spec_id, point):
-    if not plan.missing(["infiniband"]):
+    if not capabilities.missing(["infiniband"]):
         pytest.skip("this machine has an InfiniBand HCA")
     scale = spec.load_all(ROOT)[spec_id].scale("local")
-    assert any("rdma-spark" in m for m in plan.point_missing(scale, point))  # caught before any launch
-    with pytest.raises(runs.NotRunnable) as err:
+    assert any("rdma-spark" in m for m in capabilities.point_missing(scale, point))  # caught before any launch
+    with pytest.raises(NotRunnable) as err:
         hb.launch(context(cluster, spec_id, point))
     assert str(err.value).startswith("network rdma: ")
     assert "no InfiniBand HCA" in str(err.value) and "RDMA_SPARK_HOME" in str(err.value)

@@ -12,8 +12,9 @@ import subprocess
 
 import pytest
 
-from dlobd import runs
+from dlobd.execution import runs
 from dlobd.stacks import hr_reduce, parse_run
+from dlobd import NotRunnable
 
 pytestmark = pytest.mark.skipif(not (shutil.which("mpicc.openmpi") and shutil.which("cmake")),
                                 reason="needs Debian's libopenmpi-dev and cmake")
@@ -258,10 +259,10 @@ def test_mpirun_uses_the_hostfile_instead_of_oversubscribing(tmp_path):
 def test_mvapich2_comes_from_the_install_the_user_names(tmp_path, monkeypatch):
     monkeypatch.setattr(hr_reduce.provenance, "prefix_env", lambda: {})
     monkeypatch.delenv("MVAPICH2_GDR_HOME", raising=False)
-    with pytest.raises(runs.NotRunnable, match="registered download: set MVAPICH2_GDR_HOME"):
+    with pytest.raises(NotRunnable, match="registered download: set MVAPICH2_GDR_HOME"):
         hr_reduce.mpi_tool("mvapich2-gdr", "mpicc")
     monkeypatch.setenv("MVAPICH2_GDR_HOME", str(tmp_path))
-    with pytest.raises(runs.NotRunnable, match=f"no {tmp_path}/bin/mpirun"):
+    with pytest.raises(NotRunnable, match=f"no {tmp_path}/bin/mpirun"):
         hr_reduce.mpirun_prefix("mvapich2-gdr", 160)
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "mpirun").write_text("")

@@ -1,4 +1,4 @@
-"""Plans and dry runs for the cluster of an Ansible inventory (dlobd.inventory): the example IB
+"""Plans and dry runs for the cluster of an Ansible inventory (dlobd.cluster.inventory): the example IB
 inventory, and another shaped like it but laid out differently (other host names, interfaces,
 group sizes and GPU hosts; its settings in group_vars and host_vars files). Ansible itself reads
 both; nothing is sent to their addresses."""
@@ -11,10 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, dryrun, inventory, networks, plan, provenance
+from dlobd import ROOT
+from dlobd.cluster import inventory, provenance
+from dlobd.execution import dryrun, plan
+from dlobd.spec import networks
 from dlobd import spec as dspec
 from dlobd.stacks import scaffe
 from inventories import EXAMPLE, write_other
+from dlobd.cluster import capabilities
 
 LOOPBACK = re.compile(r"\b127\.\d+\.\d+\.\d+\b|\blocalhost\b")
 SPECS = dspec.load_all(ROOT)
@@ -193,7 +197,7 @@ def test_the_rdma_spark_and_hibench_roles_settings_reach_the_plan(tmp_path, chan
     cluster = inventory.load(write_other(tmp_path, **changes))
     assert {k: v for k, v in cluster.settings.items() if k.startswith(("RDMA_SPARK_", "HIBENCH_HOME"))} == expected
     with provenance.inventory_in_use(cluster):
-        caps = plan.capabilities()
+        caps = capabilities.capabilities()
     for setting, capability in (("RDMA_SPARK_HOME", "rdma-spark"), ("HIBENCH_HOME", "hibench")):
         assert caps[capability][0] == (setting in expected), caps[capability]
 
@@ -239,7 +243,7 @@ def test_scaffe_points_run_where_the_inventory_gives_their_installs_and_lustre(t
 
 def test_capabilities_are_the_declared_ones(example, other):
     with provenance.inventory_in_use(example):
-        caps = plan.capabilities()
+        caps = capabilities.capabilities()
     assert caps["infiniband"][0] and caps["gpu"][0] and caps["paper-profile"][0]
     assert "4 GPU(s) (K80) on node03, node04" in caps["gpu"][1]
     assert not caps["eth-10g-emulated"][0]
@@ -247,7 +251,7 @@ def test_capabilities_are_the_declared_ones(example, other):
     assert caps["caffeonspark"] == (True, "installed by the caffeonspark role (dlobd_paper_stacks); not checked from here")
     assert caps["cntk"][0]
     with provenance.inventory_in_use(other):
-        caps = plan.capabilities()
+        caps = capabilities.capabilities()
     assert not caps["rdma-spark"][0] and "RDMA_SPARK_HOME is not in" in caps["rdma-spark"][1]
     assert not caps["caffeonspark"][0] and "dlobd_paper_stacks" in caps["caffeonspark"][1]
     assert "24 GPU(s) (V100)" in caps["gpu"][1]
@@ -257,7 +261,7 @@ def test_a_host_without_hca_makes_rdma_missing(tmp_path):
     path = write_other(tmp_path)
     (tmp_path / "host_vars" / "ibm-a4.yml").write_text(yaml.safe_dump({"dlobd_hardware": {"gpus": 0}}))
     with provenance.inventory_in_use(inventory.load(path)):
-        caps = plan.capabilities()
+        caps = capabilities.capabilities()
     assert caps["rdma"] == (False, "worker(s) ibm-a4 declare no HCA (dlobd_hardware.hca)")
 
 

@@ -13,10 +13,13 @@ import jinja2
 
 import pytest
 
-from dlobd import hadoop, runs, stacks
+from dlobd import stacks
+from dlobd.cluster import hadoop
 from dlobd.stacks import mmlspark
 import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG = Path(__file__).resolve().parent / "data" / "constructed-logs" / "mmlspark" / "cifar10-2-nodes"
 SETTINGS = {
@@ -75,8 +78,8 @@ def test_the_driver_runs_with_mmlspark_python(tmp_path, cluster, monkeypatch):
     install(monkeypatch, {**SETTINGS, "MMLSPARK_JARS_DIR": str(jars)})
     monkeypatch.setattr(hadoop, "stack_env", lambda: {"PATH": "/usr/bin:/bin"})
     started = {}
-    monkeypatch.setattr(runs, "run_command", lambda ctx, argv, env=None, **kw: started.update(env=env)
-                        or runs.LaunchResult(status="ok", command=list(argv)))
+    monkeypatch.setattr(runner, "run_command", lambda ctx, argv, env=None, **kw: started.update(env=env)
+                        or runner.LaunchResult(status="ok", command=list(argv)))
     ctx = context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2})
     ctx.dry_run = False
     ctx.attempt_dir.mkdir()
@@ -101,7 +104,7 @@ def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
 ])
 def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, message):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
-    with pytest.raises(runs.NotRunnable, match=message):
+    with pytest.raises(NotRunnable, match=message):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 2}))
 
 
@@ -109,7 +112,7 @@ def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, messag
 def test_a_python_too_new_for_spark_2_2_is_named(tmp_path, monkeypatch, version):
     install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON": "/usr/bin/python3", "MMLSPARK_PYTHON_VERSION": version})
     too_new = rf"MMLSPARK_PYTHON /usr/bin/python3 is Python {version}: Spark 2\.2's PySpark runs on 3\.6 at the newest"
-    with pytest.raises(runs.NotRunnable, match=too_new + "; set mmlspark_python"):
+    with pytest.raises(NotRunnable, match=too_new + "; set mmlspark_python"):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
 
 
@@ -144,10 +147,10 @@ def test_the_driver_program_runs_on_python_3_6():
 
 def test_rdma_without_an_hca_and_too_few_gpu_hosts(tmp_path, monkeypatch):
     install(monkeypatch, SETTINGS, infiniband="no InfiniBand HCA", rdma="no InfiniBand HCA")
-    with pytest.raises(runs.NotRunnable, match="network rdma: needs infiniband"):
+    with pytest.raises(NotRunnable, match="network rdma: needs infiniband"):
         mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 2}))
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:4])})
-    with pytest.raises(runs.NotRunnable, match=r"8 nodes: the cluster has 4 GPU host\(s\)"):
+    with pytest.raises(NotRunnable, match=r"8 nodes: the cluster has 4 GPU host\(s\)"):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 8}))
 
 

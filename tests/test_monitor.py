@@ -1,4 +1,4 @@
-"""The per-run sampler (dlobd/monitor.py), run for real on this machine's processes."""
+"""The per-run sampler (dlobd/cluster/monitor.py), run for real on this machine's processes."""
 
 import csv
 import io
@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dlobd import monitor
+from dlobd.cluster import monitor
 
 SCRIPT = Path(monitor.__file__)
 BUSY = "import time\nend = time.time() + {s}\nwhile time.time() < end: pass\n"

@@ -2,7 +2,11 @@
 
 import pytest
 
-from dlobd import ROOT, networks, plan, runs, spec
+from dlobd import ROOT, spec
+from dlobd.execution import plan
+from dlobd.spec import networks
+from dlobd.cluster import capabilities
+from dlobd import NotRunnable
 
 SPECS = spec.load_all(ROOT)
 # stacks whose launchers take their transport from config/networks.yaml
@@ -50,7 +54,7 @@ def test_emulated_links_are_marked_emulated():
 def test_an_emulated_tier_is_a_capability_specs_may_name():
     import json
 
-    schema = json.loads((ROOT / "dlobd" / "schemas" / "experiment.schema.json").read_text())
+    schema = json.loads(spec.SCHEMA_PATH.read_text())
     assert set(networks.emulated_values()) <= set(schema["$defs"]["capability"]["enum"])
     for sid, s in sorted(SPECS.items()):
         try:
@@ -71,19 +75,19 @@ def test_unknown_network_names_the_value_and_the_file():
 
 
 def test_missing_gives_reasons_on_a_machine_without_infiniband():
-    if plan.capabilities()["infiniband"][0]:
+    if capabilities.capabilities()["infiniband"][0]:
         pytest.skip("this machine has InfiniBand")
-    reasons = networks.missing("bigdl", "rdma")
+    reasons = capabilities.network_missing("bigdl", "rdma")
     assert any(r.startswith("needs infiniband") for r in reasons)
-    assert networks.missing("bigdl", "loopback") == []
+    assert capabilities.network_missing("bigdl", "loopback") == []
 
 
 
 @pytest.fixture
 def fresh_capabilities():
-    plan.local_capabilities.cache_clear()
+    capabilities.local_capabilities.cache_clear()
     yield
-    plan.local_capabilities.cache_clear()
+    capabilities.local_capabilities.cache_clear()
 
 
 def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh_capabilities):
@@ -91,12 +95,12 @@ def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh
     env = {"DLOBD_WORKERS": "10.77.0.2 10.77.0.3", "DLOBD_EMULATED_NETWORK": "eth-10g-emulated",
            "DLOBD_EMULATED_LINK": "emulated Ethernet eth-10g (veth + tbf 10000mbit)"}
     monkeypatch.setattr(plan.provenance, "prefix_env", lambda: env)
-    assert networks.missing("tensorflow", "eth-10g-emulated") == []
-    assert networks.missing("tensorflow", "eth-1g-emulated") == [
+    assert capabilities.network_missing("tensorflow", "eth-10g-emulated") == []
+    assert capabilities.network_missing("tensorflow", "eth-1g-emulated") == [
         "needs eth-1g-emulated: the hosts are linked by emulated Ethernet eth-10g (veth + tbf 10000mbit)"]
     monkeypatch.setattr(plan.provenance, "prefix_env", lambda: {"DLOBD_WORKERS": "127.0.0.1"})
-    plan.local_capabilities.cache_clear()
-    reasons = networks.missing("bigdl", "eth-10g-emulated")
+    capabilities.local_capabilities.cache_clear()
+    reasons = capabilities.network_missing("bigdl", "eth-10g-emulated")
     assert any("multi-host" in r for r in reasons)
     assert any(r.startswith("needs eth-10g-emulated: no emulated link") for r in reasons)
 
@@ -108,10 +112,10 @@ def test_ethernet_points_reach_the_workers_at_their_ethernet_addresses(monkeypat
     env = {"DLOBD_WORKERS": "10.1.0.2 10.1.0.3", "DLOBD_WORKERS_ETHERNET": "10.1.0.2=10.2.0.2 10.1.0.3=10.2.0.3"}
     monkeypatch.setattr(plan.provenance, "prefix_env", lambda: env)
     workers = ["10.1.0.2", "10.1.0.3"]
-    assert networks.worker_addresses(networks.resolve("tensorflow", "eth-1g"), workers) == ["10.2.0.2", "10.2.0.3"]
+    assert capabilities.worker_addresses(networks.resolve("tensorflow", "eth-1g"), workers) == ["10.2.0.2", "10.2.0.3"]
     for network in ("ipoib", "rdma", "eth-1g-emulated"):
-        assert networks.worker_addresses(networks.resolve("tensorflow", network), workers) == workers
+        assert capabilities.worker_addresses(networks.resolve("tensorflow", network), workers) == workers
     env["DLOBD_WORKERS_ETHERNET"] = "10.1.0.3=10.2.0.3"
-    with pytest.raises(runs.NotRunnable, match=r"^network eth-40g: worker\(s\) 10\.1\.0\.2 have no Ethernet "
+    with pytest.raises(NotRunnable, match=r"^network eth-40g: worker\(s\) 10\.1\.0\.2 have no Ethernet "
                                                r"address: set dlobd_ethernet_address"):
-        networks.worker_addresses(networks.resolve("grpcbench", "eth-40g"), workers)
+        capabilities.worker_addresses(networks.resolve("grpcbench", "eth-40g"), workers)

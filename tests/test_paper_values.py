@@ -5,7 +5,8 @@ recorded number beside this scale's value of the same quantity."""
 import pandas as pd
 import pytest
 
-from dlobd import ROOT, figures, spec
+from dlobd import ROOT, spec
+from dlobd.results import figures
 
 
 def _stated_numbers(claim: dict) -> list[tuple[float, ...]]:
@@ -44,7 +45,7 @@ def test_every_number_a_claim_states_is_a_paper_value(catalog):
 def test_plan_counts_specs_with_paper_values(capsys):
     import argparse
 
-    from dlobd import plan
+    from dlobd.execution import plan
     parser = argparse.ArgumentParser()
     plan.register(parser)  # the command's own options and defaults
     plan.run(parser.parse_args(["--root", str(ROOT), "--scale", "local", "--quiet"]))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import cli, metrics, stacks
+from dlobd import cli, stacks
+from dlobd.spec import metrics
 from dlobd.stacks.caffe import GLOG, GlogClock
 import reallogs
 

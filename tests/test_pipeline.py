@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlobd import runs, spec
+from dlobd import spec
+from dlobd.execution import runs
 from rundirs import make_run, real_logs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""`dlobd plan` (dlobd/plan.py): what it says of an install on this machine, and of the clusters of
+"""`dlobd plan` (dlobd/execution/plan.py): what it says of an install on this machine, and of the clusters of
 Ansible inventories (tests/inventories.py)."""
 
 import re

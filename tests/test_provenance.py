@@ -1,6 +1,6 @@
 """Provenance helpers that read the provisioned environment."""
 
-from dlobd import provenance
+from dlobd.cluster import provenance
 
 
 def test_workers_are_read_from_the_space_separated_env_file_list(monkeypatch):
@@ -45,7 +45,7 @@ def test_run_json_carries_each_hosts_fingerprint_and_the_calibration(tmp_path, m
         return subprocess.CompletedProcess(argv, code, out, "")
 
     monkeypatch.setattr(provenance.subprocess, "run", fake_ssh)
-    got = provenance.collect()
+    got = provenance.collect({"path": "local", "slurm": None, "image": None})
     host = [h["name"] for h in got["hosts"] if h["address"] == "127.0.0.1"][0]
     assert got["fabric"] == {host: {"schema": 1, "host": "vm", "summary": "x"},
                              "10.9.0.2": {"schema": 1, "host": "w2"}, "10.9.0.3": None}

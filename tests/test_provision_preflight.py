@@ -285,7 +285,7 @@ def test_hardware_the_host_lacks_fails_naming_host_field_expected_and_found(resu
 
 
 def test_fabric_role_records_this_host_and_a_rerun_changes_nothing(tmp_path):
-    from dlobd import fabric
+    from dlobd.cluster import fabric
 
     inv = inventory(tmp_path, ONE_NODE)
     rc, out = run_playbook(tmp_path, inv, "fabric.yml")

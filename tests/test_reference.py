@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlobd import report, runs, spec
+from dlobd import spec
+from dlobd.execution import runs
+from dlobd.results import report
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "data" / "reference"
@@ -106,7 +108,7 @@ def test_report_names_scale_cluster_and_data_and_the_raw_logs_stay_untouched(reb
 def test_artifact_appendix_is_current_with_a_row_per_experiment(rebuilt):
     """docs/artifact-evaluation.md is what `make appendix` writes from the reference runs and
     the verdicts rebuilt from them, with one table row per experiment."""
-    from dlobd import appendix
+    from dlobd.results import appendix
 
     text = appendix.render(ROOT, REFERENCE, rebuilt["tmp"] / "results")
     committed = (ROOT / appendix.OUT).read_text()
@@ -122,7 +124,7 @@ def test_artifact_appendix_is_current_with_a_row_per_experiment(rebuilt):
         assert verdict in row and claim_id in row
 
 
-# claims whose premise the local scale voids (dlobd/substitutions.py): paper-scale hang,
+# claims whose premise the local scale voids (dlobd/spec/substitutions.py): paper-scale hang,
 # substituted or oversubscribed baselines, a share the notes call not comparable, linear
 # scaling on 2 cores
 NOT_COMPARABLE = {"dlobd-c38", "scaffe-c02", "scaffe-c03", "scaffe-c19", "scaffe-c20",

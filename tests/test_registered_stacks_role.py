@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from dlobd import ROOT, inventory
+from dlobd import ROOT
+from dlobd.cluster import inventory
 from dlobd.stacks import scaffe
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")

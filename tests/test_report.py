@@ -1,4 +1,4 @@
-"""The HTML report (dlobd/report.py + templates/*.html.j2): index and experiment pages."""
+"""The HTML report (dlobd/results/report.py + templates/*.html.j2): index and experiment pages."""
 
 import html
 import json
@@ -8,7 +8,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from dlobd import ROOT, expected, fabric, figures, provenance, report, results, runs
+from dlobd import ROOT
+from dlobd.cluster import fabric, provenance
+from dlobd.execution import runs
+from dlobd.results import expected, figures, report, tidy as results
 from rundirs import LOGS, make_run, real_logs
 from test_expected import IB
 

@@ -1,9 +1,11 @@
-"""Raw runs to the tidy results table (dlobd/results.py), on real BigDL logs."""
+"""Raw runs to the tidy results table (dlobd/results/tidy.py), on real BigDL logs."""
 
 import pandas as pd
 import pytest
 
-from dlobd import results, runs, stacks
+from dlobd import stacks
+from dlobd.execution import runs
+from dlobd.results import tidy as results
 from rundirs import make_run, real_logs
 
 SPEC = {

@@ -1,4 +1,4 @@
-"""Run directories, attempts and run.json (dlobd/runs.py)."""
+"""Run directories, attempts and run.json (dlobd/execution/runs.py)."""
 
 import json
 import sys
@@ -6,7 +6,9 @@ import threading
 
 import pytest
 
-from dlobd import runs, stacks
+from dlobd import stacks
+from dlobd.execution import runs
+from dlobd.stacks import runner
 
 SPEC = {
     "id": "dlobd-fig7b",
@@ -151,7 +153,7 @@ def test_launch_without_a_launcher_names_the_stack(tmp_path, monkeypatch):
 def test_launch_runs_the_stack_launcher_and_writes_provenance(tmp_path, monkeypatch):
     def launch(ctx):
         code = f"print('point', {ctx.point['cores']}); print('limit', {ctx.time_limit_s})"
-        return runs.run_command(ctx, [sys.executable, "-c", code])
+        return runner.run_command(ctx, [sys.executable, "-c", code])
 
     monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
     a = runs.launch(SPEC, "local", {"network": "loopback", "cores": 2}, tmp_path)
@@ -182,7 +184,7 @@ def test_launcher_crash_is_a_failed_run(tmp_path, monkeypatch):
 
 def _ctx(tmp_path, limit):
     a = runs.new_attempt(tmp_path, "local", "local", "x", {"n": 1})
-    return runs.RunContext(spec=SPEC, scale="local", cluster="local", point={"n": 1},
+    return runner.RunContext(spec=SPEC, scale="local", cluster="local", point={"n": 1},
                            attempt_dir=a, runs_dir=tmp_path, time_limit_s=limit)
 
 
@@ -190,7 +192,7 @@ def test_run_command_kills_a_run_past_its_limit(tmp_path):
     ctx = _ctx(tmp_path, 0.5)
     # the child sleeps too: the whole process group must go
     code = "import subprocess, time; subprocess.Popen(['sleep', '30']); print('started', flush=True); time.sleep(30)"
-    result = runs.run_command(ctx, [sys.executable, "-c", code])
+    result = runner.run_command(ctx, [sys.executable, "-c", code])
     assert result.status == "hung"
     assert result.reason == "killed after the time limit of 0.5 s"
     assert (ctx.attempt_dir / "stdout.log").read_text() == "started\n"
@@ -198,6 +200,6 @@ def test_run_command_kills_a_run_past_its_limit(tmp_path):
 
 def test_run_command_failure_keeps_stderr(tmp_path):
     ctx = _ctx(tmp_path, 30)
-    result = runs.run_command(ctx, [sys.executable, "-c", "import sys; sys.exit('bad input')"])
+    result = runner.run_command(ctx, [sys.executable, "-c", "import sys; sys.exit('bad input')"])
     assert (result.status, result.exit_status, result.reason) == ("failed", 1, "exit status 1")
     assert (ctx.attempt_dir / "stderr.log").read_text() == "bad input\n"

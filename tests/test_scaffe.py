@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import runs, stacks
+from dlobd import stacks
 from dlobd.stacks import scaffe
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
+from dlobd import NotRunnable
 
 LOG = Path(__file__).resolve().parent / "data" / "constructed-logs" / "scaffe" / "cifar10-quick-4-ranks"
 SPECS = ("scaffe-fig8", "scaffe-fig9", "scaffe-fig10", "scaffe-fig13", "scaffe-table2")
@@ -82,7 +83,7 @@ def test_nets_follow_the_framework(tmp_path, cluster):
 
 
 def test_single_process_caffe_beyond_one_node_is_not_runnable(tmp_path, cluster):
-    with pytest.raises(runs.NotRunnable, match="drives the GPUs of one node: 32 GPUs > 16 per node"):
+    with pytest.raises(NotRunnable, match="drives the GPUs of one node: 32 GPUs > 16 per node"):
         scaffe.launch(context(tmp_path, "scaffe-fig8", {"framework": "caffe", "gpus": 32}))
 
 
@@ -95,19 +96,19 @@ def test_single_process_caffe_beyond_one_node_is_not_runnable(tmp_path, cluster)
 ])
 def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, point, message):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
-    with pytest.raises(runs.NotRunnable, match=message):
+    with pytest.raises(NotRunnable, match=message):
         scaffe.launch(context(tmp_path, *point))
 
 
 def test_missing_hardware(tmp_path, monkeypatch):
     install(monkeypatch, SETTINGS, gpu="no GPU (/dev/nvidia* absent)")
-    with pytest.raises(runs.NotRunnable, match="needs gpu: no GPU"):
+    with pytest.raises(NotRunnable, match="needs gpu: no GPU"):
         scaffe.launch(context(tmp_path, "scaffe-fig9", {"framework": "s-caffe", "gpus": 1}))
     install(monkeypatch, SETTINGS, lustre="no Lustre client (/proc/fs/lustre)")
-    with pytest.raises(runs.NotRunnable, match="reads image files from Lustre"):
+    with pytest.raises(NotRunnable, match="reads image files from Lustre"):
         scaffe.launch(context(tmp_path, "scaffe-fig8", {"framework": "s-caffe", "gpus": 8}))
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:2])})
-    with pytest.raises(runs.NotRunnable, match="need 4 GPU hosts; the cluster has 2"):
+    with pytest.raises(NotRunnable, match="need 4 GPU hosts; the cluster has 2"):
         scaffe.launch(context(tmp_path, "scaffe-fig9", {"framework": "s-caffe", "gpus": 64}))
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, inventory, plan, provenance
+from dlobd import ROOT
+from dlobd.cluster import inventory, provenance
+from dlobd.execution import plan
 from dlobd import spec as dspec
 
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"

@@ -1,4 +1,4 @@
-"""The pure parts of the Slurm path (dlobd/slurmjob.py): roles from the node list, ports from the
+"""The pure parts of the Slurm path (dlobd/execution/slurmjob.py): roles from the node list, ports from the
 job id, the job prefix rendered from the playbook templates, what an interrupted job records."""
 
 import hashlib
@@ -12,7 +12,8 @@ import xml.etree.ElementTree as ET
 import psutil
 import pytest
 
-from dlobd import provenance, runs, slurmjob
+from dlobd.cluster import provenance
+from dlobd.execution import runs, slurmenv, slurmjob
 
 
 def test_the_first_node_is_the_master_and_the_others_are_workers():
@@ -30,7 +31,7 @@ def test_a_slurm_node_list_expands_through_scontrol(tmp_path, monkeypatch):
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=unit\nSlurmctldHost=localhost\n")
     monkeypatch.setenv("SLURM_CONF", str(conf))
-    hosts = slurmjob.expand_nodelist("n[08-10],gpu7")
+    hosts = slurmenv.expand_nodelist("n[08-10],gpu7")
     assert hosts == ["n08", "n09", "n10", "gpu7"]
     assert slurmjob.cluster_roles(hosts) == ("n08", ["n09", "n10", "gpu7"])
 
@@ -164,7 +165,7 @@ def test_the_execution_path_comes_from_the_job_plan(tmp_path):
     shared = tmp_path / "shared" / "slurm-5150"
     shared.mkdir(parents=True)
     plan.save(shared / "job.json")
-    got = slurmjob.execution({"DLOBD_SLURM_JOB_JSON": str(shared / "job.json"), "SLURM_JOB_PARTITION": "batch"})
+    got = slurmenv.execution({"DLOBD_SLURM_JOB_JSON": str(shared / "job.json"), "SLURM_JOB_PARTITION": "batch"})
     assert got == {"path": "slurm+prefix",
                    "slurm": {"job_id": 5150, "nodes": ["n1", "n2", "n3"], "master": "n1",
                              "workers": ["n2", "n3"], "partition": "batch"},
@@ -241,9 +242,9 @@ def test_the_image_wrapper_passes_the_callers_prefix_settings_else_its_own(tmp_p
 
 def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):
     monkeypatch.setattr(provenance, "workers", lambda gpu=False: ["127.0.0.1"])
-    assert slurmjob.execution({})["path"] == "local"
+    assert slurmenv.execution({})["path"] == "local"
     monkeypatch.setattr(provenance, "workers", lambda gpu=False: ["10.255.255.1"])
-    assert slurmjob.execution({}) == {"path": "bare-metal", "slurm": None, "image": None}
+    assert slurmenv.execution({}) == {"path": "bare-metal", "slurm": None, "image": None}
 
 
 @pytest.mark.skipif(shutil.which("scontrol") is None, reason="Slurm's client commands are not installed (make slurm-deps)")
@@ -254,23 +255,23 @@ def test_a_point_the_slurm_executor_submitted_records_its_job_and_the_prefix_ima
     provisioned = fake_provisioned(tmp_path / "stack")
     monkeypatch.setattr(provenance, "prefix", lambda: provisioned)
     job = {"SLURM_JOB_ID": "88", "SLURM_JOB_NODELIST": "h[2-3]", "SLURM_JOB_PARTITION": "batch"}
-    assert slurmjob.execution(job) == {
+    assert slurmenv.execution(job) == {
         "path": "slurm+prefix", "slurm": {"job_id": 88, "nodes": ["h2", "h3"], "partition": "batch"},
         "image": None}
     image = tmp_path / "modern.sif"
     image.write_bytes(b"SIF stand-in")
     env = provisioned / "etc" / "dlobd-env.sh"
     env.write_text(env.read_text() + f"export DLOBD_INSTALL_METHOD=apptainer\nexport DLOBD_APPTAINER_IMAGE={image}\n")
-    got = slurmjob.execution(job)
+    got = slurmenv.execution(job)
     assert got["path"] == "slurm+apptainer"
     assert got["image"] == {"path": str(image), "sha256": hashlib.sha256(b"SIF stand-in").hexdigest()}
 
 
 def test_the_signals_the_job_traps_map_to_status_and_reason():
-    assert slurmjob.interrupted_outcome("USR1") == ("hung", "Slurm time limit")
-    assert slurmjob.interrupted_outcome("TERM") == ("failed", "cancelled by Slurm")
+    assert slurmenv.interrupted_outcome("USR1") == ("hung", "Slurm time limit")
+    assert slurmenv.interrupted_outcome("TERM") == ("failed", "cancelled by Slurm")
     with pytest.raises(slurmjob.JobError, match="HUP"):
-        slurmjob.interrupted_outcome("HUP")
+        slurmenv.interrupted_outcome("HUP")
 
 
 @pytest.mark.parametrize("signal_name", ["USR1", "TERM"])
@@ -289,7 +290,7 @@ def test_an_interrupt_ends_the_pipeline_and_records_its_unfinished_runs(tmp_path
     pipeline = subprocess.Popen(["sleep", "60"])
     recorded = slurmjob.interrupt(plan, signal_name, runs_dir, pipeline.pid, grace_s=5)
     pipeline.wait(timeout=5)  # psutil has reaped it: its status is gone with it
-    status, reason = slurmjob.INTERRUPTIONS[signal_name]
+    status, reason = slurmenv.INTERRUPTIONS[signal_name]
     assert recorded == [cut]
     record = runs.read_attempt(cut, runs_dir).record
     assert record["status"] == status and record["reason"].startswith(reason)
@@ -298,13 +299,13 @@ def test_an_interrupt_ends_the_pipeline_and_records_its_unfinished_runs(tmp_path
     assert runs.read_attempt(done, runs_dir).record["status"] == "ok"
     # a launcher still running in the job reads the same reason
     environ = {"DLOBD_SLURM_JOB_JSON": str(shared / "job.json")}
-    assert slurmjob.interruption(environ) == (status, reason)
-    assert json.loads((shared / slurmjob.INTERRUPT_FILE).read_text())["signal"] == signal_name
+    assert slurmenv.interruption(environ) == (status, reason)
+    assert json.loads((shared / slurmenv.INTERRUPT_FILE).read_text())["signal"] == signal_name
     assert not psutil.pid_exists(pipeline.pid) or psutil.Process(pipeline.pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_outside_a_slurm_job_nothing_is_interrupted(tmp_path):
-    assert slurmjob.interruption({}) is None
+    assert slurmenv.interruption({}) is None
 
 
 def test_a_run_ended_by_a_signal_waits_for_the_trap_to_say_why(tmp_path):
@@ -313,14 +314,14 @@ def test_a_run_ended_by_a_signal_waits_for_the_trap_to_say_why(tmp_path):
     shared = tmp_path / "slurm-9"
     shared.mkdir()
     environ = {"DLOBD_SLURM_JOB_JSON": str(shared / "job.json")}
-    assert slurmjob.interruption(environ, wait_s=0.3) is None
+    assert slurmenv.interruption(environ, wait_s=0.3) is None
     # the trap writes its reason a moment after Slurm's signal ended the command
-    writer = threading.Timer(0.5, lambda: (shared / slurmjob.INTERRUPT_FILE).write_text(
+    writer = threading.Timer(0.5, lambda: (shared / slurmenv.INTERRUPT_FILE).write_text(
         json.dumps({"status": "failed", "reason": "cancelled by Slurm"})))
     writer.start()
-    assert slurmjob.interruption(environ, wait_s=5) == ("failed", "cancelled by Slurm")
+    assert slurmenv.interruption(environ, wait_s=5) == ("failed", "cancelled by Slurm")
     writer.join()
-    assert [slurmjob.ended_by_signal(s) for s in (143, -15, 137, 1, 0, None, 255)] == \
+    assert [slurmenv.ended_by_signal(s) for s in (143, -15, 137, 1, 0, None, 255)] == \
         [True, True, True, False, False, False, False]
 
 

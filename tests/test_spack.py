@@ -1,4 +1,4 @@
-"""The pinned Spack harness (dlobd/spack.py) and the project recipes' bad-input errors.
+"""The pinned Spack harness (dlobd/execution/spack.py) and the project recipes' bad-input errors.
 
 The commit checks need no Spack. The others run the pinned Spack offline from SPACK_BUILD (the
 folder `make lint-spack` fills; default $DLOBD_PREFIX/build/spack), unpacked from
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import spack as harness
+from dlobd.execution import spack as harness
 
 PINS = harness.load_pins()
 
@@ -116,6 +116,19 @@ def test_a_lock_goes_stale_when_its_spack_yaml_or_a_recipe_it_uses_changes(tmp_p
     shutil.copy2(original / "packages" / "bigdl" / "package.py", recipe)
     assert spack.is_current(env)
     (env / "spack.yaml").write_text((env / "spack.yaml").read_text() + "# edited\n")
+    assert not spack.is_current(env)
+
+
+def test_a_comment_in_the_pins_leaves_the_locks_current_and_a_pinned_value_does_not(tmp_path, monkeypatch):
+    pins = tmp_path / "pins.yaml"
+    monkeypatch.setattr(harness, "PINS_FILE", pins)
+    spack = harness.Spack(tmp_path / "build")
+    env = harness.ENVS_DIR / "modern"
+    text = (harness.ENVS_DIR / "pins.yaml").read_text()
+    pins.write_text("# a new comment\n" + text)
+    assert spack.is_current(env)
+    assert "tag: v1.1.0" in text
+    pins.write_text(text.replace("tag: v1.1.0", "tag: v1.1.1"))
     assert not spack.is_current(env)
 
 

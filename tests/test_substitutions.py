@@ -1,11 +1,13 @@
-"""The honesty rules (dlobd/substitutions.py): what a scale substitutes, and when that voids
+"""The honesty rules (dlobd/spec/substitutions.py): what a scale substitutes, and when that voids
 a claim's premise. Specs are the project's own; the small spec dicts below are constructed
 inputs that isolate one rule each."""
 
 import pandas as pd
 
-from dlobd import claims, spec, substitutions
-from dlobd.substitutions import NOT_COMPARABLE, void_reason
+from dlobd import spec
+from dlobd.results import claims
+from dlobd.spec import substitutions
+from dlobd.spec.substitutions import NOT_COMPARABLE, void_reason
 
 SPECS = {k: s.data for k, s in spec.load_all(spec.ROOT).items()}
 

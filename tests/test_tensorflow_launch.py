@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import plan, provenance, runs, stacks
-from dlobd.stacks import ssh_argv
+from dlobd.cluster import provenance
+from dlobd.execution import runs
+from dlobd.cluster.remote import free_ports, ssh_argv
 from dlobd.stacks import tensorflow as tf
+from dlobd.cluster import capabilities
+from dlobd import NotRunnable
 
 PY = "/opt/stack/bin/python"
 
@@ -88,7 +91,7 @@ def test_batch_and_data_set_arguments():
 
 
 def test_free_ports_are_distinct():
-    ports = stacks.free_ports(5)
+    ports = free_ports(5)
     assert len(set(ports)) == 5 and all(1024 <= p < 65536 for p in ports)
 
 
@@ -115,7 +118,7 @@ def test_multi_host_tasks_go_round_robin_over_ssh():
 
 
 def test_loopback_keeps_the_tasks_on_this_host():
-    from dlobd import networks
+    from dlobd.spec import networks
 
     workers = ["10.0.0.1", "10.0.0.2"]
     assert tf.task_hosts(networks.resolve("tensorflow", "loopback"), workers) == ["127.0.0.1"]
@@ -152,14 +155,14 @@ def test_remote_task_passes_env_cwd_and_exit_status(tmp_path):
 
 
 def test_rdma_channels_are_not_runnable_here():
-    if not plan.missing(["tf-rdma"]):
+    if not capabilities.missing(["tf-rdma"]):
         pytest.skip("this machine has a TF build with RDMA channels")
-    with pytest.raises(runs.NotRunnable) as e:
+    with pytest.raises(NotRunnable) as e:
         tf.transport("verbs")
     assert "grpc+verbs" in str(e.value) and "needs tf-rdma" in str(e.value)
-    with pytest.raises(runs.NotRunnable, match="grpc\\+mpi.*needs tf-rdma"):
+    with pytest.raises(NotRunnable, match="grpc\\+mpi.*needs tf-rdma"):
         tf.transport("mpi")
-    with pytest.raises(runs.NotRunnable, match="needs rdma-grpc"):
+    with pytest.raises(NotRunnable, match="needs rdma-grpc"):
         tf.transport("grpc+rdma")
     link, python = tf.transport("loopback")
     assert (link.settings["protocol"], python) == ("grpc", None)
@@ -169,7 +172,7 @@ def test_rdma_channel_with_a_tf_build_that_has_it(monkeypatch, tmp_path):
     rdma_python = tmp_path / "python"
     rdma_python.write_text("")
     monkeypatch.setenv("DLOBD_TF_RDMA_PYTHON", str(rdma_python))
-    monkeypatch.setattr(plan, "missing", lambda needs: [])
+    monkeypatch.setattr(capabilities, "missing", lambda needs: [])
     link, python = tf.transport("verbs")
     assert (link.settings["protocol"], python) == ("grpc+verbs", str(rdma_python))
     tasks = ps_plan(["127.0.0.1"], protocol=link.settings["protocol"])
@@ -232,7 +235,7 @@ def test_launch_records_the_failed_task(monkeypatch, tmp_path):
         "    sys.exit(4)\n"
         "time.sleep(60)\n")
     monkeypatch.setattr(tf, "WORKLOAD", workload)
-    monkeypatch.setattr("dlobd.hadoop.stack_env", lambda: {**__import__("os").environ,
+    monkeypatch.setattr("dlobd.cluster.hadoop.stack_env", lambda: {**__import__("os").environ,
                                                            "DLOBD_PYTHON": sys.executable})
     spec = {"id": "tf-unit", "stack": "tensorflow", "model": "resnet50",
             "scales": {"local": {"matrix": {"nodes": [2]}, "dataset": "imagenet-synthetic",
@@ -256,7 +259,7 @@ def test_on_the_paper_profile_grpc_runs_in_the_sites_tf_build(monkeypatch, tmp_p
     one it is not runnable, naming the setting."""
     settings = {"DLOBD_PROFILE": "paper"}
     monkeypatch.setattr(provenance, "stack_setting", lambda name: settings.get(name))
-    with pytest.raises(runs.NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
+    with pytest.raises(NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
         tf.transport("loopback")
     settings["DLOBD_TF_RDMA_PYTHON"] = str(tmp_path / "python")
     link, python = tf.transport("loopback")

@@ -15,12 +15,17 @@ import sys
 
 import pytest
 
-from dlobd import ROOT, plan, provenance, runs, stacks
+from dlobd import ROOT, stacks
+from dlobd.cluster import provenance
+from dlobd.execution import runs
 from dlobd import spec as dspec
 from dlobd.stacks import tensorflow as tf
 from datafiles import write_idx
 from inventories import write_other
 from pysyntax import load_program, newer_syntax
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
 SITE_TF1 = "/sw/tf1-verbs/bin/python"
@@ -39,7 +44,7 @@ def test_tf1_layout_is_parameter_servers():
     # paper scale, no parameter servers stated (the rdmatf specs): one, labelled
     assert tf.tf1_layout({"nodes": 8}, {"steps": 300}, "paper") == (8, 1, {"parameter_servers": UNSTATED_PS})
     # at another scale a spec without them chose the collective strategy: not in TF 1.x
-    with pytest.raises(runs.NotRunnable, match="parameter servers only: TF 1.x has no collective strategy"):
+    with pytest.raises(NotRunnable, match="parameter servers only: TF 1.x has no collective strategy"):
         tf.tf1_layout({"nodes": 2}, {"steps": 8}, "local")
 
 
@@ -115,9 +120,9 @@ def paper_site(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "workers", lambda gpu=False: list(workers))
     monkeypatch.setattr(provenance, "ethernet_addresses", lambda: {w: w.replace("10.1.", "10.2.") for w in workers})
     monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_PREFIX": "/sw/dlobd"})
-    monkeypatch.setattr(plan, "missing", lambda needs: [])
+    monkeypatch.setattr(capabilities, "missing", lambda needs: [])
     monkeypatch.setattr(tf, "free_ports", lambda n: list(range(43000, 43000 + n)))
-    monkeypatch.setattr("dlobd.hadoop.stack_env", lambda: {"DLOBD_PYTHON": "/sw/dlobd/python/bin/python",
+    monkeypatch.setattr("dlobd.cluster.hadoop.stack_env", lambda: {"DLOBD_PYTHON": "/sw/dlobd/python/bin/python",
                                                           "DLOBD_DATA_DIR": str(data)})
     return settings
 
@@ -125,7 +130,7 @@ def paper_site(tmp_path, monkeypatch):
 def paper_context(tmp_path, experiment, point):
     data = dspec.load_all(ROOT)[experiment].data
     scale = data["scales"]["paper"]
-    return runs.RunContext(spec=data, scale="paper", cluster="local", point=point,
+    return runner.RunContext(spec=data, scale="paper", cluster="local", point=point,
                            attempt_dir=tmp_path / "runs" / "attempt-001", runs_dir=tmp_path / "runs",
                            fixed=dict(scale.get("fixed", {})), time_limit_s=scale.get("time_limit_s"),
                            dry_run=True)
@@ -143,7 +148,7 @@ def test_every_paper_point_runs_train_tf1_in_the_site_tf1_build(tmp_path, paper_
     ctx = paper_context(tmp_path, experiment, point)
     if experiment == "rdmatf-fig5":
         # the paper states no number of workers for Fig. 5: nothing to run with, whichever program
-        with pytest.raises(runs.NotRunnable, match="workers is 'not stated' in the spec"):
+        with pytest.raises(NotRunnable, match="workers is 'not stated' in the spec"):
             tf.launch(ctx)
         return
     result = tf.launch(ctx)
@@ -191,7 +196,7 @@ def test_every_paper_point_runs_train_tf1_in_the_site_tf1_build(tmp_path, paper_
 
 def test_a_paper_point_without_the_tf1_build_names_the_setting(tmp_path, paper_site):
     del paper_site["DLOBD_TF_RDMA_PYTHON"]
-    with pytest.raises(runs.NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
+    with pytest.raises(NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
         tf.launch(paper_context(tmp_path, "rdmatf-fig1", {"network": "eth-1g", "workers": 2}))
 
 
@@ -207,7 +212,7 @@ def test_the_modern_profile_keeps_train_distributed(tmp_path, paper_site):
 
 
 def test_paper_points_of_an_inventory_s_cluster(tmp_path):
-    """Through dlobd.dryrun on an inventory's cluster (five workers, DLOBD_TF_RDMA_PYTHON given):
+    """Through dlobd.execution.dryrun on an inventory's cluster (five workers, DLOBD_TF_RDMA_PYTHON given):
     the native TensorFlow paper points that fit run train_tf1.py in the site's build over ssh."""
     from test_dryrun import inventory_dry_runs
 
@@ -355,11 +360,11 @@ def test_a_run_of_the_launcher_in_a_tf1_python(tmp_path, monkeypatch, request, m
     settings = {"DLOBD_PROFILE": "paper", "DLOBD_TF_RDMA_PYTHON": TF1_PYTHON}
     monkeypatch.setattr(provenance, "stack_setting", lambda name: settings.get(name))
     # the capabilities runs.launch judges are cached: not these settings' beyond this test
-    plan.local_capabilities.cache_clear()
-    request.addfinalizer(plan.local_capabilities.cache_clear)
+    capabilities.local_capabilities.cache_clear()
+    request.addfinalizer(capabilities.local_capabilities.cache_clear)
     data = tmp_path / "data"
     write_idx(data / "mnist", 1200, 300)
-    monkeypatch.setattr("dlobd.hadoop.stack_env", lambda: {**os.environ, "DLOBD_PYTHON": sys.executable,
+    monkeypatch.setattr("dlobd.cluster.hadoop.stack_env", lambda: {**os.environ, "DLOBD_PYTHON": sys.executable,
                                                            "DLOBD_DATA_DIR": str(data)})
     fixed = {"parameter_servers": 1, "workers": 2}
     if model == "alexnet":  # the rdmatf specs' local settings, fewer steps

@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, inventory, provenance, runs
+from dlobd import ROOT
+from dlobd.cluster import inventory, provenance
+from dlobd.execution import runs
 from dlobd import spec as dspec
 from dlobd.stacks import tf_cnn_benchmarks as tfcnn
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 SPECS = {eid: s for eid, s in dspec.load_all(ROOT).items()
          if s.data["stack"] == "tf_cnn_benchmarks" and s.scale("paper").get("runnable")}
@@ -105,10 +109,10 @@ def test_without_a_checkout_the_point_says_how_to_get_it(tmp_path):
     assert result.status == "not runnable"
     assert "needs tf_cnn_benchmarks" in result.reason and "TF_CNN_BENCHMARKS_HOME" in result.reason
     # the launcher itself says the same when asked directly
-    ctx = runs.RunContext(spec=spec.data, scale="paper", cluster="local", point={"network": "ipoib", "nodes": 2},
+    ctx = runner.RunContext(spec=spec.data, scale="paper", cluster="local", point={"network": "ipoib", "nodes": 2},
                           attempt_dir=tmp_path / "a", runs_dir=tmp_path, fixed=spec.scale("paper")["fixed"],
                           dry_run=True)
-    with provenance.inventory_in_use(cluster), pytest.raises(runs.NotRunnable, match="on no registry"):
+    with provenance.inventory_in_use(cluster), pytest.raises(NotRunnable, match="on no registry"):
         tfcnn.launch(ctx)
 
 
@@ -116,9 +120,9 @@ def test_too_few_gpu_workers_are_named(tmp_path, cluster):
     spec = SPECS["slides-inception3-8nodes"]
     small = inventory.Cluster(cluster.source, cluster.hosts, cluster.groups, cluster.launch_host,
                               {**cluster.settings, "DLOBD_GPU_WORKERS": " ".join(GPU_HOSTS[:3])})
-    ctx = runs.RunContext(spec=spec.data, scale="paper", cluster="local", point={"network": "verbs", "batch": 16},
+    ctx = runner.RunContext(spec=spec.data, scale="paper", cluster="local", point={"network": "verbs", "batch": 16},
                           attempt_dir=tmp_path / "a", runs_dir=tmp_path, fixed=spec.scale("paper")["fixed"],
                           dry_run=True)
     with provenance.inventory_in_use(small), pytest.raises(
-            runs.NotRunnable, match="8 worker task.s., one per node, need as many workers of group gpu; the cluster has 3"):
+            NotRunnable, match="8 worker task.s., one per node, need as many workers of group gpu; the cluster has 3"):
         tfcnn.launch(ctx)

@@ -19,11 +19,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT, hadoop, networks, plan, playbook_settings, runs
+from dlobd import ROOT, playbook_settings
+from dlobd.cluster import hadoop
+from dlobd.execution import plan
 from dlobd import spec as dspec
 from dlobd.stacks import parse_run
 from dlobd.stacks import tensorflowonspark as tfos
 from pysyntax import load_program, newer_syntax
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 FIXTURE = Path(__file__).parent / "data" / "logs" / "tensorflowonspark-yarn" / "spark-mnist-1-node"
 ENV = {"DLOBD_PYTHON": "/stack/bin/python", "SPARK_HOME": "/stack/spark", "DLOBD_DATA_DIR": "/data"}
@@ -39,7 +44,7 @@ def context(tmp_path, experiment, point):
     scale = data["scales"]["local"]
     attempt = tmp_path / "attempt-001"
     attempt.mkdir()
-    return runs.RunContext(spec=data, scale="local", cluster="local", point=point, attempt_dir=attempt,
+    return runner.RunContext(spec=data, scale="local", cluster="local", point=point, attempt_dir=attempt,
                            runs_dir=tmp_path, fixed=dict(scale["fixed"]), time_limit_s=scale["time_limit_s"])
 
 
@@ -74,7 +79,7 @@ def test_fig5b_points_one_tf_node_per_executor(tmp_path, workload, gpus):
     assert conf["spark.executorEnv.TFOS_SERVER_HOST"] == "127.0.0.1" == option(cmd, "--node-host")
     assert option(cmd, "--protocol") == "grpc"
     assert conf["spark.pyspark.python"] == conf["spark.executorEnv.PYSPARK_PYTHON"] == "/stack/bin/python"
-    # the run's YARN tag and its event log in the attempt (dlobd.hadoop)
+    # the run's YARN tag and its event log in the attempt (dlobd.cluster.hadoop)
     assert conf["spark.yarn.tags"] == hadoop.app_tag(ctx)
     assert conf["spark.eventLog.dir"] == (ctx.attempt_dir / "spark-events").resolve().as_uri()
     assert conf["spark.executorEnv.TZ"] == "UTC"
@@ -106,7 +111,7 @@ def test_executor_memory_fits_yarn_beside_another_application(tmp_path):
 def test_input_modes():
     assert tfos.input_mode({"mode": "InputMode.TENSORFLOW"}) == "tensorflow"
     assert tfos.input_mode({}) == "spark"
-    with pytest.raises(runs.NotRunnable, match="'parameter server'"):
+    with pytest.raises(NotRunnable, match="'parameter server'"):
         tfos.input_mode({"mode": "parameter server"})  # fig5b's paper scale: TFoS 1.x
 
 
@@ -116,10 +121,10 @@ def test_unknown_workload_is_named(tmp_path):
         command_for(ctx)
 
 
-@pytest.mark.skipif(plan.capabilities()["tf-rdma"][0], reason="this cluster has TF's verbs channel")
+@pytest.mark.skipif(capabilities.capabilities()["tf-rdma"][0], reason="this cluster has TF's verbs channel")
 def test_rdma_is_not_runnable_without_tf_verbs(tmp_path):
     ctx = context(tmp_path, "dlobd-fig5b", {"workload": "mnist", "network": "rdma", "gpus": 2})
-    with pytest.raises(runs.NotRunnable) as caught:
+    with pytest.raises(NotRunnable) as caught:
         tfos.launch(ctx)  # before anything is staged or submitted
     assert "grpc+verbs" in str(caught.value) and "needs tf-rdma" in str(caught.value)
     assert list(ctx.attempt_dir.iterdir()) == []
@@ -127,7 +132,7 @@ def test_rdma_is_not_runnable_without_tf_verbs(tmp_path):
 
 def test_rdma_path_runs_the_verbs_python(tmp_path, monkeypatch):
     """Where tf-rdma exists, driver and executors run DLOBD_TF_RDMA_PYTHON with grpc+verbs."""
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
     monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5"])
     env = {**ENV, "DLOBD_TF_RDMA_PYTHON": "/opt/tf-verbs/bin/python", "TFOS_SERVER_HOST": "10.1.0.1"}
     ctx = context(tmp_path, "dlobd-fig5b", {"workload": "mnist", "network": "rdma", "gpus": 2})
@@ -143,7 +148,7 @@ def test_rdma_path_runs_the_verbs_python(tmp_path, monkeypatch):
 def test_loopback_refuses_executors_on_other_hosts(monkeypatch):
     monkeypatch.setattr(tfos.provenance, "workers", lambda: ["127.0.0.1", "192.0.2.77"])
     monkeypatch.setattr(tfos.provenance, "is_local_address", lambda host: host.startswith("127."))
-    with pytest.raises(runs.NotRunnable, match="192.0.2.77"):
+    with pytest.raises(NotRunnable, match="192.0.2.77"):
         tfos.placement("loopback", ENV)
 
 
@@ -254,7 +259,7 @@ def paper_context(tmp_path, experiment, point):
     scale = data["scales"]["paper"]
     attempt = tmp_path / "attempt-001"
     attempt.mkdir(exist_ok=True)
-    return runs.RunContext(spec=data, scale="paper", cluster="local", point=point, attempt_dir=attempt,
+    return runner.RunContext(spec=data, scale="paper", cluster="local", point=point, attempt_dir=attempt,
                            runs_dir=tmp_path, fixed=dict(scale.get("fixed", {})),
                            time_limit_s=scale.get("time_limit_s"), dry_run=True)
 
@@ -280,7 +285,7 @@ GPU_SETTINGS = {"DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS), "DLOBD_CUDA_LIBRARY_
 
 
 def gpu_cluster(monkeypatch, settings=GPU_SETTINGS, workers=GPU_WORKERS):
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
     monkeypatch.setattr(tfos.provenance, "workers", lambda: list(workers))
     monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
 
@@ -343,7 +348,7 @@ def test_a_gpu_point_the_cluster_cannot_pin_is_not_runnable(tmp_path, monkeypatc
     gpu_cluster(monkeypatch, settings, workers)
     monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(PAPER_ENV))
     ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib", "gpus": 8})
-    with pytest.raises(runs.NotRunnable, match="^" + re.escape(reason)):
+    with pytest.raises(NotRunnable, match="^" + re.escape(reason)):
         tfos.launch(ctx)
 
 
@@ -365,9 +370,9 @@ def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):
 def test_a_paper_point_without_the_site_python_is_not_runnable_naming_the_setting(tmp_path, monkeypatch):
     env = {k: v for k, v in PAPER_ENV.items() if k != "DLOBD_TFOS_PYTHON"}
     monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(env))
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])  # IPoIB: an HCA this machine lacks
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])  # IPoIB: an HCA this machine lacks
     ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "mnist", "network": "ipoib", "gpus": 2})
-    with pytest.raises(runs.NotRunnable) as caught:
+    with pytest.raises(NotRunnable) as caught:
         tfos.launch(ctx)
     assert str(caught.value) == (
         "the paper profile's TensorFlowOnSpark 1.0.8 runs TensorFlow 1.4.0 in a Python 3.5 or 2.7 (Spark 2.1.0's "
@@ -384,7 +389,7 @@ def test_the_modern_profile_never_reads_the_site_python():
 
 def test_a_paper_dry_run_records_the_versions_and_choices(tmp_path, monkeypatch):
     monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(PAPER_ENV))
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
     monkeypatch.setattr(tfos.hadoop, "hdfs_uri", lambda path: "hdfs://10.1.0.1:19820" + path)
     monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5"])
     ctx = paper_context(tmp_path, "dlobd-fig9", {"framework": "tensorflowonspark", "network": "ipoib"})
@@ -500,11 +505,11 @@ def test_on_the_paper_profile_the_cluster_s_tfos_is_the_site_python_s(tmp_path, 
     settings = {"DLOBD_PROFILE": "paper", **({k: str(v) for k, v in pythons.items()} if given else {})}
     monkeypatch.setattr(plan.provenance, "stack_setting", lambda name: settings.get(name))
     monkeypatch.setattr(plan.provenance, "versions", lambda: dict.fromkeys(("tensorflow", "tensorflowonspark", "bigdl")))
-    plan.local_capabilities.cache_clear()
+    capabilities.local_capabilities.cache_clear()
     try:
-        caps = plan.local_capabilities()
+        caps = capabilities.local_capabilities()
     finally:
-        plan.local_capabilities.cache_clear()
+        capabilities.local_capabilities.cache_clear()
     tfos, rdma = (f"{s} {pythons[s]}" for s in ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON"))
     if given:
         assert caps["tensorflowonspark"] == (True, f"tensorflowonspark in {tfos}, {rdma}")
@@ -547,7 +552,7 @@ def test_the_address_map_takes_the_default_routes_found_at_provisioning(monkeypa
     facts found (DLOBD_WORKERS_DEFAULT_ROUTE) where known, else the worker's Ethernet address."""
     settings = {"DLOBD_WORKERS_ETHERNET": "10.1.0.5=10.40.0.5 10.1.0.6=10.40.0.6",
                 "DLOBD_WORKERS_DEFAULT_ROUTE": "10.1.0.5=10.50.0.5 10.1.0.9=10.50.0.9 "}
-    monkeypatch.setattr(networks, "missing", lambda stack, network: [])
+    monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
     monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5", "10.1.0.6"])
     monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
     assert tfos.placement("ipoib", PAPER_ENV).address_map == (("10.40.0.6", "10.1.0.6"), ("10.50.0.5", "10.1.0.5"))

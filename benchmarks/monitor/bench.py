@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The per-run sampler's own CPU cost (`make bench-monitor`).
 
-Runs dlobd/monitor.py as a launcher does, at its default period, following a job process and
+Runs dlobd/cluster/monitor.py as a launcher does, at its default period, following a job process and
 matching command lines (which makes it scan the whole process table every few periods),
 for a given time; prints `name: value` lines: its CPU time over wall time, in percent of one
 core (`monitor_cpu_pct`; the goal is under 1) and the samples it wrote.

@@ -24,13 +24,14 @@ Damaged input, for every stack (docs/metrics.md, "Damaged logs"):
 import argparse
 import csv
 import importlib
-import shlex
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dlobd.metrics import ROW_FIELDS
+from dlobd.spec.metrics import ROW_FIELDS
+from dlobd.cluster import hadoop
+from dlobd.spec.metrics import row
+from dlobd.stacks import runner
 
 STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hibench_spark", "hr_reduce", "mmlspark", "scaffe",
           "tensorflow", "tensorflowonspark", "tf_cnn_benchmarks")
@@ -95,10 +96,8 @@ def setting(ctx, name: str, default=None):
 
 def positive_whole(ctx, name: str, default=None, needed_by: str = "the stack") -> int:
     """`setting` as a positive whole number; ValueError naming the spec, the scale and the value."""
-    from dlobd import runs
-
     value = setting(ctx, name, default)
-    runs.unstated(ctx.scale, name, value)
+    runner.unstated(ctx.scale, name, value)
     if value is None:
         raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {needed_by} needs '{name}' (a point axis or "
                          "a fixed parameter)")
@@ -197,8 +196,6 @@ def yarn_application_span(run_dir, result: ParseResult) -> None:
     """A `parse_records` for stacks whose run is one YARN application: end_to_end_s from its
     ResourceManager record (submission to end); a failed or killed application leaves the run
     unfinished with YARN's diagnostics. LogError for a record that cannot be read."""
-    from dlobd import hadoop
-    from dlobd.metrics import row
 
     try:
         app = hadoop.application_record(run_dir)
@@ -254,33 +251,3 @@ def run(args) -> int:
     return status
 
 
-def free_ports(n: int) -> list[int]:
-    """n distinct ports free on this host now (the OS's choice; released before the job's
-    own processes bind them)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def ssh_argv(host: str, cwd: str, env: dict, argv: list[str]) -> list[str]:
-    """`ssh <host>` running argv in cwd with env; the remote process ends when the connection does.
-
-    ssh passes no environment, so the variables go on the remote command line. The remote
-    shell starts the task in the background and waits for it; a watcher reading stdin kills
-    it at EOF, which comes when the launcher closes the pipe or the ssh client dies (time
-    limit), so no process outlives its run on another host.
-    """
-    # (a background job's stdin is /dev/null, so the watcher reads the connection as fd 3)
-    keep_alive = ('exec 3<&0; "$@" </dev/null 3<&- & task=$!; '
-                  '{ read -r _ <&3; kill -TERM "$task" 2>/dev/null; } & watch=$!; '
-                  'wait "$task"; code=$?; kill "$watch" 2>/dev/null; exit "$code"')
-    remote = (f"cd {shlex.quote(cwd)} && exec env "
-              + " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
-              + f" bash -c {shlex.quote(keep_alive)} dlobd-task "
-              + " ".join(shlex.quote(a) for a in argv))
-    return ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", host, remote]

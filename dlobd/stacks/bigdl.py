@@ -55,9 +55,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlobd import hadoop, provenance, runs
-from dlobd.metrics import row
+from dlobd.cluster import hadoop, provenance
+from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 
@@ -212,7 +214,7 @@ EXECUTOR_MEMORY = "3g"
 DRIVER_MEMORY = "1g"
 
 
-def _positive_int(ctx: runs.RunContext, name: str, default=None) -> int:
+def _positive_int(ctx: runner.RunContext, name: str, default=None) -> int:
     return positive_whole(ctx, name, default, "BigDL")
 
 
@@ -328,15 +330,15 @@ MODELS = {
 }
 
 
-def model_of(ctx: runs.RunContext) -> Model:
+def model_of(ctx: runner.RunContext) -> Model:
     model = str(setting(ctx, "model", ctx.spec.get("model")))
     if model not in MODELS:
-        raise runs.NotRunnable(f"model {model}: no BigDL training main for it here "
+        raise NotRunnable(f"model {model}: no BigDL training main for it here "
                                f"(known: {', '.join(MODELS)})")
     return MODELS[model]
 
 
-def plan_resources(ctx: runs.RunContext) -> dict:
+def plan_resources(ctx: runner.RunContext) -> dict:
     """Executors, cores per executor, batch and epochs of a point, checked as BigDL needs."""
     executors = _positive_int(ctx, "executors", 1)
     cores = _positive_int(ctx, "cores")
@@ -388,12 +390,12 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
     return subset
 
 
-def spark_install(ctx: runs.RunContext, env: dict) -> tuple[str, dict, str]:
+def spark_install(ctx: runner.RunContext, env: dict) -> tuple[str, dict, str]:
     """spark-submit, its environment and the Spark flavour the point's network selects."""
     return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env, dry_run=ctx.dry_run)
 
 
-def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
+def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
     model, r = model_of(ctx), plan_resources(ctx)
     jars = {}
     # BigDL 2.x keeps its native core in a jar of its own; the 0.x jar carries it
@@ -417,7 +419,7 @@ def command(ctx: runs.RunContext, spark_submit: str, data: Path, env: dict) -> l
     return argv
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     env = hadoop.stack_env()
     spark_submit, env, flavour = spark_install(ctx, env)
     # a bad point fails before any data is copied
@@ -439,9 +441,9 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         data = prepare_data(folder, train, test, adir, model.data)
     argv = command(ctx, spark_submit, data, env)
     # BigDL writes bigdl.log into its working directory: the attempt
-    result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
+    result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"bigdl {env.get('DLOBD_BIGDL_VERSION', 'unknown')}"}
-    result.labels = {"data": runs.data_label(dataset), "spark": flavour,
+    result.labels = {"data": runner.data_label(dataset), "spark": flavour,
                      "network": str(ctx.point.get("network", "loopback"))}
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(ctx.attempt_dir))

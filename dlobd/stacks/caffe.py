@@ -35,7 +35,7 @@ unprefixed ones.
 import re
 from datetime import datetime, timedelta
 
-from dlobd.metrics import row
+from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 
 LOG_FILES = ("stderr.log", "stdout.log")

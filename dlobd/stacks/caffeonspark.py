@@ -7,7 +7,7 @@ solver process per executor; the executors exchange gradients over sockets
 
 Parser: a run's logs are the driver's stderr (the attempt's stderr.log: client mode) and
 each executor's YARN container stderr (`containers/<container>/stderr`, kept by
-dlobd.hadoop.save_applications). Formats, from the sources named above:
+dlobd.cluster.hadoop.save_applications). Formats, from the sources named above:
 - log4j lines of CaffeOnSpark's Scala classes, in any layout with Spark 1.6's default time
   stamp `yy/MM/dd HH:mm:ss` first (CaffeOnSpark.scala, CaffeProcessor.scala):
     driver:   `rank = <r>, address = <...>, hostname = <host>` per executor;
@@ -71,10 +71,13 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from dlobd import hadoop, networks, plan, provenance, runs
-from dlobd.metrics import row
+from dlobd.cluster import hadoop, provenance
+from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, setting, yarn_application_span
 from dlobd.stacks.caffe import GLOG, THREAD, GlogClock, SolverLines
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
 
@@ -210,7 +213,7 @@ def _templates() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-def _value(ctx: runs.RunContext, name: str):
+def _value(ctx: runner.RunContext, name: str):
     """The point's value, else the scale's fixed one; (value, label) where the paper left it
     unstated and the launcher's own choice stands in."""
     value = ctx.point.get(name, ctx.fixed.get(name))
@@ -219,7 +222,7 @@ def _value(ctx: runs.RunContext, name: str):
     return value, None
 
 
-def plan_point(ctx: runs.RunContext) -> dict:
+def plan_point(ctx: runner.RunContext) -> dict:
     """Model, device, nodes, batch, network and connection of one point, checked; raises
     NotRunnable for what the cluster lacks, ValueError for a bad point."""
     labels = {}
@@ -246,15 +249,15 @@ def plan_point(ctx: runs.RunContext) -> dict:
     else:
         batch = models()[model]["batch"]
     network = str(ctx.point.get("network", ctx.fixed.get("network", "ipoib")))
-    connection = networks.require("caffeonspark", network).settings["connection"]
+    connection = capabilities.require_network("caffeonspark", network).settings["connection"]
     # the scale's data set where it names one (the synthetic CIFAR-10 here), else the model's
     dataset = str(ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset") or models()[model]["dataset"])
     gpu = device.startswith("gpu")
     if connection == "infiniband" and not gpu:
-        raise runs.NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "
+        raise NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "
                                "works for GPU solvers only (caffe-distri's RDMACaffeNet)")
-    if gpu and (lacking := plan.missing(["gpu"])):
-        raise runs.NotRunnable(f"device {device}: " + "; ".join(lacking))
+    if gpu and (lacking := capabilities.missing(["gpu"])):
+        raise NotRunnable(f"device {device}: " + "; ".join(lacking))
     return {"model": model, "device": device, "nodes": nodes, "devices": per_node, "batch": batch,
             "network": network, "connection": connection, "gpu": gpu, "dataset": dataset,
             "hosts": int(ctx.fixed["hosts"]) if "hosts" in ctx.fixed else None, "labels": labels}
@@ -269,7 +272,7 @@ def build_home(device: str) -> Path:
     var = "CAFFEONSPARK_HOME_" + device.upper().replace("-", "_")
     home = provenance.stack_setting(var)
     if not home:
-        raise runs.NotRunnable(f"device {device}: no CaffeOnSpark build for it: set {var} to the "
+        raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: set {var} to the "
                                f"install of a build with that device (role caffeonspark, "
                                f"caffeonspark_builds: [{device}])")
     return Path(home)
@@ -283,12 +286,12 @@ def placement(p: dict) -> list[str]:
     workers = provenance.workers()
     if p["hosts"] is not None and p["nodes"] > p["hosts"]:
         if len(workers) < p["hosts"]:
-            raise runs.NotRunnable(f"{p['hosts']} host(s): the cluster has {len(workers)} worker(s) "
+            raise NotRunnable(f"{p['hosts']} host(s): the cluster has {len(workers)} worker(s) "
                                    f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
         p["labels"]["nodes"] = (f"{p['nodes']} executors on {p['hosts']} NodeManager host(s): "
                                 "processes for nodes")
     elif p["nodes"] > len(workers):
-        raise runs.NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} worker(s) "
+        raise NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} worker(s) "
                                f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
     if p["gpu"]:
         hadoop.require_gpus_on_every_worker(f"device {p['device']}")
@@ -328,7 +331,7 @@ def hdfs_uri(path: str) -> str:
     return (provenance.stack_setting("DLOBD_HDFS_URI") or "hdfs://").rstrip("/") + path
 
 
-def render(ctx: runs.RunContext, p: dict, uris: dict) -> dict:
+def render(ctx: runner.RunContext, p: dict, uris: dict) -> dict:
     """The solver and net of a point as text: {file name: text}."""
     m = models()[p["model"]]
     env = _templates()
@@ -354,7 +357,7 @@ def memory_mb(size: str) -> int:
     return int(found[1]) * (1024 if found[2] in "gG" else 1)
 
 
-def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
+def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
         raise FileNotFoundError("SPARK_HOME is not set: is Spark provisioned (Spark 1.6 for the paper "
@@ -393,7 +396,7 @@ def command(ctx: runs.RunContext, p: dict, home: Path, files: list[Path], model_
             "-connection", p["connection"], "-model", model_uri]
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     p = plan_point(ctx)
     home = build_home(p["device"])
     hosts = placement(p)
@@ -411,7 +414,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         local = lmdb_dir() / dataset
         if not (local / "train").is_dir():
             if dataset == "imagenet-subset":
-                raise runs.NotRunnable(f"{local}: no LMDB of the first 10 ILSVRC12 classes: ImageNet is "
+                raise NotRunnable(f"{local}: no LMDB of the first 10 ILSVRC12 classes: ImageNet is "
                                        "a registered download (image-net.org); make train/ and test/ "
                                        "LMDBs of its first 10 classes there with Caffe's convert_imageset")
             raise FileNotFoundError(f"{local}/train: no LMDB of {dataset} (the caffeonspark role makes it)")
@@ -421,10 +424,10 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         for part, path in paths.items():
             hadoop.hdfs_stage(local / part, path)
     argv = command(ctx, p, home, files, model_uri)
-    result = runs.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
+    result = runner.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
                               cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']})"}
-    result.labels = {"data": runs.data_label(dataset), "network": p["network"],
+    result.labels = {"data": runner.data_label(dataset), "network": p["network"],
                      "connection": p["connection"], "device": p["device"],
                      "batch_per_node": str(p["batch"]), **p["labels"]}
     if ctx.dry_run:

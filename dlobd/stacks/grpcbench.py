@@ -61,9 +61,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from dlobd import provenance, runs
-from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, ssh_argv, text_lines
+from dlobd.cluster import provenance
+from dlobd.spec.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.cluster.remote import free_ports, ssh_argv
+from dlobd.spec import networks
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "strace/*.txt")
 
@@ -317,7 +322,7 @@ def placement(parameter_servers: int, hosts: list[str]) -> tuple[list[str], str]
     the parameter servers round-robin over every worker host but the last, the benchmark's
     workers (one `run`) on the last, so every call crosses the link between two hosts."""
     if len(hosts) < 2:
-        raise runs.NotRunnable(f"a point across hosts needs two worker hosts; the cluster has "
+        raise NotRunnable(f"a point across hosts needs two worker hosts; the cluster has "
                                f"{', '.join(hosts) or 'none'}")
     servers = hosts[:-1]
     return [servers[i % len(servers)] for i in range(parameter_servers)], hosts[-1]
@@ -364,15 +369,13 @@ def start_servers(hosts: list[str], binary: str, mode: str, adir: Path,
     return procs, addresses
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
-    from dlobd import networks
-
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     if "capture" in ctx.fixed:
         return launch_capture(ctx)
     network = str(ctx.point.get("network", "loopback"))
-    lacking = networks.missing("grpcbench", network)
+    lacking = capabilities.network_missing("grpcbench", network)
     if lacking:
-        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+        raise NotRunnable(f"network {network}: " + "; ".join(lacking))
     link = networks.resolve("grpcbench", network)
     params = {**ctx.fixed, **ctx.point}
     parameter_servers, workers = int(params.get("parameter_servers", 1)), int(params.get("workers", 1))
@@ -383,13 +386,13 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         else:
             with open(ctx.attempt_dir / "build.log", "x") as log:
                 binary = build(out=log)
-        result = runs.run_command(ctx, command(binary, ctx.fixed, ctx.point), cwd=str(ctx.attempt_dir))
+        result = runner.run_command(ctx, command(binary, ctx.fixed, ctx.point), cwd=str(ctx.attempt_dir))
         result.hosts = [{"name": "localhost", "address": "127.0.0.1",
                          "roles": [f"ps:{i}" for i in range(parameter_servers)] + worker_roles}]
     else:
         result = _launch_across_hosts(ctx, parameter_servers, worker_roles,
                                       str(params.get("mode", "non-serialized")),
-                                      networks.worker_addresses(link, provenance.workers()),
+                                      capabilities.worker_addresses(link, provenance.workers()),
                                       INSTALLS[link.settings.get("grpc", "system")])
     log = Path(ctx.attempt_dir) / "stdout.log"
     grpc = grpc_version(log.read_text(errors="replace") if log.is_file() else "")
@@ -404,8 +407,8 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
 INSTALLS = {"system": "tf-grpc-bench", "rdma-grpc": "tf-grpc-bench-rdma"}
 
 
-def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_roles: list[str],
-                        mode: str, hosts: list[str], install: str = INSTALLS["system"]) -> runs.LaunchResult:
+def _launch_across_hosts(ctx: runner.RunContext, parameter_servers: int, worker_roles: list[str],
+                        mode: str, hosts: list[str], install: str = INSTALLS["system"]) -> runner.LaunchResult:
     """Parameter servers and workers on different hosts of the cluster (`hosts`: the workers'
     addresses on the point's network), each host running the tf_grpc_bench its grpc_bench role
     installed under the common prefix (`install`: the build against the transport's gRPC)."""
@@ -416,7 +419,7 @@ def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_ro
     if ctx.dry_run:
         # each server picks its port on its host at launch: the dry run cannot know it
         addresses = [f"{host}:{PORT_AT_LAUNCH}" for host in server_hosts]
-        result = runs.run_command(ctx, ssh_argv(client, str(adir), env,
+        result = runner.run_command(ctx, ssh_argv(client, str(adir), env,
                                                 command(binary, ctx.fixed, ctx.point, ps=addresses)),
                                   cwd=str(adir))
         result.extra["processes"] = [{"name": f"ps:{i}", "host": host,
@@ -428,7 +431,7 @@ def _launch_across_hosts(ctx: runs.RunContext, parameter_servers: int, worker_ro
     servers, addresses = start_servers(server_hosts, binary, mode, adir, env)
     try:
         argv = command(binary, ctx.fixed, ctx.point, ps=addresses)
-        result = runs.run_command(ctx, ssh_argv(client, str(adir), env, argv), cwd=str(adir),
+        result = runner.run_command(ctx, ssh_argv(client, str(adir), env, argv), cwd=str(adir),
                                   keep_stdin=True)
     finally:
         _stop(servers)
@@ -464,7 +467,7 @@ def _wait(procs, seconds: float) -> None:
 
 def _stop(procs) -> None:
     """End processes and their groups. An ssh client's pipe is closed first, which ends its
-    remote side (stacks.ssh_argv); the client exits once its remote task has, so it gets
+    remote side (remote.ssh_argv); the client exits once its remote task has, so it gets
     PIPE_GRACE_S for that before SIGTERM reaches its group (a TERM first would end the client
     and leave the task still shutting down). Then SIGTERM, and SIGKILL after 10 s."""
     piped = [p for p in procs if p.stdin]
@@ -481,7 +484,7 @@ def _stop(procs) -> None:
             p.wait()
 
 
-def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch_capture(ctx: runner.RunContext) -> runner.LaunchResult:
     fixed = dict(ctx.fixed)
     unknown = set(fixed) - CAPTURE_FIXED
     if unknown or fixed["capture"] != "tensorflow-ps":
@@ -489,14 +492,14 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
                          f"got {fixed}")
     model = CAPTURE_MODELS.get(str(ctx.point.get("model")))
     if model is None:
-        raise runs.NotRunnable(f"model {ctx.point.get('model')}: not among the project's "
+        raise NotRunnable(f"model {ctx.point.get('model')}: not among the project's "
                                f"TensorFlow workloads ({', '.join(CAPTURE_MODELS)})")
     strace = shutil.which("strace")
     if strace is None:
-        raise runs.NotRunnable("strace is not installed (Debian package strace)")
+        raise NotRunnable("strace is not installed (Debian package strace)")
     python = provenance.stack_setting("DLOBD_PYTHON")
     if not provenance.present(python):
-        raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
+        raise NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     n_ps, n_workers = int(fixed.get("parameter_servers", 2)), int(fixed.get("workers", 3))
     ports = iter(free_ports(1 + n_ps + n_workers))
     cluster = {"chief": [f"127.0.0.1:{next(ports)}"],
@@ -517,7 +520,7 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
     serving = [(job, i) for job, count in (("ps", n_ps), ("worker", n_workers)) for i in range(count)]
     if ctx.dry_run:
         argv, env = traced("chief", 0)
-        result = runs.run_command(ctx, argv, env=env, cwd=str(adir))
+        result = runner.run_command(ctx, argv, env=env, cwd=str(adir))
         result.extra["processes"] = [{"name": f"{job}:{i}", "host": "127.0.0.1",
                                       "command": traced(job, i)[0]} for job, i in serving]
         return result
@@ -531,7 +534,7 @@ def launch_capture(ctx: runs.RunContext) -> runs.LaunchResult:
                 servers.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log,
                                                 start_new_session=True))
         argv, env = traced("chief", 0)
-        result = runs.run_command(ctx, argv, env=env, cwd=str(adir))
+        result = runner.run_command(ctx, argv, env=env, cwd=str(adir))
     finally:
         _stop(servers)  # the PS and worker servers wait until they are ended
     result.versions = {"stack": "strace " + subprocess.run(

@@ -53,10 +53,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dlobd import ROOT, hadoop, provenance, runs
-from dlobd.metrics import row
+from dlobd import ROOT
+from dlobd.cluster import hadoop, provenance
+from dlobd.spec.metrics import row
 from dlobd.stacks import (CUT_LINE, NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting,
                           whole_number)
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 REPORT = "report/hibench.report"
 LOG_FILES = (REPORT,)
@@ -154,7 +157,7 @@ DRIVER_MEMORY = "1g"
 EXECUTOR_OVERHEAD = "768m"
 
 
-def plan_point(ctx: runs.RunContext) -> dict:
+def plan_point(ctx: runner.RunContext) -> dict:
     """The point's PageRank: HiBench profile, the scale's page count for it (None: the
     profile's own), iterations, executors, cores per executor and partitions."""
     datasize = str(setting(ctx, "datasize", ""))
@@ -187,7 +190,7 @@ def hibench_home(dry_run: bool) -> Path | None:
         return None
     run_sh = Path(home) / HIBENCH_PAGERANK / "spark" / "run.sh"
     if not dry_run and not run_sh.is_file():
-        raise runs.NotRunnable(f"HIBENCH_HOME={home}: no {HIBENCH_PAGERANK}/spark/run.sh there "
+        raise NotRunnable(f"HIBENCH_HOME={home}: no {HIBENCH_PAGERANK}/spark/run.sh there "
                                "(is the hibench role provisioned?)")
     return Path(home)
 
@@ -209,7 +212,7 @@ def spark_defaults(conf_dir: str) -> dict:
     return out
 
 
-def run_conf(ctx: runs.RunContext, plan: dict, spark_home: str, spark_conf_dir: str) -> str:
+def run_conf(ctx: runner.RunContext, plan: dict, spark_home: str, spark_conf_dir: str) -> str:
     """The run's HiBench settings (zz-dlobd-run.conf): HiBench reads the conf folder's files in
     name order, a later value winning, so these override the site's hibench.conf, hadoop.conf
     and spark.conf. HiBench submits with its own --properties-file, which replaces Spark's
@@ -258,12 +261,12 @@ def make_graph(folder: Path, pages: int, python: str, log) -> None:
     """Write the synthetic graph into `folder` unless it is there; a partial write never
     takes the folder's name."""
     if (folder / "Input").is_dir():
-        log.write(f"{runs.now_iso()} using {folder} ({(folder / 'SYNTHETIC').read_text().strip()})\n")
+        log.write(f"{runner.now_iso()} using {folder} ({(folder / 'SYNTHETIC').read_text().strip()})\n")
         return
     partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
     argv = [python, str(GENERATOR), "pagerank-synthetic", "--out", str(partial), "--pages", str(pages),
             "--seed", str(SEED)]
-    log.write(f"{runs.now_iso()} generating: {shlex.join(argv)}\n")
+    log.write(f"{runner.now_iso()} generating: {shlex.join(argv)}\n")
     log.flush()
     done = subprocess.run(argv, stdout=log, stderr=log)
     if done.returncode != 0:
@@ -272,7 +275,7 @@ def make_graph(folder: Path, pages: int, python: str, log) -> None:
     partial.rename(folder)
 
 
-def own_command(ctx: runs.RunContext, plan: dict, spark_submit: str, python: str, input_uri: str,
+def own_command(ctx: runner.RunContext, plan: dict, spark_submit: str, python: str, input_uri: str,
                 output_uri: str) -> list[str]:
     """spark-submit of the project's PageRank on YARN, client mode (the driver writes the report
     into the attempt)."""
@@ -300,14 +303,14 @@ def _required(name: str) -> str:
     return value
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     network = str(ctx.point.get("network", "loopback"))
     plan = plan_point(ctx)
     spark_submit, env, flavour = hadoop.spark_install("hibench_spark", network, hadoop.stack_env(),
                                                       dry_run=ctx.dry_run)
     home = hibench_home(ctx.dry_run)
     if home is None and plan["pages"] is None:
-        raise runs.NotRunnable(f"HiBench's {plan['datasize']} profile ({plan['profile_pages']:,} pages) "
+        raise NotRunnable(f"HiBench's {plan['datasize']} profile ({plan['profile_pages']:,} pages) "
                                "needs HiBench's own generator: HIBENCH_HOME is unset (the hibench "
                                "role installs HiBench and sets it)")
     adir = Path(ctx.attempt_dir).resolve()
@@ -322,7 +325,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                 shutil.copyfile(path, conf_dir / path.name)
             with open(conf_dir / RUN_CONF, "x", encoding="utf-8") as fh:
                 fh.write(run_conf(ctx, plan, env["SPARK_HOME"], env.get("SPARK_CONF_DIR", "")))
-        result = runs.run_command(ctx, hibench_command(home, conf_dir), env=env, cwd=str(adir),
+        result = runner.run_command(ctx, hibench_command(home, conf_dir), env=env, cwd=str(adir),
                                   yarn_tag=hadoop.app_tag(ctx))
         result.versions = {"stack": f"HiBench {env.get('HIBENCH_VERSION', 'unknown')}"}
         result.labels = {"data": "synthetic, HiBench's PageRank generator",
@@ -336,14 +339,14 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
         else:
             with open(adir / "prepare.log", "x", encoding="utf-8") as log:
                 make_graph(local, plan["pages"], python, log)
-                log.write(f"{runs.now_iso()} staging {local / 'Input'} into HDFS {hdfs_path}\n")
+                log.write(f"{runner.now_iso()} staging {local / 'Input'} into HDFS {hdfs_path}\n")
                 log.flush()
                 input_uri = hadoop.hdfs_stage(local / "Input", hdfs_path)
-                log.write(f"{runs.now_iso()} staged: {input_uri}\n")
+                log.write(f"{runner.now_iso()} staged: {input_uri}\n")
         output_uri = hadoop.hdfs_uri(f"{HDFS_OUTPUT}/{hadoop.app_tag(ctx)}")
         argv = own_command(ctx, plan, spark_submit, python, input_uri, output_uri)
         env.update({"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
-        result = runs.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
+        result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
         result.versions = {"stack": "the project's PySpark PageRank (SparkPageRank's algorithm)"}
         result.labels = {"data": "synthetic, HiBench-shaped PageRank graph",
                          "workload": f"{WORKLOAD}: SparkPageRank's algorithm on a HiBench-shaped graph"}

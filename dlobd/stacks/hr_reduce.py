@@ -44,9 +44,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dlobd import provenance, runs
-from dlobd.metrics import row
+from dlobd.cluster import provenance
+from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log",)
 
@@ -191,15 +193,15 @@ def mpi_tool(mpi: str, tool: str, check: bool = True) -> str:
     if "home" in spec:
         home = provenance.stack_setting(spec["home"])
         if not home:
-            raise runs.NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
+            raise NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
                                    "to its install directory")
         path = Path(home) / "bin" / tool
         if check and not provenance.present(path):
-            raise runs.NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")
+            raise NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")
         return str(path)
     found = provenance.which(spec[tool])
     if not found:
-        raise runs.NotRunnable(f"{spec[tool]} not found: install Debian's "
+        raise NotRunnable(f"{spec[tool]} not found: install Debian's "
                                f"{'libopenmpi-dev' if mpi == 'openmpi' else 'libmpich-dev'}")
     return found
 
@@ -214,7 +216,7 @@ def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> P
     when missing or stale."""
     mpicc = mpi_tool(mpi, "mpicc")
     if not shutil.which("cmake"):
-        raise runs.NotRunnable("cmake not found: it builds workloads/hr-reduce")
+        raise NotRunnable("cmake not found: it builds workloads/hr-reduce")
     binary = built_binary(mpi, gpu)
     bdir = binary.parent
     sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".h", ".txt")]
@@ -315,7 +317,7 @@ def plan_point(point: dict, fixed: dict) -> tuple[str, list[str]]:
     return mpi, args
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     mpi, args = plan_point(ctx.point, ctx.fixed)
     processes = int(ctx.fixed.get("processes", 4))
     gpu = str(ctx.fixed.get("buffers", "host")) == "gpu"
@@ -331,7 +333,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     if hostfile and not ctx.dry_run:
         write_hostfile(hostfile, mpi, placement)
     command = mpirun_prefix(mpi, processes, hostfile) + [str(binary), *args]
-    result = runs.run_command(ctx, command, cwd=str(ctx.attempt_dir))
+    result = runner.run_command(ctx, command, cwd=str(ctx.attempt_dir))
     if ctx.dry_run:
         if placement:
             result.extra["files"] = {"hostfile": hostfile_text(mpi, placement)}

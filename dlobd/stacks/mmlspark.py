@@ -67,9 +67,12 @@ import re
 import shlex
 from pathlib import Path
 
-from dlobd import hadoop, networks, plan, provenance, runs
-from dlobd.metrics import row
+from dlobd.cluster import hadoop, provenance
+from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, yarn_application_span
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stderr.log", "stdout.log")
 
@@ -286,7 +289,7 @@ parse_records = yarn_application_span
 def _setting(name: str, what: str) -> str:
     value = provenance.stack_setting(name)
     if not value:
-        raise runs.NotRunnable(f"{what}: set {name} (role mmlspark)")
+        raise NotRunnable(f"{what}: set {name} (role mmlspark)")
     return value
 
 
@@ -300,13 +303,13 @@ def pyspark_python() -> tuple[str, str | None]:
         if not re.fullmatch(r"\d+\.\d+", version):
             raise ValueError(f"MMLSPARK_PYTHON_VERSION {version!r} is not a version like {NEWEST_PYTHON}")
         if [int(n) for n in version.split(".")] > [int(n) for n in NEWEST_PYTHON.split(".")]:
-            raise runs.NotRunnable(f"MMLSPARK_PYTHON {python} is Python {version}: Spark 2.2's PySpark "
+            raise NotRunnable(f"MMLSPARK_PYTHON {python} is Python {version}: Spark 2.2's PySpark "
                                    f"runs on {NEWEST_PYTHON} at the newest; set mmlspark_python (role "
                                    "mmlspark) to an older one with numpy")
     return python, version
 
 
-def plan_point(ctx: runs.RunContext) -> dict:
+def plan_point(ctx: runner.RunContext) -> dict:
     labels = {}
     device = ctx.point.get("device", ctx.fixed.get("device"))
     if device is None or str(device).startswith("not stated"):
@@ -316,13 +319,13 @@ def plan_point(ctx: runs.RunContext) -> dict:
         raise ValueError(f"{ctx.spec['id']}: device {device!r} is none of {', '.join(DEVICES)}")
     nodes = int(ctx.point.get("nodes", ctx.fixed.get("nodes", 1)))
     network = str(ctx.point.get("network", ctx.fixed.get("network", "ipoib")))
-    btl = networks.require("mmlspark", network).settings["btl"]
+    btl = capabilities.require_network("mmlspark", network).settings["btl"]
     gpu = device.startswith("gpu")
-    if gpu and (lacking := plan.missing(["gpu"])):
-        raise runs.NotRunnable(f"device {device}: " + "; ".join(lacking))
+    if gpu and (lacking := capabilities.missing(["gpu"])):
+        raise NotRunnable(f"device {device}: " + "; ".join(lacking))
     hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split() if gpu else provenance.workers()
     if nodes > len(hosts):
-        raise runs.NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} "
+        raise NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} "
                                f"{'GPU host(s) (DLOBD_GPU_WORKERS)' if gpu else 'worker(s)'}")
     per_node = int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1) if gpu else 1
     ranks = nodes * per_node
@@ -344,7 +347,7 @@ def remote_env(p: dict, cntk_home: str, mpi_home: str, wrappers: str) -> dict:
             "DLOBD_MMLSPARK_DEVICE_ID": p["device_id"]}
 
 
-def command(ctx: runs.RunContext, p: dict, jars: list[str], workdir: str, key: str, python: str) -> list[str]:
+def command(ctx: runner.RunContext, p: dict, jars: list[str], workdir: str, key: str, python: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
         raise FileNotFoundError("SPARK_HOME is not set: is the paper profile's Spark 2.2 provisioned?")
@@ -365,7 +368,7 @@ def command(ctx: runs.RunContext, p: dict, jars: list[str], workdir: str, key: s
             "--working-dir", f"file:{workdir}", "--identity", f"file://{key}"]
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     p = plan_point(ctx)
     var = "CNTK_HOME_" + p["device"].upper().replace("-", "_")
     cntk_home = _setting(var, f"device {p['device']}: no CNTK 2.x build for it (a site install: "
@@ -390,7 +393,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
                    f"export {k}={shlex.quote(v) if '$' not in v else v}"
                    for k, v in remote_env(p, cntk_home, mpi_home, wrappers).items())}
     argv = command(ctx, p, jars, workdir, key, python)
-    result = runs.run_command(ctx, argv, env=env, cwd=str(Path(ctx.attempt_dir).resolve()),
+    result = runner.run_command(ctx, argv, env=env, cwd=str(Path(ctx.attempt_dir).resolve()),
                               yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"mmlspark 0.10 + cntk ({p['device']})"}
     result.labels = {"data": "cifar10", "network": p["network"], "btl": p["btl"], "device": p["device"],

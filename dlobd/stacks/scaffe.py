@@ -40,13 +40,17 @@ from pathlib import Path
 
 import jinja2
 
-from dlobd import plan, provenance, runs
-from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, ssh_argv
+from dlobd.cluster import provenance
+from dlobd.spec.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.cluster.remote import ssh_argv
 from dlobd.stacks import mmlspark
 from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
 from dlobd.stacks.caffeonspark import WORKLOADS as NETS, models
 from dlobd.stacks.hr_reduce import hostfile_text, mpirun_prefix, rank_placement
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "stderr.log")
 
@@ -98,13 +102,13 @@ parse = line_parser(_parse)
 
 def parse_records(run_dir, result: ParseResult) -> None:
     """images_per_s from the solver's rate and the run's global batch (run.json's labels)."""
-    path = Path(run_dir) / runs.RUN_JSON
+    path = Path(run_dir) / runner.RUN_JSON
     if not path.is_file():
         return
     try:
         batch = int((json.loads(path.read_text()).get("labels") or {}).get("global_batch") or 0)
     except (json.JSONDecodeError, ValueError, OSError) as exc:
-        raise LogError(f"{runs.RUN_JSON}: unreadable global_batch label: {exc}") from None
+        raise LogError(f"{runner.RUN_JSON}: unreadable global_batch label: {exc}") from None
     if not batch:
         return
     rates = [r for r in result.rows if r["metric"] == "steps_per_s"]
@@ -122,7 +126,7 @@ def _gpus_per_node() -> int:
     return int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
 
 
-def plan_point(ctx: runs.RunContext) -> dict:
+def plan_point(ctx: runner.RunContext) -> dict:
     labels = {}
     framework = str(ctx.point.get("framework", "s-caffe"))
     if framework not in FRAMEWORKS:
@@ -136,20 +140,20 @@ def plan_point(ctx: runs.RunContext) -> dict:
         gpus = UNSTATED_GPUS
         labels["gpus"] = f"{gpus} (not stated by the paper: the launcher's choice)"
     gpus = int(gpus)
-    if lacking := plan.missing(["gpu", "infiniband"]):
-        raise runs.NotRunnable("; ".join(lacking))
+    if lacking := capabilities.missing(["gpu", "infiniband"]):
+        raise NotRunnable("; ".join(lacking))
     # Fig. 8 sets S-Caffe reading image files from Lustre (s-caffe) against LMDB (s-caffe-l)
     images = framework == "s-caffe" and "s-caffe-l" in (
         ctx.spec.get("scales", {}).get(ctx.scale, {}).get("matrix", {}).get("framework", []))
-    if images and (lacking := plan.missing(["lustre"])):
-        raise runs.NotRunnable("s-caffe reads image files from Lustre: " + "; ".join(lacking))
+    if images and (lacking := capabilities.missing(["lustre"])):
+        raise NotRunnable("s-caffe reads image files from Lustre: " + "; ".join(lacking))
     per_node = int(ctx.fixed.get("gpus_per_node", _gpus_per_node()))
     hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
     if framework == "caffe" and gpus > per_node:
-        raise runs.NotRunnable(f"single-process Caffe drives the GPUs of one node: {gpus} GPUs > "
+        raise NotRunnable(f"single-process Caffe drives the GPUs of one node: {gpus} GPUs > "
                                f"{per_node} per node")
     if -(-gpus // per_node) > len(hosts):
-        raise runs.NotRunnable(f"{gpus} GPUs at {per_node} per node need {-(-gpus // per_node)} GPU hosts; "
+        raise NotRunnable(f"{gpus} GPUs at {per_node} per node need {-(-gpus // per_node)} GPU hosts; "
                                f"the cluster has {len(hosts)} (DLOBD_GPU_WORKERS)")
     # Caffe-MPI's rank 0 is its parameter server, which takes no GPU
     ranks = gpus + (1 if framework == "inspur-caffe" else 0)
@@ -166,7 +170,7 @@ def plan_point(ctx: runs.RunContext) -> dict:
 def _home(var: str, what: str) -> str:
     home = provenance.stack_setting(var)
     if not home:
-        raise runs.NotRunnable(f"{what}: set {var} to its install (a registered or site download)")
+        raise NotRunnable(f"{what}: set {var} to its install (a registered or site download)")
     return home
 
 
@@ -213,7 +217,7 @@ def render(p: dict, sources: dict) -> dict:
     return {"solver.prototxt": solver, "net.prototxt": net}
 
 
-def command(ctx: runs.RunContext, p: dict, adir: Path, check: bool) -> tuple[list[str], dict | None]:
+def command(ctx: runner.RunContext, p: dict, adir: Path, check: bool) -> tuple[list[str], dict | None]:
     """The command of a point, and the host file it needs ({path: text}) when it has one."""
     hostfile = adir / "hostfile"
     solver = str(adir / "solver.prototxt")
@@ -238,7 +242,7 @@ def command(ctx: runs.RunContext, p: dict, adir: Path, check: bool) -> tuple[lis
     return argv, {hostfile: hostfile_text("mvapich2-gdr", p["placement"])}
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     p = plan_point(ctx)
     adir = Path(ctx.attempt_dir).resolve()
     texts = {} if p["framework"] == "cntk" else render(p, data_sources(p))
@@ -248,7 +252,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
             (adir / name).write_text(text)
         for path, text in (extra_files or {}).items():
             path.write_text(text)
-    result = runs.run_command(ctx, argv, cwd=str(adir), keep_stdin=p["framework"] == "caffe")
+    result = runner.run_command(ctx, argv, cwd=str(adir), keep_stdin=p["framework"] == "caffe")
     result.versions = {"stack": f"{p['framework']} ({p['design'] or 'release'})"}
     result.labels = {"framework": p["framework"], "gpus": str(p["gpus"]), "global_batch": str(p["global_batch"]),
                      "model": p["model"], **p["labels"]}

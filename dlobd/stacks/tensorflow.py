@@ -60,9 +60,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dlobd import ROOT, runs
-from dlobd.metrics import METRICS, row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, ssh_argv, text_lines
+from dlobd import ROOT
+from dlobd.spec.metrics import METRICS, row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.cluster.remote import free_ports, ssh_argv
+from dlobd.cluster import provenance
+from dlobd.spec import networks
+from dlobd.cluster import hadoop
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
@@ -241,7 +248,7 @@ def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
 # in the site's TF 1.x build), each with its own TF_CONFIG. Strategy: `parameter_servers` among the fixed parameters -> ps (a chief
 # drives the steps, ps and worker tasks serve); otherwise collective (every task a worker).
 # The tasks run under a supervisor (`python -m dlobd.stacks.tensorflow supervise <plan>`),
-# the one command runs.run_command times and monitors: it starts them in its process group
+# the one command runner.run_command times and monitors: it starts them in its process group
 # (or over ssh on other hosts), waits for the tasks that train, ends the servers (they
 # never exit on their own) and exits non-zero naming any task that failed.
 
@@ -379,7 +386,7 @@ def tf1_layout(point: dict, fixed: dict, scale: str) -> tuple[int, int, dict]:
     if strategy == "local":
         return 1, 0, {}
     if scale != "paper":
-        raise runs.NotRunnable(
+        raise NotRunnable(
             "the tasks run in a TensorFlow 1.x build (DLOBD_TF_RDMA_PYTHON), whose program "
             "(workloads/tensorflow/train_tf1.py) trains with parameter servers only: TF 1.x has no "
             "collective strategy here (MultiWorkerMirroredStrategy is TensorFlow 2's), and the spec "
@@ -448,12 +455,11 @@ def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) ->
 def transport(network: str, stack: str = "tensorflow"):
     """The point's TF protocol and, for an RDMA channel or on the paper profile, the python of
     the TF build that runs it (None: the stacks' Python)."""
-    from dlobd import networks, plan, provenance
 
     link = networks.resolve(stack, network)
-    lacking = plan.missing(link.needs)
+    lacking = capabilities.missing(link.needs)
     if lacking:
-        raise runs.NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
+        raise NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
                                + "; ".join(lacking))
     python = None
     if link.transport != "tcp":
@@ -464,7 +470,7 @@ def transport(network: str, stack: str = "tensorflow"):
         # as the RDMA channels, as the papers compared them
         python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
         if not python:
-            raise runs.NotRunnable(PAPER_TF)
+            raise NotRunnable(PAPER_TF)
     return link, python
 
 
@@ -472,8 +478,7 @@ PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON: the paper profile runs native TensorFlo
             "gRPC too, in that TF 1.x build (dlobd_stack_settings); its stacks' Python has no TensorFlow")
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
-    from dlobd import hadoop, networks, provenance
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
 
     network = str(ctx.point.get("network", "loopback"))
     link, rdma_python = transport(network)
@@ -481,22 +486,22 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     env = hadoop.stack_env()
     python = rdma_python or env.get("DLOBD_PYTHON")
     if not provenance.present(python):
-        raise runs.NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
+        raise NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     spec_model = str(ctx.point.get("model", ctx.spec.get("model")))
     model = MODELS.get(spec_model)
     if model is None:
-        raise runs.NotRunnable(f"model {spec_model}: not among the project's TensorFlow workloads "
+        raise NotRunnable(f"model {spec_model}: not among the project's TensorFlow workloads "
                                f"({', '.join(sorted(MODELS))})")
     dataset = str(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))
     data_dir = None
     if dataset in DATASETS:
         data_dir = str(Path(env.get("DLOBD_DATA_DIR", "")) / DATASETS[dataset])
         if not env.get("DLOBD_DATA_DIR") or not provenance.present(data_dir):
-            raise runs.NotRunnable(f"data set {dataset}: no {data_dir} (DLOBD_DATA_DIR; run `make provision`)")
-    hosts = task_hosts(link, networks.worker_addresses(link, provenance.workers()))
+            raise NotRunnable(f"data set {dataset}: no {data_dir} (DLOBD_DATA_DIR; run `make provision`)")
+    hosts = task_hosts(link, capabilities.worker_addresses(link, provenance.workers()))
     adir = Path(ctx.attempt_dir).resolve()
     for key in WORKER_KEYS:
-        runs.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))
+        runner.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))
     labels = {}
     if rdma_python:
         # the site's TF 1.x build: train_tf1.py, parameter servers
@@ -519,21 +524,21 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
                        else f"tensorflow {provenance.versions()['tensorflow']}"}
     result.labels = {"network": network, "protocol": protocol, "strategy": strategy,
-                     "data": runs.data_label(dataset), **({"emulated": "true"} if link.emulated else {}),
+                     "data": runner.data_label(dataset), **({"emulated": "true"} if link.emulated else {}),
                      **labels}
     result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}
                     for h in dict.fromkeys(t.host for t in tasks)]
     return result
 
 
-def run_tasks(ctx: runs.RunContext, tasks: list[Task], env: dict) -> runs.LaunchResult:
+def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.LaunchResult:
     """Run the tasks of one TF cluster under the supervisor, the run's one command; a dry run
     lists the tasks it would start (as the plan file names them) and writes nothing."""
     adir = Path(ctx.attempt_dir).resolve()
     if not ctx.dry_run:
         (adir / "tasks").mkdir()
         (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
-    result = runs.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
+    result = runner.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
                                     str(adir / PLAN_FILE)], env=env, cwd=str(adir))
     if ctx.dry_run:
         result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env}

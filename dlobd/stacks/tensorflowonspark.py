@@ -88,10 +88,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from dlobd import hadoop, networks, provenance, runs
-from dlobd.metrics import row
+from dlobd.cluster import hadoop, provenance
+from dlobd.spec import networks
+from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
 from dlobd.stacks.tensorflow import finish, read_dlobd_lines
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "stderr.log", "executors/*/stdout", "executors/*/stderr",
              "containers/*/stdout", "containers/*/stderr")
@@ -497,7 +501,7 @@ def tf_nodes(point: dict, fixed: dict) -> int:
                      "how many TF nodes?")
 
 
-def workload(ctx: runs.RunContext) -> tuple[str, str, str]:
+def workload(ctx: runner.RunContext) -> tuple[str, str, str]:
     """(workload name, train.py model, data set directory name) of the point."""
     scale = ctx.spec.get("scales", {}).get(ctx.scale, {})
     name = str(ctx.point.get("workload") or scale.get("dataset") or ctx.spec.get("dataset"))
@@ -509,7 +513,7 @@ def workload(ctx: runs.RunContext) -> tuple[str, str, str]:
 def input_mode(fixed: dict) -> str:
     mode = str(fixed.get("mode", "InputMode.SPARK"))
     if mode not in INPUT_MODES:
-        raise runs.NotRunnable(f"mode {mode!r}: the TFoS workload runs InputMode.SPARK or "
+        raise NotRunnable(f"mode {mode!r}: the TFoS workload runs InputMode.SPARK or "
                                "InputMode.TENSORFLOW with MultiWorkerMirroredStrategy (TFoS 2.x); "
                                "TFoS 1.x's parameter-server mode is not in it")
     return INPUT_MODES[mode]
@@ -521,7 +525,7 @@ def per_workload(value, name: str):
 
 
 def placement(network: str, env: dict) -> Placement:
-    """The point's network as TFoS settings (config/networks.yaml via dlobd.networks).
+    """The point's network as TFoS settings (config/networks.yaml via dlobd.spec.networks).
 
     NotRunnable when the cluster lacks the network's path: RDMA is TF's grpc+verbs protocol,
     in no TF 2.x wheel (capability tf-rdma: a Python whose TensorFlow has the verbs channel,
@@ -531,9 +535,9 @@ def placement(network: str, env: dict) -> Placement:
     default-route (else Ethernet) addresses, where TFoS 1.0.8 registers them, to their cluster ones
     (address_map)."""
     transport = networks.resolve("tensorflowonspark", network)
-    lacking = networks.missing("tensorflowonspark", network)
+    lacking = capabilities.network_missing("tensorflowonspark", network)
     if lacking:
-        raise runs.NotRunnable(f"network {network}: TensorFlow protocol {transport.settings['protocol']} "
+        raise NotRunnable(f"network {network}: TensorFlow protocol {transport.settings['protocol']} "
                                f"({transport.transport}) needs what this cluster lacks: {'; '.join(lacking)}")
     tf1 = env.get("DLOBD_PROFILE") == "paper"
     if "tf-rdma" in transport.needs:
@@ -545,7 +549,7 @@ def placement(network: str, env: dict) -> Placement:
     workers = provenance.workers() or ["127.0.0.1"]
     if transport.address == "loopback":
         if not all(provenance.is_local_address(w) for w in workers):
-            raise runs.NotRunnable(f"network {network}: loopback needs every executor on this host; "
+            raise NotRunnable(f"network {network}: loopback needs every executor on this host; "
                                    f"the cluster's workers are {', '.join(workers)}")
         return Placement(transport, "127.0.0.1", "127.0.0.1", python, tf1)
     server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
@@ -566,7 +570,7 @@ def tfos_python(env: dict) -> str:
     2.1.0's PySpark."""
     python = env.get(TFOS_PYTHON)
     if not python:
-        raise runs.NotRunnable(
+        raise NotRunnable(
             f"the paper profile's TensorFlowOnSpark {PAPER_TFOS} runs TensorFlow {PAPER_TENSORFLOW} in a "
             f"Python {PAPER_PYSPARK_PYTHON} (Spark 2.1.0's PySpark fails on 3.6, SPARK-19019), not in the "
             f"stacks' Python: set {TFOS_PYTHON} in dlobd_stack_settings to such a Python with tensorflow "
@@ -574,7 +578,7 @@ def tfos_python(env: dict) -> str:
     return python
 
 
-def tf1_layout(ctx: runs.RunContext) -> dict:
+def tf1_layout(ctx: runner.RunContext) -> dict:
     """The paper profile's settings of a point (train_tf1.py): TF workers, parameter servers,
     input mode, batch, epochs, GPUs per worker, and a label for each the paper leaves unstated."""
     labels = {}
@@ -595,7 +599,7 @@ def tf1_layout(ctx: runs.RunContext) -> dict:
         feed = "spark"
         labels["input_mode"] = f"spark, TFoS's RDD feeding (the paper's mode: {mode}; input mode {UNSTATED})"
     else:
-        raise runs.NotRunnable(f"mode {mode!r}: the TFoS 1.0 workload runs parameter servers fed by "
+        raise NotRunnable(f"mode {mode!r}: the TFoS 1.0 workload runs parameter servers fed by "
                                "InputMode.SPARK or InputMode.TENSORFLOW")
     for key, default in (("batch", 64), ("epochs", 1)):
         if key not in ctx.fixed:
@@ -605,7 +609,7 @@ def tf1_layout(ctx: runs.RunContext) -> dict:
             "gpus": 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1, "labels": labels}
 
 
-def gpu_executors(ctx: runs.RunContext, name: str, executors: int) -> dict:
+def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> dict:
     """The Spark settings of a GPU point's executors on YARN, which schedules no GPUs (Hadoop
     2.7): each TF node's container sized so that at most the point's GPUs per node (fixed
     `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (hadoop.executor_container_mb),
@@ -619,11 +623,11 @@ def gpu_executors(ctx: runs.RunContext, name: str, executors: int) -> dict:
     workers = provenance.workers()
     nodes = -(-executors // per_node)
     if nodes > len(workers):
-        raise runs.NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
+        raise NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
                                f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} worker(s)")
     libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
     if not libs:
-        raise runs.NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
+        raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
                                "DLOBD_CUDA_LIBRARY_PATH is unset (dlobd_cuda_home in the inventory)")
     share = hadoop.executor_container_mb(per_node, EXECUTOR_MEMORY_MB + EXECUTOR_OVERHEAD_MB, ctx.dry_run)
     overhead = str(share - EXECUTOR_MEMORY_MB) if share else \
@@ -633,7 +637,7 @@ def gpu_executors(ctx: runs.RunContext, name: str, executors: int) -> dict:
             "spark.executor.extraLibraryPath": libs}
 
 
-def spark_conf(ctx: runs.RunContext, where: Placement) -> dict:
+def spark_conf(ctx: runner.RunContext, where: Placement) -> dict:
     """The Spark settings every TFoS run gets, whatever its TFoS and Spark version."""
     return {
         "spark.dynamicAllocation.enabled": "false",
@@ -656,7 +660,7 @@ def spark_conf(ctx: runs.RunContext, where: Placement) -> dict:
     }
 
 
-def submit_argv(ctx: runs.RunContext, spark_submit: str, executors: int, conf: dict) -> list[str]:
+def submit_argv(ctx: runner.RunContext, spark_submit: str, executors: int, conf: dict) -> list[str]:
     """spark-submit on YARN in client mode with `executors` executors, these settings and the
     run's own (event log, tags), up to the program."""
     command = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
@@ -667,7 +671,7 @@ def submit_argv(ctx: runs.RunContext, spark_submit: str, executors: int, conf: d
     return command + hadoop.spark_conf(ctx)
 
 
-def subset_and_address(ctx: runs.RunContext, name: str, where: Placement) -> list[str]:
+def subset_and_address(ctx: runner.RunContext, name: str, where: Placement) -> list[str]:
     """The options both TFoS programs take alike: the first records to train on, the address
     every TF node uses."""
     options = []
@@ -679,7 +683,7 @@ def subset_and_address(ctx: runs.RunContext, name: str, where: Placement) -> lis
     return options
 
 
-def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
     """The paper profile's spark-submit of train_tf1.py: one executor per TF worker and per
     parameter server, Spark 2.1's settings, driver and executors on where.python."""
     name, model, _ = workload(ctx)
@@ -705,7 +709,7 @@ def build_command_tf1(ctx: runs.RunContext, spark_submit: str, data_uri: str, wh
     return command
 
 
-def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
     """The spark-submit command line of one point: YARN, client mode, one TF node per executor."""
     if where.tf1:
         return build_command_tf1(ctx, spark_submit, data_uri, where)
@@ -723,7 +727,7 @@ def build_command(ctx: runs.RunContext, spark_submit: str, data_uri: str, where:
     return command + subset_and_address(ctx, name, where)
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     env = hadoop.stack_env()
     where = placement(str(ctx.point.get("network", "loopback")), env)
     _, _, dataset = workload(ctx)
@@ -735,16 +739,16 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where)
     if not ctx.dry_run:
         with open(ctx.attempt_dir / "prepare.log", "x", encoding="utf-8") as log:
-            log.write(f"{runs.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
+            log.write(f"{runner.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
             log.flush()
-            log.write(f"{runs.now_iso()} staged: {hadoop.hdfs_stage(local, f'{HDFS_DATA}/{dataset}')}\n")
+            log.write(f"{runner.now_iso()} staged: {hadoop.hdfs_stage(local, f'{HDFS_DATA}/{dataset}')}\n")
     env.update({"TZ": "UTC", "TF_CPP_MIN_LOG_LEVEL": "1",
                 "PYSPARK_PYTHON": where.python, "PYSPARK_DRIVER_PYTHON": where.python})
     if where.server_host:
         env["TFOS_SERVER_HOST"] = where.server_host
-    result = runs.run_command(ctx, command, env=env, cwd=str(ctx.attempt_dir),
+    result = runner.run_command(ctx, command, env=env, cwd=str(ctx.attempt_dir),
                               yarn_tag=hadoop.app_tag(ctx))
-    result.labels.update({"data": runs.data_label(dataset),
+    result.labels.update({"data": runner.data_label(dataset),
                           "protocol": where.transport.settings["protocol"],
                           "tf_nodes": str(tf_nodes(ctx.point, ctx.fixed)), **labels})
     if where.tf1:

@@ -57,9 +57,15 @@ import math
 import re
 from pathlib import Path
 
-from dlobd import networks, provenance, runs
-from dlobd.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, free_ports, line_parser
+from dlobd.cluster import provenance
+from dlobd.spec.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd.cluster.remote import free_ports
+from dlobd.cluster import hadoop
+from dlobd.stacks import tensorflow
+from dlobd.cluster import capabilities
+from dlobd.stacks import runner
+from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
@@ -191,21 +197,11 @@ parse = line_parser(_parse)
 
 # ---------------------------------------------------------------- launcher
 
-SCRIPT = Path("scripts") / "tf_cnn_benchmarks" / "tf_cnn_benchmarks.py"
-WHERE_TO_GET = ("tf_cnn_benchmarks is on no registry: set TF_CNN_BENCHMARKS_HOME "
-                "(dlobd_stack_settings) to a checkout of github.com/tensorflow/benchmarks; the "
-                "role tf_cnn_benchmarks clones it there at the pinned commit")
 MODELS = ("alexnet", "inception3", "resnet50", "vgg16")  # the specs' names are the script's
 
 
-def script() -> Path | None:
-    """The script of the checkout TF_CNN_BENCHMARKS_HOME names, or None without one."""
-    home = provenance.stack_setting("TF_CNN_BENCHMARKS_HOME")
-    return Path(home) / SCRIPT if home else None
-
-
-def _count(ctx: runs.RunContext, value, name: str) -> int:
-    runs.unstated(ctx.scale, name, value)
+def _count(ctx: runner.RunContext, value, name: str) -> int:
+    runner.unstated(ctx.scale, name, value)
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -215,7 +211,7 @@ def _count(ctx: runs.RunContext, value, name: str) -> int:
     return number
 
 
-def layout(ctx: runs.RunContext) -> dict:
+def layout(ctx: runner.RunContext) -> dict:
     """Workers, parameter servers, where they go, and each worker's devices, from the point."""
     params = {**ctx.fixed, **ctx.point}
     needs = ctx.spec["scales"][ctx.scale].get("needs") or []
@@ -237,36 +233,34 @@ def hosts_for(lay: dict) -> tuple[list[str], list[str]]:
     gpu = lay["device"] == "gpu"
     candidates = provenance.workers(gpu=gpu)
     if len(candidates) < lay["workers"]:
-        raise runs.NotRunnable(f"{lay['workers']} worker task(s), one per node, need as many workers"
+        raise NotRunnable(f"{lay['workers']} worker task(s), one per node, need as many workers"
                                f"{' of group gpu' if gpu else ''}; the cluster has {len(candidates)}")
     worker_hosts = candidates[:lay["workers"]]
     if lay["ps_apart"]:
         spare = [h for h in provenance.workers() if h not in worker_hosts]
         if len(spare) < lay["ps"]:
-            raise runs.NotRunnable(f"{lay['ps']} parameter server(s) on nodes of their own need "
+            raise NotRunnable(f"{lay['ps']} parameter server(s) on nodes of their own need "
                                    f"{lay['ps']} more workers; the cluster has {len(spare)} more")
         return worker_hosts, spare[:lay["ps"]]
     return worker_hosts, [worker_hosts[i % len(worker_hosts)] for i in range(lay["ps"])]
 
 
-def launch(ctx: runs.RunContext) -> runs.LaunchResult:
-    from dlobd import hadoop
-    from dlobd.stacks import tensorflow
+def launch(ctx: runner.RunContext) -> runner.LaunchResult:
 
-    found = script()
+    found = capabilities.tf_cnn_benchmarks_script()
     if found is None or not provenance.present(found):
-        raise runs.NotRunnable(WHERE_TO_GET + (f" (no {found})" if found else ""))
+        raise NotRunnable(capabilities.TF_CNN_BENCHMARKS_WHERE + (f" (no {found})" if found else ""))
     network = str(ctx.point.get("network", "ipoib"))
     link, rdma_python = tensorflow.transport(network, "tf_cnn_benchmarks")
     env = hadoop.stack_env()
     python = rdma_python or env.get("DLOBD_PYTHON")
     if not provenance.present(python):
-        raise runs.NotRunnable("no Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
+        raise NotRunnable("no Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     model = str(ctx.point.get("model", ctx.spec.get("model")))
     if model not in MODELS:
-        raise runs.NotRunnable(f"model {model}: not one this launcher gives tf_cnn_benchmarks ({', '.join(MODELS)})")
+        raise NotRunnable(f"model {model}: not one this launcher gives tf_cnn_benchmarks ({', '.join(MODELS)})")
     lay = layout(ctx)
-    worker_hosts, ps_hosts = (networks.worker_addresses(link, hosts) for hosts in hosts_for(lay))
+    worker_hosts, ps_hosts = (capabilities.worker_addresses(link, hosts) for hosts in hosts_for(lay))
     ports = free_ports(len(worker_hosts) + len(ps_hosts))
     tasks = ([tensorflow.Task("worker", i, h, ports[i], True) for i, h in enumerate(worker_hosts)]
              + [tensorflow.Task("ps", i, h, ports[len(worker_hosts) + i], False) for i, h in enumerate(ps_hosts)])
@@ -285,7 +279,7 @@ def launch(ctx: runs.RunContext) -> runs.LaunchResult:
     result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
                      "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),
                      "parameter_servers": str(lay["ps"]) + ("" if lay["stated_ps"] else " (not stated by the paper)"),
-                     "data": runs.data_label(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))}
+                     "data": runner.data_label(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))}
     if not ctx.dry_run:
         result.versions = {"stack": f"tf_cnn_benchmarks ({found}) on {python}"}
         result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}

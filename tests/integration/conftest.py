@@ -37,7 +37,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dlobd import ROOT, apptainer, playbook_settings
+from dlobd import ROOT, playbook_settings
+from dlobd.execution import apptainer
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
@@ -169,7 +170,7 @@ def cluster(provisioned):
 @pytest.fixture
 def stack_cluster(cluster, monkeypatch):
     """`cluster`, with the stack environment (DLOBD_PREFIX) pointing at it for runs.launch."""
-    from dlobd import provenance
+    from dlobd.cluster import provenance
 
     monkeypatch.setenv("DLOBD_PREFIX", str(cluster.prefix))
     provenance.provisioned_env.cache_clear()

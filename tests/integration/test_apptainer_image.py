@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import ROOT, apptainer, playbook_settings
+from dlobd import ROOT, playbook_settings
+from dlobd.execution import apptainer
 
 pytestmark = pytest.mark.integration
 

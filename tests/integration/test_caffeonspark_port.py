@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import ROOT, runs, spec, stacks
+from dlobd import ROOT, spec, stacks
+from dlobd.execution import runs
 from dlobd.stacks import caffeonspark
+from dlobd.stacks import runner
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +85,7 @@ def train(tmp_path, prefix: Path, executors: int):
     """LeNet on MNIST through CaffeOnSpark on `executors` executors; the run's logs and rows."""
     home = prefix / "caffeonspark" / "cpu-openblas"
     lmdb = prefix / "data" / "lmdb" / "mnist"
-    ctx = runs.RunContext(spec={"id": "caffeonspark-port", "metric": {"name": "accuracy"}}, scale="local",
+    ctx = runner.RunContext(spec={"id": "caffeonspark-port", "metric": {"name": "accuracy"}}, scale="local",
                           cluster="local", point={"model": "lenet", "device": "cpu-openblas", "nodes": executors,
                                                   "network": "loopback"},
                           attempt_dir=tmp_path, runs_dir=tmp_path, fixed={}, dry_run=False)

@@ -50,7 +50,8 @@ TFOS_EXPERIMENT = "dlobd-fig5b"
 TFOS_POINT = {"workload": "cifar10", "network": NETWORK, "gpus": 2}
 LAUNCH_SPEC_POINT = """
 import copy, json, sys
-from dlobd import runs, spec
+from dlobd import spec
+from dlobd.execution import runs
 data = copy.deepcopy(spec.load_all()[sys.argv[3]].data)
 print(runs.launch(data, "local", json.loads(sys.argv[2]), sys.argv[1], cluster="emulated"))
 """
@@ -192,7 +193,7 @@ def daemon_in(host: str, daemon: str) -> psutil.Process | None:
 
 @pytest.mark.parametrize("daemon", ["datanode", "nodemanager"])
 def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(emulated, tmp_path, daemon):
-    from dlobd import runs
+    from dlobd.execution import runs
 
     rc, out, _ = emulated.playbook("cluster-up.yml")
     assert rc == 0, out[-5000:]
@@ -279,7 +280,7 @@ sc.stop()
 """
 SUBMIT_PACKED = """
 import subprocess, sys
-from dlobd import hadoop
+from dlobd.cluster import hadoop
 app, per_node, expected = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 share = hadoop.executor_container_mb(per_node, 1536)
 env = hadoop.stack_env()

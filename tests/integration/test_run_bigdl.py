@@ -11,7 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlobd import hadoop, runs, spec, stacks
+from dlobd import spec, stacks
+from dlobd.cluster import hadoop
+from dlobd.execution import runs
 from dlobd.stacks import bigdl
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,9 @@ import time
 import psutil
 import pytest
 
-from dlobd import results, runs, spec
+from dlobd import spec
+from dlobd.execution import runs
+from dlobd.results import tidy as results
 from dlobd.stacks import tensorflow as tf
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,9 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from dlobd import hadoop, runs, spec, stacks
+from dlobd import spec, stacks
+from dlobd.cluster import hadoop
+from dlobd.execution import runs
 
 pytestmark = pytest.mark.integration
 

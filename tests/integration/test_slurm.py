@@ -31,7 +31,9 @@ import psutil
 import pytest
 
 from conftest import EMULATED_TIER, EmulatedSite, make_emulated_site, remove_emulated_site
-from dlobd import ROOT, apptainer, comparepaths, runs, slurmjob
+from dlobd import ROOT
+from dlobd.execution import apptainer, runs, slurmenv
+from dlobd.results import comparepaths
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
@@ -54,7 +56,8 @@ POINTS = {**PIPELINE_POINTS, **LAUNCHED_POINTS}
 EXECUTOR_EXPERIMENT = "tfgrpc-fig13"
 LAUNCH = """
 import copy, json, sys
-from dlobd import runs, spec
+from dlobd import spec
+from dlobd.execution import runs
 data = copy.deepcopy(spec.load_all()[sys.argv[3]].data)
 print(runs.launch(data, "local", json.loads(sys.argv[2]), sys.argv[1], cluster="emulated"))
 """
@@ -96,7 +99,7 @@ class Cluster:
         """The image the hosts' stack runs from (a stack provisioned with the apptainer method,
         e.g. a reused cluster's: slurm+apptainer), else None (slurm+prefix)."""
         master_stack = self.state_dir / "hosts" / self.name("master") / "stack"
-        return (slurmjob.prefix_image(str(master_stack)) or {}).get("path")
+        return (slurmenv.prefix_image(str(master_stack)) or {}).get("path")
 
     def execution_path(self) -> str:
         return "slurm+apptainer" if self.image() else "slurm+prefix"

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from conftest import Provisioned, free_ports
 
-from dlobd import spack as harness
+from dlobd.execution import spack as harness
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(os.environ.get("DLOBD_TEST_CLUSTER")),

@@ -11,7 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dlobd import hadoop, provenance, runs
+from dlobd.cluster import hadoop, provenance
+from dlobd.stacks import runner
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,7 @@ def pi_job(ctx, slices):
 def context(tmp_path, name, limit):
     attempt = tmp_path / name / "attempt-001"
     attempt.mkdir(parents=True)
-    return runs.RunContext(spec={}, scale="local", cluster="local", point={}, attempt_dir=attempt,
+    return runner.RunContext(spec={}, scale="local", cluster="local", point={}, attempt_dir=attempt,
                            runs_dir=tmp_path, time_limit_s=limit)
 
 
@@ -53,7 +54,7 @@ def test_stage_uploads_once(stack_cluster, tmp_path):
 def test_a_spark_job_leaves_its_records_logs_and_samples(stack_cluster, tmp_path):
     ctx = context(tmp_path, "pi", 600)
     tag = hadoop.app_tag(ctx)
-    result = runs.run_command(ctx, pi_job(ctx, 4), env=hadoop.stack_env(), cwd=str(ctx.attempt_dir),
+    result = runner.run_command(ctx, pi_job(ctx, 4), env=hadoop.stack_env(), cwd=str(ctx.attempt_dir),
                               yarn_tag=tag)
     assert result.status == "ok", (ctx.attempt_dir / "stderr.log").read_text()[-3000:]
     assert "Pi is roughly 3.1" in (ctx.attempt_dir / "stdout.log").read_text()
@@ -77,7 +78,7 @@ def test_a_job_past_its_limit_is_killed_with_its_application(stack_cluster, tmp_
     # long enough for the application to be submitted and running on a loaded machine
     ctx = context(tmp_path, "pi-long", 90)
     tag = hadoop.app_tag(ctx)
-    result = runs.run_command(ctx, pi_job(ctx, 100000), env=hadoop.stack_env(),
+    result = runner.run_command(ctx, pi_job(ctx, 100000), env=hadoop.stack_env(),
                               cwd=str(ctx.attempt_dir), yarn_tag=tag)
     assert result.status == "hung" and "time limit of 90 s" in result.reason
     apps = hadoop.applications(tag)

@@ -8,7 +8,7 @@ rule claims:
         others=lambda wc: [results_csv(wc.scale, e) for e in claim_sources(wc.experiment)],
         runs=lambda wc: [runs_json(wc.scale, wc.experiment)] if wc.experiment in SPECS else [],
         spec=lambda wc: spec_file(wc.experiment),
-        code=code("claims.py", "substitutions.py"),
+        code=code("results/claims.py", "spec/claimlang.py", "results/verdicts.py", "spec/substitutions.py"),
     output:
         f"{RESULTS}/{{scale}}/verdicts/{{experiment}}.csv",
     log:

@@ -10,7 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from dlobd import runs as druns
+from dlobd.execution import runs as druns
 from dlobd import spec as dspec
 
 RUNS = config["runs_dir"]
@@ -214,7 +214,7 @@ def step_run(wildcards, output, log):
 
 
 def step_parse(wildcards, output, log):
-    from dlobd import results as dresults
+    from dlobd.results import tidy as dresults
 
     owner, point = runs_owner(wildcards.scale, wildcards.experiment, wildcards.point)
     pdir = Path(RUNS, wildcards.cluster, wildcards.scale, owner, point)
@@ -231,7 +231,7 @@ def step_parse(wildcards, output, log):
 
 
 def step_results(wildcards, input, output, log):
-    from dlobd import results as dresults
+    from dlobd.results import tidy as dresults
 
     shared = shared_points(wildcards.scale, wildcards.experiment)
     table = dresults.write_results(
@@ -250,13 +250,13 @@ def figure_pool():
     global _FIGURE_POOL
     if _FIGURE_POOL is None:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["dlobd.figures"])
+        context.set_forkserver_preload(["dlobd.results.figures"])
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
     return _FIGURE_POOL
 
 
 def step_figure(wildcards, input, output, log):
-    from dlobd import figures as dfig
+    from dlobd.results import figures as dfig
 
     reason = figure_pool().submit(
         dfig.render, merged_spec(wildcards.experiment), wildcards.scale,
@@ -266,7 +266,7 @@ def step_figure(wildcards, input, output, log):
 
 
 def step_utilisation(wildcards, input, output, log):
-    from dlobd import figures as dfig
+    from dlobd.results import figures as dfig
 
     drawn = figure_pool().submit(
         dfig.render_utilisation, merged_spec(wildcards.experiment), wildcards.scale, input.csv,
@@ -276,9 +276,10 @@ def step_utilisation(wildcards, input, output, log):
 
 def step_claims(wildcards, input, output, log):
     import pandas as pd
-    from dlobd import claims as dclaims
-    from dlobd import results as dresults
-    from dlobd import substitutions as dsubs
+    from dlobd.results import claims as dclaims
+    from dlobd.results import verdicts as dverdicts
+    from dlobd.results import tidy as dresults
+    from dlobd.spec import substitutions as dsubs
 
     exp = wildcards.experiment
     if exp in SPECS:
@@ -291,14 +292,14 @@ def step_claims(wildcards, input, output, log):
         merged_spec, dsubs.run_cores(json.loads(Path(input.runs[0]).read_text()))
         if input.runs else None,
     )
-    frame = dclaims.verdicts_frame(verdicts)
+    frame = dverdicts.verdicts_frame(verdicts)
     frame.to_csv(output[0], index=False)
     _log(log[0], ", ".join(f"{n} {v}" for v, n in frame["verdict"].value_counts().items())
          or "no claims")
 
 
 def step_report(output, log):
-    from dlobd import report as dreport
+    from dlobd.results import report as dreport
 
     dreport.write_report(
         output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
@@ -326,5 +327,5 @@ def parser_code(wildcards):
     names = {spec.stack(wildcards.scale)} | (
         {str(v) for v in spec.scale(wildcards.scale).get("matrix", {}).get(axis, [])}
         if axis else set())
-    files = code("results.py", "runs.py", "stacks/__init__.py")
+    files = code("results/tidy.py", "execution/runs.py", "stacks/__init__.py", "stacks/runner.py")
     return files + [f for f in code(*(f"stacks/{n}.py" for n in sorted(names))) if Path(f).is_file()]

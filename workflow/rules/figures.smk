@@ -6,7 +6,7 @@ rule figure:
     input:
         csv=lambda wc: results_csv(wc.scale, wc.experiment),
         spec=lambda wc: spec_file(wc.experiment),
-        code=code("figures.py"),
+        code=code("results/figures.py"),
     output:
         png=report(
             f"{FIGURES}/{{scale}}/{{experiment}}.png",
@@ -27,7 +27,7 @@ rule utilisation:
     """CPU, memory and network over time of an experiment's runs (dlobd-fig8 style)."""
     input:
         csv=lambda wc: results_csv(wc.scale, wc.experiment),
-        code=code("figures.py"),
+        code=code("results/figures.py"),
     output:
         png=f"{FIGURES}/{{scale}}/utilisation/{{experiment}}.png",
     log:

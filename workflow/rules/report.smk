@@ -12,8 +12,8 @@ rule report:
                         experiment=VERDICT_IDS),
         results=[results_csv(s, e) for s in SCALES for e in DATA_IDS],
         runs=[runs_json(s, e) for s in SCALES for e in DATA_IDS],
-        code=code("report.py", "templates/base.html.j2", "templates/index.html.j2",
-                  "templates/experiment.html.j2", "figures.py"),
+        code=code("results/report.py", "results/templates/base.html.j2", "results/templates/index.html.j2",
+                  "results/templates/experiment.html.j2", "results/figures.py"),
     output:
         html=report_html(),
         pages=expand(f"{REPORT}/experiments/{{experiment}}-{{scale}}.html", scale=SCALES,

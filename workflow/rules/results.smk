@@ -6,7 +6,7 @@ rule results:
     input:
         parsed=lambda wc: [parsed_csv(wc.scale, c, wc.experiment, p) for c, p in all_points(wc.scale, wc.experiment)],
         spec=lambda wc: spec_file(wc.experiment),
-        code=code("results.py"),
+        code=code("results/tidy.py"),
     output:
         csv=f"{RESULTS}/{{scale}}/{{experiment}}.csv",
         runs=f"{RESULTS}/{{scale}}/runs/{{experiment}}.json",

@@ -25,7 +25,9 @@ import matplotlib.lines  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from dlobd import metrics, substitutions  # noqa: E402
+from dlobd.spec import metrics, substitutions  # noqa: E402
+from dlobd.spec import expand
+from dlobd.spec import _matches
 
 ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
@@ -421,8 +423,6 @@ def _status_note(ax, x, cell: pd.DataFrame) -> None:
 def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
     """Say why a point of this scale has no run in the set drawn: the capabilities its
     point_needs names (e.g. a tier only an emulated cluster has), or that it was not run."""
-    from dlobd.spec import expand, _matches
-
     full = {k: v for k, v in point.items() if k in ctx.matrix}
     if not any(_matches(p, full) for _, p in expand(ctx.scale)):
         return      # excluded from this scale's matrix: no slot to explain

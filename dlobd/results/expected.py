@@ -26,8 +26,9 @@ An input that is missing is named ("no calibration", "model needs ..."); no numb
 
 from __future__ import annotations
 
-from dlobd import calibrate, networks
-from dlobd.claims import ClaimSyntaxError, parse_check
+from dlobd.cluster import calibrate
+from dlobd.spec import networks
+from dlobd.spec.claimlang import ClaimSyntaxError, parse_check
 
 MODEL = ("alpha-beta: a message of m bytes takes a + 8m/b over a transport of latency a and "
          "bandwidth b")

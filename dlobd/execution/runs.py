@@ -8,44 +8,26 @@ the run ends; an attempt without it was interrupted and reads as `failed`.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import os
 import re
-import shlex
-import signal
-import socket
-import subprocess
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from dlobd import NotRunnable
+from dlobd.cluster import provenance
+from dlobd.execution import slurmenv
+from dlobd import stacks
 from dlobd.spec import point_id  # one definition of the point directory name
+from dlobd.stacks.runner import RUN_JSON, LaunchResult, RunContext, data_label, now_iso
+from dlobd.cluster import capabilities
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "hung", "not runnable", "unparseable")
-RUN_JSON = "run.json"
 _ATTEMPT_RE = re.compile(r"^attempt-(\d{3,})$")
 
 
 class RunError(Exception):
     """A run directory or run.json that breaks the layout contract."""
-
-
-class NotRunnable(Exception):
-    """Raised by a stack launcher when this cluster cannot provide the point."""
-
-
-def unstated(scale: str, name: str, value) -> None:
-    """NotRunnable for a parameter the paper scale gives in words, as its paper does ('not
-    stated', 'same at every core count'): no number to run with. (At other scales words
-    where a number belongs are a defect of the spec, which the launcher's own check names.)"""
-    if scale == "paper" and isinstance(value, str) and not re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
-        raise NotRunnable(f"{name} is {value!r} in the spec: the paper gives no number to run with")
-
-
-def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def point_dir(runs_dir, cluster: str, scale: str, experiment: str, point: dict) -> Path:
@@ -229,7 +211,6 @@ def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, poi
         if last.record["status"] == "not runnable" and last.record.get("reason") == reason:
             return last.path
     attempt_dir = new_attempt(runs_dir, cluster, scale, spec_data["id"], point)
-    from dlobd import provenance
 
     stamp = now_iso()
     record = {
@@ -237,174 +218,16 @@ def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, poi
         **_base_record(spec_data, scale, cluster, point),
         "command": None, "cwd": None, "start": stamp, "end": stamp, "exit_status": None,
         "status": "not runnable", "reason": reason,
-        **provenance.collect(stack=spec_data.get("stack")),
+        **provenance.collect(slurmenv.execution(), stack=spec_data.get("stack")),
         "labels": _labels(spec_data, scale, point),
     }
     write_run_json(attempt_dir, record)
     return attempt_dir
 
 
-@dataclass
-class RunContext:
-    """What a stack launcher gets: the point, where to write, and how long it may take.
-
-    With `dry_run` the launcher has no side effect at all (no data staged, nothing built, no
-    file written: `attempt_dir` is where the attempt would be, and does not exist) and returns
-    the exact command through run_command, which runs nothing."""
-
-    spec: dict
-    scale: str
-    cluster: str
-    point: dict
-    attempt_dir: Path
-    runs_dir: Path
-    fixed: dict = field(default_factory=dict)
-    time_limit_s: float | None = None
-    dry_run: bool = False
-
-
-@dataclass
-class LaunchResult:
-    """What a stack launcher returns; runs.launch turns it into run.json.
-
-    A dry run's result (status `dry run`) may add to `extra` what else the command would
-    start or write: `processes`, [{name, host, command, env}] (the tasks a supervisor starts,
-    servers on other hosts), `files`, {name: text} (files written into the attempt), and
-    `notes` on what only the launch can know."""
-
-    command: list | None
-    status: str
-    reason: str | None = None
-    exit_status: int | None = None
-    cwd: str | None = None
-    hosts: list | None = None
-    versions: dict = field(default_factory=dict)  # e.g. {"stack": "bigdl 2.4.0"}
-    labels: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
-
-
-MONITOR_SCRIPT = Path(__file__).resolve().parent / "monitor.py"
-MONITOR_INTERVAL_S = 1.0
-
-
-def _container_pattern() -> str:
-    """Command lines of this cluster's YARN containers: they name their log directory."""
-    from dlobd import hadoop
-
-    try:
-        dirs = hadoop.container_log_dirs()
-    except hadoop.HadoopError:
-        return r"(?!)"  # no YARN here: match nothing
-    return "|".join(re.escape(d.rstrip("/")) + r"/application_\d+_\d+/container_" for d in dirs)
-
-
-def start_samplers(ctx: RunContext, pid: int) -> list[subprocess.Popen]:
-    """One psutil sampler per host of the cluster for the job rooted at `pid`:
-    `monitor/<host>.csv` (docs/runs-and-results.md). Remote hosts run the same script over
-    ssh from the stacks' Python (the monitoring role installs it) and stream the CSV back."""
-    from dlobd import provenance
-
-    out_dir = ctx.attempt_dir / "monitor"
-    out_dir.mkdir(exist_ok=True)
-    pattern = _container_pattern()
-    limit = [] if ctx.time_limit_s is None else ["--max-seconds", str(ctx.time_limit_s + 120)]
-    common = ["--interval", str(MONITOR_INTERVAL_S), "--match", pattern, *limit]
-    samplers = []
-    log = open(out_dir / "samplers.log", "ab")
-    with log:
-        samplers.append(subprocess.Popen(
-            [sys.executable, str(MONITOR_SCRIPT), "--out", str(out_dir / f"{socket.gethostname()}.csv"),
-             "--pid", str(pid), "--host", socket.gethostname(), *common],
-            stdout=log, stderr=log, start_new_session=True))
-        remote_script = provenance.prefix() / "lib" / "dlobd-monitor.py"
-        python = provenance.stack_setting("DLOBD_PYTHON") or "python3"
-        for host in provenance.workers():
-            if provenance.is_local_address(host):
-                continue
-            with open(out_dir / f"{host}.csv", "xb") as csv_out:
-                samplers.append(subprocess.Popen(
-                    ["ssh", "-o", "BatchMode=yes", host, python, str(remote_script), "--out", "-",
-                     "--host", host, *[shlex.quote(a) for a in common]],
-                    stdout=csv_out, stderr=log, start_new_session=True))
-    return samplers
-
-
-def stop_samplers(samplers: list[subprocess.Popen]) -> None:
-    """The local sampler ends with its job; the others are told to stop."""
-    for proc in samplers[1:]:
-        proc.terminate()
-    for proc in samplers:
-        try:
-            proc.wait(timeout=3 * MONITOR_INTERVAL_S + 5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def run_command(ctx: RunContext, command: list, env: dict | None = None,
-                cwd: str | None = None, yarn_tag: str | None = None,
-                keep_stdin: bool = False) -> LaunchResult:
-    """Run one command with stdout.log/stderr.log in the attempt, monitor samples of every
-    host, and the spec's time limit.
-
-    A command past its limit has its whole process group killed (and, with `yarn_tag`, the
-    YARN applications carrying the tag) and is `hung`. With `yarn_tag` the applications'
-    ResourceManager records and container logs are kept in the attempt, whatever the end.
-    With `keep_stdin` the command reads a pipe held open until it ends (a command of
-    stacks.ssh_argv ends its remote side when that pipe closes).
-    """
-    if ctx.dry_run:
-        return LaunchResult(list(command), "dry run", cwd=cwd)
-    out = open(ctx.attempt_dir / "stdout.log", "xb")
-    err = open(ctx.attempt_dir / "stderr.log", "xb")
-    with out, err:
-        job_start = now_iso()
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd,
-                                stdin=subprocess.PIPE if keep_stdin else None,
-                                start_new_session=True)
-        samplers = start_samplers(ctx, proc.pid)
-        try:
-            code = proc.wait(timeout=ctx.time_limit_s)
-            result = (LaunchResult(list(command), "ok", exit_status=code, cwd=cwd) if code == 0
-                      else LaunchResult(list(command), "failed", f"exit status {code}",
-                                        exit_status=code, cwd=cwd))
-        except subprocess.TimeoutExpired:
-            reason = f"killed after the time limit of {ctx.time_limit_s} s"
-            # the applications first: a client-mode AM that loses its driver would
-            # unregister as if the job had succeeded
-            killed = _kill_yarn(yarn_tag)
-            if killed:
-                reason += f"; YARN application(s) {', '.join(killed)} killed"
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            result = LaunchResult(list(command), "hung", reason,
-                                  exit_status=proc.returncode, cwd=cwd)
-        finally:
-            job_end = now_iso()
-            if proc.stdin:
-                proc.stdin.close()
-            stop_samplers(samplers)
-    # the command's own span: what the harness adds around it is the rest of the run
-    result.extra.update(job_start=job_start, job_end=job_end)
-    if yarn_tag:
-        from dlobd import hadoop
-
-        hadoop.save_applications(yarn_tag, ctx.attempt_dir)
-    return result
-
-
-def _kill_yarn(tag: str | None) -> list[str]:
-    if not tag:
-        return []
-    from dlobd import hadoop
-
-    return hadoop.kill_applications(tag)
-
-
 def _launcher(spec_data: dict, scale: str, point: dict):
     """(stack name, stack module, None) of a point, or (stack name, None, why the cluster cannot
     provide it): a scale marked not runnable, a missing capability, a stack without a launcher."""
-    from dlobd import plan, stacks
 
     scale_data = spec_data.get("scales", {}).get(scale)
     if scale_data is None:
@@ -415,7 +238,7 @@ def _launcher(spec_data: dict, scale: str, point: dict):
                   else scale_data.get("stack", spec_data["stack"]))
     if not scale_data.get("runnable", True):
         return stack_name, None, scale_data.get("reason") or f"scale {scale} not runnable"
-    lacking = plan.point_missing(scale_data, point)
+    lacking = capabilities.point_missing(scale_data, point)
     if lacking:
         return stack_name, None, "; ".join(lacking)
     try:
@@ -448,8 +271,6 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     LaunchResult, status `dry run` with the exact command, `not runnable` with the reason, or
     `failed` with the launcher's error.
     """
-    from dlobd import provenance
-
     stack_name, module, reason = _launcher(spec_data, scale, point)
     scale_data = spec_data["scales"][scale]
 
@@ -470,14 +291,12 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     result = _call(module, context(attempt_dir))
     end = now_iso()
     if result.status in ("failed", "hung"):
-        from dlobd import slurmjob
-
         # a run its Slurm job's end cut short says so, whatever its command's exit looked like
-        ended = slurmjob.interruption(
-            wait_s=slurmjob.INTERRUPT_WAIT_S if slurmjob.ended_by_signal(result.exit_status) else 0.0)
+        ended = slurmenv.interruption(
+            wait_s=slurmenv.INTERRUPT_WAIT_S if slurmenv.ended_by_signal(result.exit_status) else 0.0)
         if ended is not None:
             result.status, result.reason = ended[0], f"{ended[1]} ({result.reason})"
-    prov = provenance.collect(stack=stack_name)
+    prov = provenance.collect(slurmenv.execution(), stack=stack_name)
     if result.hosts is not None:
         prov["hosts"] = result.hosts
     prov["hosts"] = provenance.with_link(prov["hosts"])
@@ -502,10 +321,3 @@ def _labels(spec_data: dict, scale: str, point: dict) -> dict:
     if "network" in point:
         labels["network"] = str(point["network"])
     return labels
-
-
-def data_label(dataset) -> str:
-    """`synthetic` for generated data, else the data set name (docs/design.md, Vocabulary)."""
-    if not dataset:
-        return "unknown"
-    return "synthetic" if "synthetic" in str(dataset) else str(dataset)

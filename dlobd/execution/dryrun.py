@@ -2,7 +2,7 @@
 
 Each point goes through runs.launch with dry_run on: its launcher computes the command a real
 launch would run and returns it without a side effect (no attempt directory, no run.json,
-nothing staged or built). With `--inventory` the cluster is the inventory's (dlobd.inventory):
+nothing staged or built). With `--inventory` the cluster is the inventory's (dlobd.cluster.inventory):
 its workers' cluster addresses (their Ethernet addresses for the points of an Ethernet network),
 its launch host's prefix and settings, its declared hardware; without, this machine's
 provisioned prefix. A point the cluster cannot provide prints its reason.
@@ -15,11 +15,16 @@ import shlex
 import sys
 from pathlib import Path
 
-from dlobd import ROOT, provenance, runs
+from dlobd import ROOT
+from dlobd.cluster import provenance
+from dlobd.execution import runs
+from dlobd.cluster import inventory
+from dlobd import spec as dspec
+from dlobd.stacks import runner
 
 
 def dry_runs(specs: dict, scale: str, runs_dir, cluster: str = "local",
-             experiments=None) -> list[tuple[str, str, runs.LaunchResult]]:
+             experiments=None) -> list[tuple[str, str, runner.LaunchResult]]:
     """(experiment, point id, LaunchResult) of every point the pipeline would launch at
     `scale` (specs whose data come from another spec's runs launch nothing: that spec's
     points are launched instead)."""
@@ -40,7 +45,7 @@ def dry_runs(specs: dict, scale: str, runs_dir, cluster: str = "local",
     return out
 
 
-def describe(result: runs.LaunchResult) -> list[str]:
+def describe(result: runner.LaunchResult) -> list[str]:
     """The lines a dry run prints for one point."""
     if result.status != "dry run":
         return [f"  {result.status}: {result.reason}"]
@@ -71,16 +76,12 @@ def register(parser) -> None:
 
 def using(args):
     """The context every command of an `--inventory` runs in (no inventory: this machine)."""
-    from dlobd import inventory
-
     if not args.inventory:
         return contextlib.nullcontext()
     return provenance.inventory_in_use(inventory.load(args.inventory, args.prefix))
 
 
 def run(args) -> int:
-    from dlobd import inventory
-    from dlobd import spec as dspec
 
     specs = dspec.load_all(args.root)
     unknown = sorted(set(args.experiments or []) - set(specs))

@@ -1,7 +1,7 @@
 """Experiment specs: load, validate, expand into matrix points.
 
 Contract: docs/experiment-spec.md (fields, cross-checks) and docs/runs-and-results.md
-(point ids). Schema: dlobd/schemas/experiment.schema.json (JSON Schema 2020-12).
+(point ids). Schema: dlobd/spec/experiment.schema.json (JSON Schema 2020-12).
 
 API used by the pipeline:
 
@@ -27,16 +27,17 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from dlobd import ROOT, metrics, networks
+from dlobd import ROOT
+from dlobd.spec import metrics, networks
+from dlobd.spec import claimlang
 
-SCHEMA_PATH = Path(__file__).with_name("schemas") / "experiment.schema.json"
+SCHEMA_PATH = Path(__file__).with_name("experiment.schema.json")
 
 # Row columns every experiment's results carry besides its axes (docs/runs-and-results.md).
 ROW_COLUMNS = frozenset({"step", "epoch", "wall_clock_s"})
@@ -245,16 +246,14 @@ def load_catalog(catalog_dir: Path) -> tuple[dict, dict]:
 # ---------------------------------------------------------------- claim syntax
 
 def parse_check(text: str):
-    """Parse a check with the claim language (dlobd/claims.py); returns its Check object."""
-    from dlobd import claims  # imported late: the spec module must load without it
-
-    return claims.parse_check(text)
+    """Parse a check with the claim language (dlobd/spec/claimlang.py); returns its Check object."""
+    return claimlang.parse_check(text)
 
 
 def check_selections(text: str) -> list:
     """The places a check reads results: objects with `.experiment` (None = this spec),
     `.metric` ('y' or a metric name), `.selectors` ({column: value}, a bound variable is a
-    `dlobd.claims.Var`) and `.open_axes(matrix)`."""
+    `dlobd.spec.claimlang.Var`) and `.open_axes(matrix)`."""
     return parse_check(text).selections()
 
 
@@ -263,14 +262,6 @@ def _selector_text(value) -> str | None:
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return _fmt(value)
     return None
-
-
-def _syntax_error_type():
-    try:
-        from dlobd.claims import ClaimSyntaxError
-    except ImportError:
-        return None
-    return ClaimSyntaxError
 
 
 # ---------------------------------------------------------------- validation
@@ -432,16 +423,14 @@ def _check_whole_scale_needs(spec: Spec, name: str, scale: dict, errors: _Errors
 
 
 def _check_claim_syntax(owner: Spec | None, registry: dict, claim: dict, fpath: str, path: Path,
-                        errors: _Errors, syntax_error) -> None:
+                        errors: _Errors) -> None:
     for key in ("check", "check_alt"):
         text = claim.get(key)
         if text is None:
             continue
-        if syntax_error is None:  # dlobd.claims not present: syntax unchecked (reported by validate)
-            return
         try:
             selections = check_selections(text)
-        except syntax_error as exc:  # the parser's own error carries the position
+        except claimlang.ClaimSyntaxError as exc:  # the parser's own error carries the position
             errors.add(path, f"{fpath}.{key}", f"syntax error: {exc}")
             continue
         where = f"{fpath}.{key}"
@@ -520,7 +509,6 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
     schema = load_schema()
     validator = jsonschema.Draft202012Validator(schema)
     file_validator = jsonschema.Draft202012Validator({**schema["$defs"]["claims_file"], "$defs": schema["$defs"]})
-    syntax_error = _syntax_error_type()
     cat_exps, cat_claims = catalog or ({}, {})
 
     registry: dict[str, Spec] = {}
@@ -650,7 +638,7 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
         for i, claim in enumerate(data.get("claims", [])):
             n_claims += 1
             place(claim, spec.id, path, f"claims[{i}]", spec.id, data["paper"])
-            _check_claim_syntax(spec, registry, claim, f"claims[{i}]", path, errors, syntax_error)
+            _check_claim_syntax(spec, registry, claim, f"claims[{i}]", path, errors)
 
     for path, cdata in cfiles.items():
         before = len(errors)
@@ -666,7 +654,7 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
         for i, claim in enumerate(cdata["claims"]):
             n_claims += 1
             place(claim, where, path, f"claims[{i}]", None, cdata["paper"])
-            _check_claim_syntax(None, registry, claim, f"claims[{i}]", path, errors, syntax_error)
+            _check_claim_syntax(None, registry, claim, f"claims[{i}]", path, errors)
 
     if not files and catalog is not None:
         for cid in sorted(set(cat_claims) - set(placed)):
@@ -674,8 +662,7 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
                 errors.add(Path(root, directory), "claims", f"catalog claim {cid} is placed nowhere")
         for eid in sorted(set(cat_exps) - set(registry) - unreadable):
             errors.add(Path(root, directory), "(files)", f"catalog experiment {eid} has no spec")
-    warnings = [] if syntax_error else ["claim checks not parsed: dlobd.claims (the claim language) is not available"]
-    summary = {"specs": len(checked), "claims_files": len(cfiles), "claims": n_claims, "warnings": warnings}
+    summary = {"specs": len(checked), "claims_files": len(cfiles), "claims": n_claims}
     return list(errors), summary
 
 
@@ -695,7 +682,5 @@ def run(args) -> int:
     if errors:
         print(f"{len(errors)} error(s)")
         return 1
-    for line in summary["warnings"]:
-        print(f"warning: {line}", file=sys.stderr)
     print(f"ok: {summary['specs']} specs, {summary['claims_files']} claims files, {summary['claims']} claims")
     return 0

@@ -1,23 +1,32 @@
-"""`dlobd plan`: which experiments this cluster can run at a scale, and why not the others.
+"""What this cluster can provide: the capabilities a spec's `needs` name, detected, not assumed.
 
-The cluster's capabilities are detected, not assumed: InfiniBand from /sys/class/infiniband,
-GPUs from /dev/nvidia* and nvidia-smi, the provisioned software from the prefix
-($DLOBD_PREFIX, default ~/dlobd-stack), MPI and the C++ gRPC toolchain from PATH and
-pkg-config. A spec's scale says what it `needs` (and which points need more); a scale
-marked not runnable carries its own reason.
+InfiniBand from /sys/class/infiniband, GPUs from /dev/nvidia* and nvidia-smi, the provisioned
+software from the prefix ($DLOBD_PREFIX, default ~/dlobd-stack), MPI and the C++ gRPC toolchain
+from PATH and pkg-config, a declared cluster's hosts from its inventory; and what a point's
+size or network link asks of them.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
-import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from dlobd import fabric, provenance
+from dlobd import NotRunnable
+from dlobd.cluster import fabric, provenance
+from dlobd.spec import networks, point_id
+
+TF_CNN_BENCHMARKS_SCRIPT = Path("scripts") / "tf_cnn_benchmarks" / "tf_cnn_benchmarks.py"
+TF_CNN_BENCHMARKS_WHERE = ("tf_cnn_benchmarks is on no registry: set TF_CNN_BENCHMARKS_HOME "
+                "(dlobd_stack_settings) to a checkout of github.com/tensorflow/benchmarks; the "
+                "role tf_cnn_benchmarks clones it there at the pinned commit")
+
+def tf_cnn_benchmarks_script() -> Path | None:
+    """The script of the checkout TF_CNN_BENCHMARKS_HOME names, or None without one."""
+    home = provenance.stack_setting("TF_CNN_BENCHMARKS_HOME")
+    return Path(home) / TF_CNN_BENCHMARKS_SCRIPT if home else None
 
 
 def _have(pattern: str) -> bool:
@@ -103,11 +112,9 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     caps["bigdl"] = (versions["bigdl"] is not None,
                      f"BigDL jar {versions['bigdl']}" if versions["bigdl"]
                      else f"no bigdl-dllib jar under {pre}")
-    from dlobd.stacks import tf_cnn_benchmarks
-
-    tfcnn = tf_cnn_benchmarks.script()
+    tfcnn = tf_cnn_benchmarks_script()
     caps["tf_cnn_benchmarks"] = (bool(tfcnn and tfcnn.is_file()), str(tfcnn) if tfcnn else
-                                 tf_cnn_benchmarks.WHERE_TO_GET)
+                                 TF_CNN_BENCHMARKS_WHERE)
     caps["mpi"] = (shutil.which("mpirun") is not None,
                    shutil.which("mpirun") or "mpirun not on PATH")
     grpc_py = provenance.dist_version("grpcio")
@@ -161,8 +168,6 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(workers)}" if len(workers) > 1
                           else "one host (DLOBD_WORKERS names fewer than two workers)")
     # An emulated cluster's hosts are linked by one tier: its own network value, no other.
-    from dlobd import networks
-
     linked = provenance.stack_setting("DLOBD_EMULATED_NETWORK")
     label = provenance.stack_setting("DLOBD_EMULATED_LINK")
     for value in networks.emulated_values():
@@ -195,11 +200,9 @@ def _declared(hosts, what: str) -> str:
 
 
 def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
-    """capability -> (present, why) of an inventory's cluster (dlobd.inventory.Cluster): the
+    """capability -> (present, why) of an inventory's cluster (dlobd.cluster.inventory.Cluster): the
     hardware its hosts declare (dlobd_hardware), the software provisioning installs, and the
     paths it gives (dlobd_stack_settings). Nothing on the hosts is checked from here."""
-    from dlobd import networks
-
     workers = cluster.members("workers")
     caps: dict[str, tuple[bool, str]] = {"tcp": (True, "every cluster has TCP/IP")}
     no_hca = [h.name for h in workers if not h.hardware.get("hca")]
@@ -268,8 +271,6 @@ def missing(needs) -> list[str]:
 
 def point_missing(scale: dict, point: dict) -> list[str]:
     """Missing capabilities of one point: the scale's `needs` and matching `point_needs`."""
-    from dlobd.spec import point_id
-
     needs = list(scale.get("needs") or [])
     for entry in scale.get("point_needs") or []:
         # compare through point ids so 2 and 2.0 (or 'gpu' and gpu) match alike
@@ -279,7 +280,7 @@ def point_missing(scale: dict, point: dict) -> list[str]:
     return missing(needs) + (size_missing(scale, point, cluster) if cluster is not None else [])
 
 
-def _count(value) -> int | None:
+def whole_count(value) -> int | None:
     """A whole number of a point or fixed parameter; None for prose ('not stated')."""
     try:
         number = float(value)
@@ -295,22 +296,22 @@ def point_size(scale: dict, point: dict) -> dict:
     on GPU points) and `gpus` in all (`gpus`, or the ranks of `processes` on GPU buffers);
     None where the spec gives none."""
     params = {**(scale.get("fixed") or {}), **point}
-    nodes = next((n for n in (_count(params.get(k)) for k in ("nodes", "worker_nodes")) if n), None)
+    nodes = next((n for n in (whole_count(params.get(k)) for k in ("nodes", "worker_nodes")) if n), None)
     device = str(params.get("device", params.get("worker_device", "")))
     on_gpu = "gpu" in device or (not device.startswith("cpu") and "gpu" in (scale.get("needs") or []))
     per_node = params.get("gpus_per_node", params.get("devices_per_node"))
     if isinstance(per_node, dict):  # per workload, e.g. {cifar10: 2, mnist: 1}
         per_node = per_node.get(str(params.get("workload")))
-    total = _count(params.get("gpus"))
+    total = whole_count(params.get("gpus"))
     if total is None and str(params.get("buffers")) == "gpu":
-        total = _count(params.get("processes"))  # a CUDA-aware MPI rank per GPU
-    if nodes is None and on_gpu and total and _count(per_node):
+        total = whole_count(params.get("processes"))  # a CUDA-aware MPI rank per GPU
+    if nodes is None and on_gpu and total and whole_count(per_node):
         # `per_node` GPUs on a node (fewer on one node if the point has fewer), and the parameter
         # servers of a parameter-server mode in the same slots (TFoS: an executor each)
-        servers = _count(params.get("parameter_servers")) or (1 if params.get("mode") == "parameter server" else 0)
-        nodes = -(-(total + servers) // _count(per_node))
-        per_node = min(_count(per_node), total)
-    return {"nodes": nodes, "per_node": _count(per_node) if on_gpu and nodes else None, "gpus": total}
+        servers = whole_count(params.get("parameter_servers")) or (1 if params.get("mode") == "parameter server" else 0)
+        nodes = -(-(total + servers) // whole_count(per_node))
+        per_node = min(whole_count(per_node), total)
+    return {"nodes": nodes, "per_node": whole_count(per_node) if on_gpu and nodes else None, "gpus": total}
 
 
 def size_missing(scale: dict, point: dict, cluster) -> list[str]:
@@ -333,196 +334,41 @@ def size_missing(scale: dict, point: dict, cluster) -> list[str]:
     return out
 
 
-def launcher_missing(stack_name: str) -> list[str]:
-    """Why the project cannot launch this stack yet; empty if its module has a launcher."""
-    from dlobd import stacks
+# ---------------------------------------------------------------- network links
 
+
+def network_missing(stack: str, network: str) -> list[str]:
+    """Why this cluster cannot give `stack` the `network` path; empty if it can."""
     try:
-        module = stacks.get(stack_name)
-    except (KeyError, ImportError, ValueError) as exc:
-        return [f"stack {stack_name!r} is not available: {exc}"]
-    return [] if hasattr(module, "launch") else [f"stack {stack_name!r} has no launcher yet"]
+        return missing(networks.resolve(stack, network).needs)
+    except networks.UnknownNetwork as exc:
+        return [str(exc)]
 
 
-def plan_spec(spec, scale_name: str, runs_dir=None) -> dict:
-    """{'runnable': n points, 'blocked': {point_id: reasons}, 'reason': whole-scale reason}.
-
-    With `runs_dir` each point is also dry-run through its launcher (runs.launch, nothing run
-    or written), so what the launcher itself lacks, or a parameter it cannot use, blocks it too."""
-    try:
-        scale = spec.scale(scale_name)
-    except KeyError as exc:
-        return {"runnable": 0, "points": 0, "blocked": {}, "reason": str(exc)}
-    if not scale.get("runnable", True):
-        return {"runnable": 0, "points": 0, "blocked": {},
-                "reason": scale.get("reason", "marked not runnable")}
-    whole = missing(scale.get("needs"))
-    points = spec.points(scale_name)
-    if runs_dir is not None:
-        from dlobd import runs
-
-        results = {pid: runs.launch(spec.data, scale_name, p, runs_dir, dry_run=True) for pid, p in points}
-        blocked = {pid: [r.reason] for pid, r in results.items() if r.status != "dry run"}
-        return {"runnable": len(points) - len(blocked), "points": len(points), "blocked": blocked,
-                "reason": "; ".join(whole) if len(blocked) == len(points) and whole else None}
-    axis = spec.data.get("stack_axis")
-    blocked = {pid: point_missing(scale, p) + launcher_missing(
-                   str(p[axis]) if axis and axis in p else spec.stack(scale_name))
-               for pid, p in points}
-    blocked = {k: v for k, v in blocked.items() if v}
-    if whole:
-        return {"runnable": 0, "points": len(points), "blocked": blocked, "reason": "; ".join(whole)}
-    return {"runnable": len(points) - len(blocked), "points": len(points), "blocked": blocked,
-            "reason": None}
+def require_network(stack: str, network: str) -> networks.Transport:
+    """The stack's path for `network`; NotRunnable naming what this cluster lacks for it."""
+    lacking = network_missing(stack, network)
+    if lacking:
+        raise NotRunnable(f"network {network}: " + "; ".join(lacking))
+    return networks.resolve(stack, network)
 
 
-# ---------------------------------------------------------------- node-hour estimates
-
-# Metrics that are a run's whole time, so a number the paper states for them is the time of
-# its point.
-RUN_TIMES = ("end_to_end_s", "train_time_s", "wall_clock_s")
-
-
-def _stated_time(spec, scale: dict, point: dict) -> tuple[float | None, str]:
-    """(seconds one run of the point takes, where that comes from) or (None, why unknown)."""
-    from dlobd.spec import point_id
-
-    def at_point(at: dict) -> bool:
-        return all(point_id({k: point[k]}) == point_id({k: v}) for k, v in at.items() if k in point)
-
-    metric = spec.data["metric"]["name"]
-    for pv in scale.get("paper_values") or []:
-        if pv.get("as") or pv.get("bound") or not at_point(pv["at"]):
-            continue
-        if "wall_clock_s" in pv["at"] and "wall_clock_s" not in point:
-            # a value reached at a stated time (e.g. 70% accuracy at 2,132 s): the run is no shorter
-            return float(pv["at"]["wall_clock_s"]), f"stated time to the value ({pv['where']}), a lower bound"
-        if pv.get("metric", metric) in RUN_TIMES and not (set(pv["at"]) - set(point)):
-            return float(pv["value"]), f"stated ({pv['where']})"
-    fixed = scale.get("fixed") or {}
-    if _count(fixed.get("duration_s")) and _count(fixed.get("repeats")):
-        seconds = (float(fixed.get("warmup_s") or 0) + float(fixed["duration_s"])) * int(fixed["repeats"])
-        return seconds, "the benchmark's own (warm-up + duration) x repeats"
-    return None, "the paper states no time for this point (only ratios, rates or sizes)"
-
-
-def _point_nodes(spec, scale: dict, point: dict) -> int | None:
-    """The hosts one run of the point occupies, as the spec gives them."""
-    params = {**(scale.get("fixed") or {}), **point}
-    for key in ("nodes", "worker_nodes"):
-        if _count(params.get(key)):
-            return _count(params[key])
-    if spec.data.get("stack") == "grpcbench":
-        return 2  # the benchmark's servers on one host, its workers on another
-    if _count(params.get("workers")):
-        return _count(params["workers"]) + (_count(params.get("parameter_servers")) or 0)
-    return point_size(scale, point)["nodes"]
-
-
-def node_hours(spec, scale_name: str = "paper") -> dict:
-    """An estimate of the node-hours one run of every point of a scale takes: the stated or
-    benchmark-given time of each point x the nodes it occupies (epochs are inside the stated
-    whole-run times). {'node_hours': sum over the points with both known, 'known': n,
-    'points': n, 'unknown': sorted reasons for the others}."""
-    try:
-        scale = spec.scale(scale_name)
-    except KeyError:
-        return {"node_hours": 0.0, "known": 0, "points": 0, "unknown": [f"no {scale_name} scale"]}
-    if not scale.get("runnable", True):
-        return {"node_hours": 0.0, "known": 0, "points": 0,
-                "unknown": [scale.get("reason", "marked not runnable")]}
-    total, known, unknown = 0.0, 0, set()
-    points = spec.points(scale_name)
-    for _, point in points:
-        seconds, why = _stated_time(spec, scale, point)
-        nodes = _point_nodes(spec, scale, point)
-        if seconds is None:
-            unknown.add(why)
-        elif nodes is None:
-            unknown.add("the spec gives no node count for the point")
-        else:
-            total += seconds * nodes / 3600
-            known += 1
-    return {"node_hours": total, "known": known, "points": len(points), "unknown": sorted(unknown)}
-
-
-def describe_node_hours(estimate: dict) -> str:
-    if not estimate["known"]:
-        return "estimate: unknown (" + "; ".join(estimate["unknown"]) + ")"
-    text = (f"estimate: {estimate['node_hours']:.2f} node-hours for {estimate['known']} of "
-            f"{estimate['points']} points")
-    if estimate["unknown"]:
-        text += "; the others unknown: " + "; ".join(estimate["unknown"])
-    return text
-
-
-def register(parser) -> None:
-    parser.add_argument("--scale", default="local", help="scale to plan (default: local)")
-    parser.add_argument("--root", default=str(provenance.PROJECT_ROOT),
-                        help="project root holding experiments/")
-    parser.add_argument("--quiet", action="store_true", help="only the per-experiment lines")
-    parser.add_argument("--inventory", help="judge the cluster of this Ansible inventory (its "
-                        "declared hardware and software paths) instead of this machine")
-    parser.add_argument("--prefix", help="with --inventory: every host's dlobd_prefix")
-
-
-def run(args) -> int:
-    from dlobd import dryrun, inventory
-    from dlobd import spec as dspec
-
-    specs = dspec.load_all(args.root)
-    if not specs:
-        print(f"no experiment specs under {args.root}/experiments")
-        return 1
-    try:
-        with dryrun.using(args):
-            return _report(args, specs)
-    except inventory.InventoryError as exc:
-        print(f"dlobd plan: {exc}", file=sys.stderr)
-        return 2
-
-
-def _report(args, specs) -> int:
-    cluster = provenance.inventory()
-    where = (f"inventory {cluster.source}, launch host {cluster.launch_host}, prefix {cluster.prefix}"
-             if cluster else f"prefix {provenance.prefix()}")
-    if not args.quiet and cluster:
-        print(f"settings in effect on {cluster.launch_host}:")
-        for name, (value, origin) in cluster.in_effect.items():
-            print(f"  {name} = {json.dumps(value)}  <- {origin or 'default (role dlobd)'}")
-        print()
-    if not args.quiet:
-        print(f"capabilities of this cluster ({where}):")
-        for name, (present, why) in capabilities().items():
-            print(f"  {'yes' if present else 'no ':3}  {name:18} {why}")
-        print()
-    # with an inventory every point goes through its launcher too (a dry run: nothing is written)
-    runs_dir = provenance.PROJECT_ROOT / "data" / "runs" if cluster else None
-    n_ok = 0
-    lines = []
-    for eid, spec in sorted(specs.items()):
-        if spec.data.get("data_from"):
-            lines.append(f"  {'(same data)':13} {eid}: drawn from the runs of {spec.data['data_from']}")
-            continue
-        p = plan_spec(spec, args.scale, runs_dir)
-        reasons = "; ".join(sorted({r for rs in p["blocked"].values() for r in rs}))
-        if p["reason"] or p["runnable"] == 0:
-            lines.append(f"  {'not runnable':13} {eid}: {p['reason'] or reasons}")
-        elif p["blocked"]:
-            n_ok += 1
-            lines.append(f"  {'partly':13} {eid}: {p['runnable']} of {p['points']} points; "
-                         f"the others: {reasons}")
-        else:
-            n_ok += 1
-            lines.append(f"  {'runnable':13} {eid}: {p['points']} point(s)")
-        if spec.runs_from(args.scale):
-            lines.append(f"  {'(same runs)':13} {eid}: its points are those of {spec.runs_from(args.scale)}, run once")
-        if args.scale == "paper":
-            lines.append(f"  {'':13} node-hours {describe_node_hours(node_hours(spec, 'paper'))}")
-    owners = sum(1 for s in specs.values() if not s.data.get("data_from"))
-    print(f"scale {args.scale}: {n_ok} of {owners} experiments with runs of their own can run here")
-    stated = sum(1 for s in specs.values() if s.paper_values())
-    print(f"paper values: {stated} of {len(specs)} specs carry numbers their paper states "
-          "(slide charts through the paper figure they repeat)")
-    print("\n".join(lines))
-    return 0
+def worker_addresses(link: networks.Transport, workers: list[str]) -> list[str]:
+    """Where `link` reaches `workers` (their cluster addresses, as provenance.workers() lists
+    them): an Ethernet link at each one's Ethernet address (dlobd_ethernet_address), any other
+    link at the cluster address (IPoIB on an InfiniBand cluster). NotRunnable naming the
+    workers without an Ethernet address: on an InfiniBand cluster the cluster address would
+    carry an Ethernet point over IPoIB."""
+    if link.address != "ethernet":
+        return list(workers)
+    ethernet = provenance.ethernet_addresses()
+    lacking = [w for w in workers if not ethernet.get(w)]
+    if lacking:
+        cluster = provenance.inventory()
+        names = {h.address: h.name for h in cluster.hosts.values()} if cluster else {}
+        raise NotRunnable(
+            f"network {link.network}: worker(s) "
+            + ", ".join(f"{names[w]} ({w})" if w in names else w for w in lacking)
+            + " have no Ethernet address: set dlobd_ethernet_address for them in the inventory "
+              "(their cluster address carries the IPoIB and RDMA points)")
+    return [ethernet[w] for w in workers]

@@ -8,17 +8,16 @@ from the playbooks' own templates (roles hadoop, hdfs, yarn, spark, stack_env) f
 hosts and ports, and whose other entries link to the provisioned prefix. Ports come from the
 job id, so two jobs sharing nodes never bind the same port.
 
-    python -m dlobd.slurmjob plan --prefix P --scratch S --shared D   (the batch script, first)
-    python -m dlobd.slurmjob node JOB_JSON       (one task per node, for the job's whole life)
-    python -m dlobd.slurmjob ready JOB_JSON      (wait until every worker is live)
-    python -m dlobd.slurmjob launch --runs R EXPERIMENT=POINT_JSON   (a point outside a matrix)
-    python -m dlobd.slurmjob interrupt JOB_JSON --signal USR1|TERM   (the batch script's trap)
+    python -m dlobd.execution.slurmjob plan --prefix P --scratch S --shared D   (the batch script, first)
+    python -m dlobd.execution.slurmjob node JOB_JSON       (one task per node, for the job's whole life)
+    python -m dlobd.execution.slurmjob ready JOB_JSON      (wait until every worker is live)
+    python -m dlobd.execution.slurmjob launch --runs R EXPERIMENT=POINT_JSON   (a point outside a matrix)
+    python -m dlobd.execution.slurmjob interrupt JOB_JSON --signal USR1|TERM   (the batch script's trap)
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import getpass
 import json
@@ -37,11 +36,19 @@ from pathlib import Path
 import psutil
 import yaml
 
-from dlobd import playbook_settings, runs
+from dlobd import playbook_settings
+from dlobd.execution import runs
+from dlobd.cluster import provenance
+from dlobd import spec
+from dlobd.stacks import runner
+from dlobd.execution.slurmenv import (
+    INTERRUPTIONS, INTERRUPT_FILE, JobError, JobPlan,
+    execution, expand_nodelist, interrupted_outcome, prefix_image,
+)
+from dlobd import ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PLAYBOOKS = PROJECT_ROOT / "playbooks"
-EXECUTION_PATHS = ("local", "slurm+apptainer", "slurm+prefix", "bare-metal")
+
+PLAYBOOKS = ROOT / "playbooks"
 # Ports of a job: a block of PORT_STRIDE ports per job id in [PORT_LOW, PORT_HIGH), above the
 # provisioned cluster's fixed ports (18xxx, 19xxx) and below Linux's ephemeral range (32768+
 # is where launchers' free_ports land, so stay under it).
@@ -65,23 +72,11 @@ TEMPLATES = (
 ROLES = ("hadoop", "hdfs", "yarn", "spark", "stack_env")
 # What the job directory owns; every other entry of the provisioned prefix is linked.
 OWN_ENTRIES = ("etc", "bin", "sbin", "var")
-# What the interrupted runs of a job are recorded as (docs/runs-and-results.md statuses).
-INTERRUPTIONS = {
-    "USR1": ("hung", "Slurm time limit"),
-    "TERM": ("failed", "cancelled by Slurm"),
-}
-INTERRUPT_FILE = "interrupted.json"
-# How long a run whose command a signal ended waits for the trap to say why (it starts a Python)
-INTERRUPT_WAIT_S = 15.0
 STOP_FILE = "stop"
 READY_POLL_S = 2.0
 # How long a daemon gets to stop after SIGTERM in a job: a cancelled job's processes get Slurm's
 # KillWait (30 s by default) before SIGKILL, and the agent still copies the logs after the stop.
 DAEMON_STOP_TIMEOUT_S = 10
-
-
-class JobError(Exception):
-    """A clear reason why the job's cluster cannot be planned, started or stopped."""
 
 
 class LaunchInterrupted(Exception):
@@ -98,18 +93,6 @@ def cluster_roles(hostnames: list[str]) -> tuple[str, list[str]]:
     if len(set(hostnames)) != len(hostnames):
         raise JobError(f"node list names a node twice: {' '.join(hostnames)}")
     return hostnames[0], (hostnames[1:] or hostnames[:1])
-
-
-def expand_nodelist(nodelist: str) -> list[str]:
-    """Host names of a Slurm node list (`n[01-03],gpu7`), as `scontrol show hostnames` gives them."""
-    try:
-        done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
-                              text=True, timeout=30)
-    except FileNotFoundError:
-        raise JobError("scontrol is missing: Slurm's client commands are needed (Debian: slurm-client)") from None
-    if done.returncode != 0:
-        raise JobError(f"scontrol show hostnames {nodelist!r} failed: {done.stderr.strip()}")
-    return done.stdout.split()
 
 
 def default_port_names() -> list[str]:
@@ -145,66 +128,11 @@ def ports_in_use(address: str, ports: dict[str, int]) -> list[str]:
 
 # ------------------------------------------------------------------ the job's plan
 
-@dataclasses.dataclass
-class JobPlan:
-    job_id: int
-    master: str
-    workers: list[str]
-    addresses: dict[str, str]   # node name -> the address its daemons bind to
-    provisioned: str            # the provisioned prefix (same path on every node)
-    job_dir: str                # node-local: the job's own prefix, same path on every node
-    shared_dir: str             # on the shared file system: job.json, daemon logs, state
-    ports: dict[str, int]
-    secret: str                 # the job's Spark RPC secret (standalone use; YARN makes its own)
-    execution_path: str
-    image: dict | None = None   # {path, sha256} of the image a prefix of the apptainer method runs
-
-    @property
-    def nodes(self) -> list[str]:
-        return [self.master, *[w for w in self.workers if w != self.master]]
-
-    def daemons(self, host: str) -> list[str]:
-        """The daemons `host` runs, in start order."""
-        master = ["namenode", "resourcemanager"] if host == self.master else []
-        worker = ["datanode", "nodemanager"] if host in self.workers else []
-        order = ["namenode", "datanode", "resourcemanager", "nodemanager"]
-        return [d for d in order if d in master + worker]
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(dataclasses.asdict(self), indent=1) + "\n")
-        path.chmod(0o600)  # it carries the secret
-
-    @classmethod
-    def load(cls, path: Path) -> JobPlan:
-        try:
-            plan = cls(**json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            raise JobError(f"{path}: not a job plan ({exc})") from None
-        if plan.execution_path not in EXECUTION_PATHS:
-            raise JobError(f"{path}: execution path {plan.execution_path!r} is not one of {', '.join(EXECUTION_PATHS)}")
-        return plan
-
-
 def resolve(host: str) -> str:
     try:
         return socket.gethostbyname(host)
     except OSError as exc:
         raise JobError(f"node {host!r} has no address ({exc})") from None
-
-
-def prefix_image(provisioned: str) -> dict | None:
-    """{path, sha256} of the Apptainer image a prefix provisioned with the apptainer method runs
-    everything from (its wrappers), or None for a prefix that runs from itself."""
-    from dlobd import apptainer, provenance
-
-    env = provenance.source_env(Path(provisioned, "etc", "dlobd-env.sh"), base={})
-    if env.get("DLOBD_INSTALL_METHOD") != "apptainer":
-        return None
-    image = env.get("DLOBD_APPTAINER_IMAGE")
-    if not image or not Path(image).is_file():
-        raise JobError(f"{provisioned}: provisioned with the apptainer method, but its image "
-                       f"{image or '(DLOBD_APPTAINER_IMAGE unset)'} is not there (provision the prefix again)")
-    return {"path": image, "sha256": apptainer.image_sha256(Path(image))}
 
 
 def make_plan(job_id: int, hostnames: list[str], provisioned: str, scratch: str, shared: str,
@@ -244,7 +172,7 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
     workers = [f"w{i}" for i in range(len(plan.workers))]
     return {
         **playbook_settings(), **role_defaults(),
-        "ansible_managed": f"Rendered by dlobd.slurmjob for Slurm job {plan.job_id}",
+        "ansible_managed": f"Rendered by dlobd.execution.slurmjob for Slurm job {plan.job_id}",
         "ansible_facts": facts,
         "inventory_hostname": host,
         "groups": {"namenode": ["nn"], "resourcemanager": ["nn"], "workers": workers, "gpu": []},
@@ -331,7 +259,7 @@ def env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int)
     """The job's etc/dlobd-env.sh: the provisioned stack environment, then this job's cluster."""
     lines = [
         f"# Slurm job {plan.job_id} ({plan.execution_path}): the provisioned stack, then this job's",
-        "# cluster (dlobd/slurmjob.py; removed when the job ends).",
+        "# cluster (dlobd/execution/slurmjob.py; removed when the job ends).",
         f"source {plan.provisioned}/etc/dlobd-env.sh",
         *_cluster_exports(plan, host, yarn_memory_mb, yarn_vcores),
         f"export PATH={plan.job_dir}/bin:$PATH",
@@ -387,8 +315,6 @@ def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path
 
 
 def stack_of(provisioned: str) -> dict:
-    from dlobd import provenance
-
     found = provenance.source_env(Path(provisioned) / "etc" / "dlobd-env.sh")
     missing = [v for v in ("JAVA_HOME", "HADOOP_HOME", "DLOBD_HADOOP_CLASSPATH", "SPARK_HOME",
                            "DLOBD_PYTHON_HOME", "DLOBD_PYTHON") if not found.get(v)]
@@ -397,86 +323,17 @@ def stack_of(provisioned: str) -> dict:
     return found
 
 
-# ------------------------------------------------------------------ interruption (runs.py asks)
-
-def interruption(environ=None, wait_s: float = 0.0) -> tuple[str, str] | None:
-    """(status, reason) when the Slurm job this process runs in is being ended: the batch
-    script's trap wrote why (waiting up to `wait_s` for it: Slurm signals every process of the
-    job at once, so a command may end before the trap has written), or Slurm itself says the
-    job was cancelled or timed out."""
-    environ = os.environ if environ is None else environ
-    job_json = environ.get("DLOBD_SLURM_JOB_JSON")
-    if job_json:
-        marker = Path(job_json).parent / INTERRUPT_FILE
-        deadline = time.monotonic() + wait_s
-        while True:
-            if marker.is_file():
-                data = json.loads(marker.read_text())
-                return data["status"], data["reason"]
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-    job_id = environ.get("SLURM_JOB_ID")
-    if not job_id or shutil.which("scontrol") is None:
-        return None
-    done = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True)
-    state = next((f.split("=", 1)[1] for f in done.stdout.split() if f.startswith("JobState=")), "")
-    if state == "CANCELLED":
-        return INTERRUPTIONS["TERM"]
-    if state == "TIMEOUT":
-        return INTERRUPTIONS["USR1"]
-    return None
-
-
-def ended_by_signal(exit_status: int | None) -> bool:
-    """Whether a command's exit status says a signal ended it (negative from Python's
-    subprocess, 128 + signal from a shell)."""
-    return exit_status is not None and (exit_status < 0 or 128 < exit_status <= 128 + 64)
-
-
-def interrupted_outcome(signal_name: str) -> tuple[str, str]:
-    if signal_name not in INTERRUPTIONS:
-        raise JobError(f"signal {signal_name!r}: the job traps {', '.join(INTERRUPTIONS)}")
-    return INTERRUPTIONS[signal_name]
-
-
-def execution(environ=None) -> dict:
-    """The execution path of this process's runs, for run.json: the Slurm job, its nodes and
-    image, from the job's plan (slurm/dlobd.sbatch); in a Slurm job without one (a point the
-    Snakemake Slurm executor submitted, profiles/slurm), from Slurm's variables and the
-    provisioned prefix; outside Slurm, `local` or `bare-metal` by the cluster's hosts."""
-    environ = os.environ if environ is None else environ
-    job_json = environ.get("DLOBD_SLURM_JOB_JSON")
-    if job_json and Path(job_json).is_file():
-        plan = JobPlan.load(Path(job_json))
-        return {"path": plan.execution_path,
-                "slurm": {"job_id": plan.job_id, "nodes": plan.nodes, "master": plan.master,
-                          "workers": plan.workers, "partition": environ.get("SLURM_JOB_PARTITION")},
-                "image": plan.image}
-    from dlobd import provenance
-
-    if environ.get("SLURM_JOB_ID"):
-        image = prefix_image(str(provenance.prefix()))
-        return {"path": "slurm+apptainer" if image else "slurm+prefix",
-                "slurm": {"job_id": int(environ["SLURM_JOB_ID"]),
-                          "nodes": expand_nodelist(environ.get("SLURM_JOB_NODELIST", "")),
-                          "partition": environ.get("SLURM_JOB_PARTITION")},
-                "image": image}
-
-    hosts = provenance.workers()
-    remote = [h for h in hosts if not provenance.is_local_address(h)]
-    return {"path": "bare-metal" if remote else "local", "slurm": None, "image": None}
-
+# ------------------------------------------------------------------ interruption
 
 def record_unfinished(runs_dir: Path, since: float, status: str, reason: str) -> list[Path]:
     """run.json for the attempts this job started and nobody finished (their launcher was
     killed with the job): `status` with `reason`; their logs stay as they are."""
     written = []
     for run_json_dir in sorted(Path(runs_dir).glob("*/*/*/*/attempt-*")):
-        if (run_json_dir / runs.RUN_JSON).exists() or run_json_dir.stat().st_mtime < since:
+        if (run_json_dir / runner.RUN_JSON).exists() or run_json_dir.stat().st_mtime < since:
             continue
         cluster, scale, experiment, point = run_json_dir.relative_to(runs_dir).parts[:4]
-        stamp = runs.now_iso()
+        stamp = runner.now_iso()
         record = {"run_id": runs.run_id(run_json_dir, runs_dir), "experiment": experiment,
                   "scale": scale, "cluster": cluster, "point": _point_of(experiment, scale, point),
                   "command": None, "start": None, "end": stamp, "status": status,
@@ -491,8 +348,6 @@ def record_unfinished(runs_dir: Path, since: float, status: str, reason: str) ->
 
 
 def _point_of(experiment: str, scale: str, point_name: str) -> dict:
-    from dlobd import spec
-
     specs = spec.load_all()
     if experiment not in specs:
         return {}
@@ -642,7 +497,7 @@ def interrupt(plan: JobPlan, signal_name: str, runs_dir: Path, pipeline_pid: int
     status, reason = interrupted_outcome(signal_name)
     shared = Path(plan.shared_dir)
     (shared / INTERRUPT_FILE).write_text(json.dumps({"status": status, "reason": reason,
-                                                     "signal": signal_name, "at": runs.now_iso()}) + "\n")
+                                                     "signal": signal_name, "at": runner.now_iso()}) + "\n")
     if pipeline_pid:
         try:
             tree = psutil.Process(pipeline_pid)
@@ -658,8 +513,6 @@ def interrupt(plan: JobPlan, signal_name: str, runs_dir: Path, pipeline_pid: int
 def launch_item(item: str, runs_dir: Path, cluster: str, scale: str) -> Path:
     """Launch `EXPERIMENT=POINT_JSON` as the pipeline's run step does, for a point the spec's
     matrix at `scale` lacks (a TFoS point on the emulated link, say); returns its attempt."""
-    from dlobd import spec
-
     experiment, sep, point_text = item.partition("=")
     specs = spec.load_all()
     if not sep or experiment not in specs:
@@ -682,7 +535,7 @@ def launch_item(item: str, runs_dir: Path, cluster: str, scale: str) -> Path:
 # ------------------------------------------------------------------ command line
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dlobd.slurmjob", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m dlobd.execution.slurmjob", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_plan = sub.add_parser("plan", help="write the job's plan (job.json) to the shared directory; print its path")
     p_plan.add_argument("--prefix", required=True, help="the provisioned prefix (same path on every node)")
@@ -728,7 +581,7 @@ def main(argv=None) -> int:
             seconds = time.time() - args.job_start
             (Path(plan.shared_dir) / "ready.json").write_text(json.dumps(
                 {"job_start_to_ready_s": round(seconds, 3), "waited_s": round(waited, 3),
-                 "at": runs.now_iso()}) + "\n")
+                 "at": runner.now_iso()}) + "\n")
             print(f"job start to every worker live: {seconds:.1f} s")
         elif args.command == "interrupt":
             plan = JobPlan.load(args.job_json)

@@ -23,7 +23,10 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dlobd import networks, provenance, runs
+from dlobd.cluster import provenance
+from dlobd.spec import networks
+from dlobd.cluster import capabilities
+from dlobd import NotRunnable
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10
@@ -75,18 +78,18 @@ def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) ->
     """spark-submit, its environment and the Spark flavour (vanilla or rdma-spark) that the
     `network` value selects for `stack` (config/networks.yaml). NotRunnable when the cluster
     lacks that path. A dry run names the cluster's paths without looking for them here."""
-    lacking = networks.missing(stack, network)
+    lacking = capabilities.network_missing(stack, network)
     if lacking:
-        raise runs.NotRunnable(f"network {network}: " + "; ".join(lacking))
+        raise NotRunnable(f"network {network}: " + "; ".join(lacking))
     flavour = networks.resolve(stack, network).settings["spark"]
     if flavour == "rdma-spark":
         setting = provenance.stack_setting("RDMA_SPARK_HOME")
         if not setting:
-            raise runs.NotRunnable("RDMA_SPARK_HOME is not set: OSU RDMA-Spark is a registered "
+            raise NotRunnable("RDMA_SPARK_HOME is not set: OSU RDMA-Spark is a registered "
                                    "download (dlobd_stack_settings, docs/new-cluster.md)")
         home = Path(setting)
         if not dry_run and not provenance.present(home / "bin" / "spark-submit"):
-            raise runs.NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
+            raise NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
         # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
         env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
     elif flavour != "vanilla":
@@ -162,7 +165,7 @@ def require_gpus_on_every_worker(what: str) -> None:
     gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
     without = [w for w in provenance.workers() if w not in gpu_hosts]
     if without:
-        raise runs.NotRunnable(f"{what}: YARN may place an executor on any worker, and worker(s) "
+        raise NotRunnable(f"{what}: YARN may place an executor on any worker, and worker(s) "
                                f"{' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts) or 'unset'})")
 
 
@@ -199,7 +202,7 @@ def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -
     am = -(-(AM_MEMORY_MB + AM_OVERHEAD_MB) // step) * step
     share = (memory - am) // per_node // step * step
     if share < least_mb or share * (per_node + 1) <= memory:
-        raise runs.NotRunnable(
+        raise NotRunnable(
             f"{per_node} executor(s) per NodeManager of at least {least_mb} MiB each: YARN offers "
             f"{memory} MiB on its smallest NodeManager, and no container size in steps of {step} MiB "
             f"fits {per_node} beside the ApplicationMaster's {am} MiB while keeping out one more "

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlobd import metrics, runs
+from dlobd.execution import runs
+from dlobd.spec import metrics
+from dlobd import stacks
+from dlobd.stacks import runner
 
 FIXED_COLUMNS = ["metric", "value", "unit", "step", "epoch"]
 TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label"]
@@ -30,8 +33,6 @@ def parse_attempt(attempt: runs.Attempt, stack: str) -> tuple[list[dict], str, s
     A run that did not end `ok` keeps its own status. An `ok` run whose logs the stack's
     parser cannot read becomes `unparseable` with the parser's reason: no number is invented.
     """
-    from dlobd import stacks
-
     status = attempt.record["status"]
     if status != "ok":
         return [], status, attempt.record.get("reason")
@@ -125,7 +126,7 @@ def parse_point(point_dir, runs_dir, stack, as_point: dict | None = None) -> pd.
     frame["reason"] = reason
     frame["cluster"] = rec["cluster"]
     frame["scale"] = rec["scale"]
-    frame["data_label"] = (rec.get("labels") or {}).get("data") or runs.data_label(
+    frame["data_label"] = (rec.get("labels") or {}).get("data") or runner.data_label(
         rec.get("dataset"))
     frame["attempts"] = len(found)
     return frame

@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 from dlobd import SETTINGS_DEFAULTS
+from dlobd import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+
 CONTAINERS_DIR = ROOT / "containers"
 # The stack's prefix inside every image: the same layout a registry-provisioned prefix has.
 IMAGE_PREFIX = "/opt/dlobd"

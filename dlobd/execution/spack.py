@@ -249,9 +249,10 @@ class Spack:
     # ------------------------------------------------------------------ environments
     def inputs_digest(self, env_dir: Path) -> str:
         """Digest of what a lock is concretized from: spack.yaml, the project recipes the lock
-        uses and the pins (which also fix the scope's target and compiler)."""
+        uses and the pins (which also fix the scope's target and compiler). The pins count by
+        their values: a comment in pins.yaml leaves every lock current."""
         digest = hashlib.sha256()
-        digest.update(PINS_FILE.read_bytes())
+        digest.update(json.dumps(yaml.safe_load(PINS_FILE.read_text()), sort_keys=True).encode())
         digest.update((env_dir / "spack.yaml").read_bytes())
         if self.site_scope:
             for path in sorted(self.site_scope.glob("*.yaml")):

@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlobd import runs
+from dlobd.execution import runs
 
 # run.json fields whose difference between two paths is worth a line
 PROVENANCE_FIELDS = (("execution", "path"), ("versions", "hadoop"), ("versions", "spark"),

@@ -21,18 +21,15 @@ import subprocess
 from pathlib import Path
 
 import psutil
+from dlobd import ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-# The cluster of an Ansible inventory (dlobd.inventory.Cluster) that prefix(), stack_setting(),
+# The cluster of an Ansible inventory (dlobd.cluster.inventory.Cluster) that prefix(), stack_setting(),
 # workers() and present() answer for instead of this machine, during a plan or a dry run.
 _inventory = None
 
-
 @contextlib.contextmanager
 def inventory_in_use(cluster):
-    """Answer for the cluster of an inventory (dlobd.inventory.load) inside the block: its launch
+    """Answer for the cluster of an inventory (dlobd.cluster.inventory.load) inside the block: its launch
     host's prefix and dlobd-env.sh settings, its workers' cluster addresses."""
     global _inventory
     previous, _inventory = _inventory, cluster
@@ -41,11 +38,9 @@ def inventory_in_use(cluster):
     finally:
         _inventory = previous
 
-
 def inventory():
     """The inventory's cluster in use (inventory_in_use), or None for this machine."""
     return _inventory
-
 
 def prefix() -> Path:
     """The provisioned software prefix ($DLOBD_PREFIX, default ~/dlobd-stack), or the launch
@@ -53,7 +48,6 @@ def prefix() -> Path:
     if _inventory is not None:
         return _inventory.prefix
     return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
-
 
 def stack_setting(name: str) -> str | None:
     """A variable of the stack environment: dlobd-env.sh's value, else this process's. With an
@@ -63,14 +57,12 @@ def stack_setting(name: str) -> str | None:
         return _inventory.settings.get(name)
     return prefix_env().get(name) or os.environ.get(name)
 
-
 def which(program: str) -> str | None:
     """A program on PATH: its path here, or with an inventory in use its name, which the
     hosts' PATH resolves (the playbooks install it there)."""
     if _inventory is not None:
         return program
     return shutil.which(program)
-
 
 def present(path) -> bool:
     """Whether a file or directory of the cluster's software is there. With an inventory in use
@@ -80,13 +72,11 @@ def present(path) -> bool:
         return bool(path)
     return bool(path) and Path(path).exists()
 
-
 def workers(gpu: bool = False) -> list[str]:
     """The cluster's worker addresses, as the provisioned dlobd-env.sh lists them; with `gpu`
     only those of group gpu."""
     listed = (stack_setting("DLOBD_GPU_WORKERS" if gpu else "DLOBD_WORKERS") or "").strip()
     return re.split(r"[,\s]+", listed) if listed else []
-
 
 def ethernet_addresses() -> dict[str, str]:
     """Worker cluster address -> its Ethernet address, for the workers the inventory gives one
@@ -94,14 +84,12 @@ def ethernet_addresses() -> dict[str, str]:
     pairs = (stack_setting("DLOBD_WORKERS_ETHERNET") or "").split()
     return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
-
 def default_route_addresses() -> dict[str, str]:
     """Worker cluster address -> the address of its default route, for the workers where the two
     differ (Ansible's facts at provisioning; DLOBD_WORKERS_DEFAULT_ROUTE of dlobd-env.sh, empty
     in a dry run of an inventory)."""
     pairs = (stack_setting("DLOBD_WORKERS_DEFAULT_ROUTE") or "").split()
     return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
-
 
 def is_local_address(host: str) -> bool:
     """Whether `host` names this machine (loopback or one of its interfaces' addresses)."""
@@ -112,7 +100,6 @@ def is_local_address(host: str) -> bool:
     if address.startswith("127."):
         return True
     return any(address in nic["addresses"] for nic in nics())
-
 
 def cluster_hosts() -> list[dict]:
     """The hosts of the provisioned cluster with their roles, for run.json."""
@@ -128,7 +115,6 @@ def cluster_hosts() -> list[dict]:
     return [{"name": socket.gethostname() if is_local_address(addr) else addr,
              "address": addr, "roles": r} for addr, r in roles.items()]
 
-
 def with_link(hosts: list[dict]) -> list[dict]:
     """Hosts of an emulated cluster say so, with the emulated link between them (not a run's
     loopback address: its traffic never crosses that link)."""
@@ -137,18 +123,15 @@ def with_link(hosts: list[dict]) -> list[dict]:
         return hosts
     return [h if h["address"].startswith("127.") else {**h, "link": link} for h in hosts]
 
-
 # Under the prefix on every host: the fabric role's fingerprint, `make calibrate`'s record.
 FABRIC_FILE = Path("etc", "fabric.json")
 CALIBRATION_FILE = Path("etc", "calibration.json")
-
 
 def host_json(address: str, relative: Path) -> dict | None:
     """A JSON file under the prefix of the host at `address`: this machine's read directly, another
     host's over ssh (the prefix has the same path on every host, as the samplers assume). None
     where it does not exist; {"error": ...} where it cannot be read or is not JSON."""
     return _host_json(address, prefix() / relative)
-
 
 @functools.lru_cache(maxsize=None)
 def _host_json(address: str, path: Path) -> dict | None:
@@ -177,11 +160,9 @@ def _host_json(address: str, path: Path) -> dict | None:
     except json.JSONDecodeError as exc:
         return {"error": f"{address}:{path}: not JSON ({exc})"}
 
-
 def fabrics(hosts: list[dict]) -> dict:
     """Each host's fabric fingerprint (the fabric role's), by host name; null where none was recorded."""
     return {h["name"]: host_json(h["address"], FABRIC_FILE) for h in hosts}
-
 
 def build_dir(name: str, source: Path) -> Path:
     """Where this checkout builds one of the project's programs from `source`: under the prefix,
@@ -189,14 +170,12 @@ def build_dir(name: str, source: Path) -> Path:
     tree = hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:8]
     return prefix() / "build" / f"{name}-{tree}"
 
-
 def _run(cmd: list[str], timeout: float = 10, env: dict | None = None) -> str | None:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (proc.stdout + proc.stderr).strip() if proc.returncode == 0 else None
-
 
 def source_env(env_file, base: dict | None = None) -> dict:
     """The variables sourcing a shell file sets or changes, in the environment `base` (default:
@@ -213,14 +192,12 @@ def source_env(env_file, base: dict | None = None) -> dict:
         return {}
     return {k: v for k, v in after.items() if before.get(k) != v}
 
-
 def prefix_env() -> dict:
     """Variables exported by <prefix>/etc/dlobd-env.sh (HADOOP_HOME, SPARK_HOME, ...); with an
     inventory in use, those its launch host's dlobd-env.sh would export."""
     if _inventory is not None:
         return dict(_inventory.settings)
     return provisioned_env()
-
 
 @functools.lru_cache(maxsize=1)
 def provisioned_env() -> dict:
@@ -229,14 +206,12 @@ def provisioned_env() -> dict:
         return {}
     return source_env(env_file)
 
-
 def _jar_version(pattern: str) -> str | None:
     for path in sorted(glob.glob(pattern, recursive=True)):
         m = re.search(r"-(\d+(?:\.\d+)+)(?=[-.])", Path(path).name)
         if m:
             return m.group(1)
     return None
-
 
 def _site_packages() -> list[str]:
     """site-packages of the stacks' Python (DLOBD_PYTHON_HOME), else anywhere in the prefix."""
@@ -246,7 +221,6 @@ def _site_packages() -> list[str]:
         if found:
             return found
     return glob.glob(str(prefix() / "**" / "site-packages"), recursive=True)
-
 
 def dist_version(name: str) -> str | None:
     """Version of a Python distribution installed for the stacks. Under the apptainer install
@@ -260,13 +234,11 @@ def dist_version(name: str) -> str | None:
                 return m.group(1)
     return None
 
-
 @functools.lru_cache(maxsize=None)
 def _image_dist_version(python: str, name: str) -> str | None:
     found = _run([python, "-c", "import importlib.metadata as m, sys\n"
                   "try: print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError: pass", name], timeout=60)
     return found.splitlines()[-1] if found else None
-
 
 def _stack_python() -> str:
     """The version of the Python the stacks run with (their venv), else this one."""
@@ -279,7 +251,6 @@ def _stack_python() -> str:
     except (OSError, TypeError):
         pass
     return platform.python_version()
-
 
 @functools.lru_cache(maxsize=1)
 def versions() -> dict:
@@ -300,7 +271,6 @@ def versions() -> dict:
         or _jar_version(os.path.join(pre, "**", "bigdl-dllib-*.jar")),
         "mpi": mpi.splitlines()[0] if mpi else None,
     }
-
 
 def nics() -> list[dict]:
     """Every interface with its addresses and link rate (null where the kernel has none)."""
@@ -323,7 +293,6 @@ def nics() -> list[dict]:
         })
     return out
 
-
 def cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -333,14 +302,12 @@ def cpu_model() -> str | None:
         pass
     return platform.processor() or None
 
-
 @functools.lru_cache(maxsize=1)
 def git_state() -> dict:
-    commit = _run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"])
-    status = _run(["git", "-C", str(PROJECT_ROOT), "status", "--porcelain",
+    commit = _run(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
+    status = _run(["git", "-C", str(ROOT), "status", "--porcelain",
                    "--untracked-files=no"])
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
-
 
 def system() -> dict:
     return {
@@ -352,21 +319,17 @@ def system() -> dict:
         "nics": nics(),
     }
 
-
 def local_host() -> dict:
     return {"name": socket.gethostname(), "address": "127.0.0.1", "roles": ["all"]}
 
-
-def collect(stack: str | None = None) -> dict:
+def collect(execution: dict, stack: str | None = None) -> dict:
     """The provenance part of run.json: versions, system, hosts, each host's fabric fingerprint,
-    the last `make calibrate` of this host's prefix, git, and the execution path (a Slurm job,
-    its nodes and image, where there is one)."""
+    the last `make calibrate` of this host's prefix, git, and `execution`, the execution path
+    the supervisor found (a Slurm job, its nodes and image, where there is one)."""
     v = dict(versions())
     v["stack"] = v.get(stack) if stack in v else None
     v["harness_python"] = platform.python_version()
     hosts = cluster_hosts()
-    from dlobd import slurmjob
-
     return {"versions": v, "system": system(), "hosts": hosts, "fabric": fabrics(hosts),
             "calibration": host_json("127.0.0.1", CALIBRATION_FILE), "git": git_state(),
-            "execution": slurmjob.execution()}
+            "execution": execution}

@@ -18,7 +18,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlobd import calibrate, expected, fabric, figures, provenance, substitutions
+from dlobd.cluster import calibrate, fabric, provenance
+from dlobd.results import expected, figures
+from dlobd.spec import substitutions
 
 PAPERS = {
     "dlobd": "DLoBD (TMSCS)",
@@ -29,7 +31,7 @@ PAPERS = {
 }
 # holds and differs first: what was compared, then what could not be
 VERDICT_ORDER = ["holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable"]
-# the columns of claims.verdicts_frame the verdict table shows
+# the columns of verdicts.verdicts_frame the verdict table shows
 VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
                   "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text",
                   "substituted")
@@ -50,7 +52,7 @@ def natural_key(text: str) -> list:
 
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("dlobd", "templates"),
+        loader=jinja2.PackageLoader("dlobd.results", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True,
@@ -122,7 +124,7 @@ def hardware(run_list: list[dict]) -> list[str]:
 def fabric_rows(spec: dict, run_list: list[dict]) -> dict:
     """The paper's cluster beside the fabric here: the cluster the spec's paper scale names (from
     config/clusters.yaml) and the newest calibration and fingerprints the used runs carry; and
-    what the communication model expects of the paper's network comparisons (dlobd.expected)."""
+    what the communication model expects of the paper's network comparisons (dlobd.results.expected)."""
     paper = calibrate.paper_fabric(((spec.get("scales") or {}).get("paper") or {}).get("cluster"))
     used = sorted((r for r in run_list if r.get("used")), key=lambda r: r.get("start") or "", reverse=True)
     record = next((r["calibration"] for r in used if r.get("calibration")), None)

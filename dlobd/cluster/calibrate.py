@@ -38,10 +38,13 @@ from typing import Callable
 import jsonschema
 import yaml
 
-from dlobd import ROOT, provenance
+from dlobd import ROOT
+from dlobd.cluster import provenance
+from dlobd.cluster import fabric
+from dlobd.cluster.remote import free_ports, ssh_argv
 
 CLUSTERS = ROOT / "config" / "clusters.yaml"
-CLUSTERS_SCHEMA = Path(__file__).with_name("schemas") / "clusters.schema.json"
+CLUSTERS_SCHEMA = Path(__file__).with_name("clusters.schema.json")
 RAW_DIR = Path("var", "calibration")
 LATENCY_BYTES = 64
 BANDWIDTH_BYTES = 1 << 20
@@ -318,8 +321,6 @@ def plan(server: str, client: str, fabrics: dict, tools: dict, ports: dict | Non
 
 
 def describe_fp(fp: dict | None) -> str:
-    from dlobd import fabric
-
     if fp and fp.get("error"):
         return f"fingerprint unreadable: {fp['error']}"
     return "fabric.json: " + fabric.describe(fp) if fp else \
@@ -330,8 +331,6 @@ def describe_fp(fp: dict | None) -> str:
 
 def on_host(host: str, argv: list) -> list:
     """argv on `host`: here as it is, elsewhere over ssh (ended when its stdin closes)."""
-    from dlobd.stacks import ssh_argv
-
     return list(argv) if provenance.is_local_address(host) else ssh_argv(host, "/tmp", {}, list(argv))
 
 
@@ -423,8 +422,6 @@ def calibrate(duration: int = 5, dry_run: bool = False) -> dict:
     fabrics = {h: provenance.host_json(h, provenance.FABRIC_FILE) for h in hosts}
     ports = DEFAULT_PORTS
     if server == client:
-        from dlobd.stacks import free_ports
-
         ports = dict(zip(DEFAULT_PORTS, free_ports(len(DEFAULT_PORTS))))
     p = plan(server, client, fabrics, tools, ports, duration, provenance.stack_setting("DLOBD_EMULATED_LINK"))
     stamp = _dt.datetime.now(_dt.timezone.utc)

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import jinja2
 
-from dlobd import ROOT, fabric, inventory, plan, spec
-from dlobd.appendix import natural_key, write_generated
+from dlobd import ROOT, spec
+from dlobd.cluster import fabric, inventory
+from dlobd.execution import plan
+from dlobd.results.appendix import natural_key, write_generated
+from dlobd.cluster import capabilities
 
 OUT = Path("docs") / "new-cluster.md"
 # The settings a role records where the inventory runs it, which the plan sees as given
@@ -38,7 +41,7 @@ def rows(root: Path) -> list[dict]:
                         "points": 0, "needs": "not runnable: " + " ".join(str(scale.get("reason")).split()),
                         "nodes": "—", "gpus": "—", "estimate": "—", "hours": 0.0})
             continue
-        sizes = [plan.point_size(scale, point) for _, point in s.points("paper")]
+        sizes = [capabilities.point_size(scale, point) for _, point in s.points("paper")]
         nodes = _max(z["nodes"] for z in sizes)
         per_node = _max(z["per_node"] for z in sizes)
         gpus = _max(z["gpus"] or (z["nodes"] or 0) * (z["per_node"] or 0) for z in sizes)
@@ -58,14 +61,14 @@ def rows(root: Path) -> list[dict]:
 
 
 def render(root: Path = ROOT) -> str:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("dlobd", "templates"), undefined=jinja2.StrictUndefined,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("dlobd.results", "templates"), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     table = rows(root)
     return env.get_template("new-cluster.md.j2").render(
         rows=table, n_specs=len(spec.load_all(root)), stack_settings=inventory.STACK_SETTINGS,
-        hardware_fields=fabric.HARDWARE_FIELDS, provisioned=plan.PROVISIONED,
-        software_settings=plan.SOFTWARE_SETTINGS, role_settings=ROLE_SETTINGS, paper_roles=plan.PAPER_ROLES,
-        undeclared=plan.UNDECLARED,
+        hardware_fields=fabric.HARDWARE_FIELDS, provisioned=capabilities.PROVISIONED,
+        software_settings=capabilities.SOFTWARE_SETTINGS, role_settings=ROLE_SETTINGS, paper_roles=capabilities.PAPER_ROLES,
+        undeclared=capabilities.UNDECLARED,
         total_hours=sum(r["hours"] for r in table))
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlobd import ROOT, runs, spec, substitutions
+from dlobd import ROOT, spec
+from dlobd.execution import runs
+from dlobd.spec import substitutions
 
 OUT = Path("docs") / "artifact-evaluation.md"
 REASON_CHARS = 160
@@ -115,7 +117,7 @@ def render(root: Path, runs_dir: Path, results_dir: Path) -> str:
     first = ran[0] if ran else {}
     claims_frames = [pd.read_csv(p) for p in sorted((results_dir / "local" / "verdicts").glob("*.csv"))]
     verdicts = pd.concat(claims_frames)["verdict"].value_counts() if claims_frames else pd.Series(dtype=int)
-    env = jinja2.Environment(loader=jinja2.PackageLoader("dlobd", "templates"), undefined=jinja2.StrictUndefined,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("dlobd.results", "templates"), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["cell"] = _cell
     size_mb = sum(p.stat().st_size for p in runs_dir.rglob("*") if p.is_file()) / 2**20

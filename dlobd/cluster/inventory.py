@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlobd import ROOT
-from dlobd import fabric  # one check of a dlobd_hardware declaration: the fabric role's
+from dlobd.cluster import fabric  # one check of a dlobd_hardware declaration: the fabric role's
+from dlobd.cluster import provenance
 
 PLAYBOOKS = ROOT / "playbooks"
 SETTINGS_PLAYBOOK = PLAYBOOKS / "inventory-settings.yml"
@@ -260,8 +261,6 @@ def _stack_settings(values: dict, where: str) -> dict:
 def load(path, prefix: str | None = None) -> Cluster:
     """The cluster an inventory describes. `prefix` overrides every host's dlobd_prefix, as
     `make provision DLOBD_PREFIX=...` does. Raises InventoryError naming what is wrong."""
-    from dlobd import provenance
-
     path = Path(path)
     if not path.exists():
         raise InventoryError(f"{path}: no such inventory")

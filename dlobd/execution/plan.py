@@ -1,0 +1,210 @@
+"""`dlobd plan`: which experiments this cluster can run at a scale, and why not the others.
+
+The cluster's capabilities are detected, not assumed: InfiniBand from /sys/class/infiniband,
+GPUs from /dev/nvidia* and nvidia-smi, the provisioned software from the prefix
+($DLOBD_PREFIX, default ~/dlobd-stack), MPI and the C++ gRPC toolchain from PATH and
+pkg-config. A spec's scale says what it `needs` (and which points need more); a scale
+marked not runnable carries its own reason.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from dlobd.cluster import provenance
+from dlobd import stacks
+from dlobd.spec import point_id
+from dlobd.cluster import inventory
+from dlobd.execution import dryrun
+from dlobd import spec as dspec
+from dlobd.execution import runs
+from dlobd import ROOT
+from dlobd.cluster import capabilities
+
+
+def launcher_missing(stack_name: str) -> list[str]:
+    """Why the project cannot launch this stack yet; empty if its module has a launcher."""
+    try:
+        module = stacks.get(stack_name)
+    except (KeyError, ImportError, ValueError) as exc:
+        return [f"stack {stack_name!r} is not available: {exc}"]
+    return [] if hasattr(module, "launch") else [f"stack {stack_name!r} has no launcher yet"]
+
+
+def plan_spec(spec, scale_name: str, runs_dir=None) -> dict:
+    """{'runnable': n points, 'blocked': {point_id: reasons}, 'reason': whole-scale reason}.
+
+    With `runs_dir` each point is also dry-run through its launcher (runs.launch, nothing run
+    or written), so what the launcher itself lacks, or a parameter it cannot use, blocks it too."""
+    try:
+        scale = spec.scale(scale_name)
+    except KeyError as exc:
+        return {"runnable": 0, "points": 0, "blocked": {}, "reason": str(exc)}
+    if not scale.get("runnable", True):
+        return {"runnable": 0, "points": 0, "blocked": {},
+                "reason": scale.get("reason", "marked not runnable")}
+    whole = capabilities.missing(scale.get("needs"))
+    points = spec.points(scale_name)
+    if runs_dir is not None:
+        results = {pid: runs.launch(spec.data, scale_name, p, runs_dir, dry_run=True) for pid, p in points}
+        blocked = {pid: [r.reason] for pid, r in results.items() if r.status != "dry run"}
+        return {"runnable": len(points) - len(blocked), "points": len(points), "blocked": blocked,
+                "reason": "; ".join(whole) if len(blocked) == len(points) and whole else None}
+    axis = spec.data.get("stack_axis")
+    blocked = {pid: capabilities.point_missing(scale, p) + launcher_missing(
+                   str(p[axis]) if axis and axis in p else spec.stack(scale_name))
+               for pid, p in points}
+    blocked = {k: v for k, v in blocked.items() if v}
+    if whole:
+        return {"runnable": 0, "points": len(points), "blocked": blocked, "reason": "; ".join(whole)}
+    return {"runnable": len(points) - len(blocked), "points": len(points), "blocked": blocked,
+            "reason": None}
+
+
+# ---------------------------------------------------------------- node-hour estimates
+
+# Metrics that are a run's whole time, so a number the paper states for them is the time of
+# its point.
+RUN_TIMES = ("end_to_end_s", "train_time_s", "wall_clock_s")
+
+
+def _stated_time(spec, scale: dict, point: dict) -> tuple[float | None, str]:
+    """(seconds one run of the point takes, where that comes from) or (None, why unknown)."""
+    def at_point(at: dict) -> bool:
+        return all(point_id({k: point[k]}) == point_id({k: v}) for k, v in at.items() if k in point)
+
+    metric = spec.data["metric"]["name"]
+    for pv in scale.get("paper_values") or []:
+        if pv.get("as") or pv.get("bound") or not at_point(pv["at"]):
+            continue
+        if "wall_clock_s" in pv["at"] and "wall_clock_s" not in point:
+            # a value reached at a stated time (e.g. 70% accuracy at 2,132 s): the run is no shorter
+            return float(pv["at"]["wall_clock_s"]), f"stated time to the value ({pv['where']}), a lower bound"
+        if pv.get("metric", metric) in RUN_TIMES and not (set(pv["at"]) - set(point)):
+            return float(pv["value"]), f"stated ({pv['where']})"
+    fixed = scale.get("fixed") or {}
+    if capabilities.whole_count(fixed.get("duration_s")) and capabilities.whole_count(fixed.get("repeats")):
+        seconds = (float(fixed.get("warmup_s") or 0) + float(fixed["duration_s"])) * int(fixed["repeats"])
+        return seconds, "the benchmark's own (warm-up + duration) x repeats"
+    return None, "the paper states no time for this point (only ratios, rates or sizes)"
+
+
+def _point_nodes(spec, scale: dict, point: dict) -> int | None:
+    """The hosts one run of the point occupies, as the spec gives them."""
+    params = {**(scale.get("fixed") or {}), **point}
+    for key in ("nodes", "worker_nodes"):
+        if capabilities.whole_count(params.get(key)):
+            return capabilities.whole_count(params[key])
+    if spec.data.get("stack") == "grpcbench":
+        return 2  # the benchmark's servers on one host, its workers on another
+    if capabilities.whole_count(params.get("workers")):
+        return capabilities.whole_count(params["workers"]) + (capabilities.whole_count(params.get("parameter_servers")) or 0)
+    return capabilities.point_size(scale, point)["nodes"]
+
+
+def node_hours(spec, scale_name: str = "paper") -> dict:
+    """An estimate of the node-hours one run of every point of a scale takes: the stated or
+    benchmark-given time of each point x the nodes it occupies (epochs are inside the stated
+    whole-run times). {'node_hours': sum over the points with both known, 'known': n,
+    'points': n, 'unknown': sorted reasons for the others}."""
+    try:
+        scale = spec.scale(scale_name)
+    except KeyError:
+        return {"node_hours": 0.0, "known": 0, "points": 0, "unknown": [f"no {scale_name} scale"]}
+    if not scale.get("runnable", True):
+        return {"node_hours": 0.0, "known": 0, "points": 0,
+                "unknown": [scale.get("reason", "marked not runnable")]}
+    total, known, unknown = 0.0, 0, set()
+    points = spec.points(scale_name)
+    for _, point in points:
+        seconds, why = _stated_time(spec, scale, point)
+        nodes = _point_nodes(spec, scale, point)
+        if seconds is None:
+            unknown.add(why)
+        elif nodes is None:
+            unknown.add("the spec gives no node count for the point")
+        else:
+            total += seconds * nodes / 3600
+            known += 1
+    return {"node_hours": total, "known": known, "points": len(points), "unknown": sorted(unknown)}
+
+
+def describe_node_hours(estimate: dict) -> str:
+    if not estimate["known"]:
+        return "estimate: unknown (" + "; ".join(estimate["unknown"]) + ")"
+    text = (f"estimate: {estimate['node_hours']:.2f} node-hours for {estimate['known']} of "
+            f"{estimate['points']} points")
+    if estimate["unknown"]:
+        text += "; the others unknown: " + "; ".join(estimate["unknown"])
+    return text
+
+
+def register(parser) -> None:
+    parser.add_argument("--scale", default="local", help="scale to plan (default: local)")
+    parser.add_argument("--root", default=str(ROOT),
+                        help="project root holding experiments/")
+    parser.add_argument("--quiet", action="store_true", help="only the per-experiment lines")
+    parser.add_argument("--inventory", help="judge the cluster of this Ansible inventory (its "
+                        "declared hardware and software paths) instead of this machine")
+    parser.add_argument("--prefix", help="with --inventory: every host's dlobd_prefix")
+
+
+def run(args) -> int:
+
+    specs = dspec.load_all(args.root)
+    if not specs:
+        print(f"no experiment specs under {args.root}/experiments")
+        return 1
+    try:
+        with dryrun.using(args):
+            return _report(args, specs)
+    except inventory.InventoryError as exc:
+        print(f"dlobd plan: {exc}", file=sys.stderr)
+        return 2
+
+
+def _report(args, specs) -> int:
+    cluster = provenance.inventory()
+    where = (f"inventory {cluster.source}, launch host {cluster.launch_host}, prefix {cluster.prefix}"
+             if cluster else f"prefix {provenance.prefix()}")
+    if not args.quiet and cluster:
+        print(f"settings in effect on {cluster.launch_host}:")
+        for name, (value, origin) in cluster.in_effect.items():
+            print(f"  {name} = {json.dumps(value)}  <- {origin or 'default (role dlobd)'}")
+        print()
+    if not args.quiet:
+        print(f"capabilities of this cluster ({where}):")
+        for name, (present, why) in capabilities.capabilities().items():
+            print(f"  {'yes' if present else 'no ':3}  {name:18} {why}")
+        print()
+    # with an inventory every point goes through its launcher too (a dry run: nothing is written)
+    runs_dir = ROOT / "data" / "runs" if cluster else None
+    n_ok = 0
+    lines = []
+    for eid, spec in sorted(specs.items()):
+        if spec.data.get("data_from"):
+            lines.append(f"  {'(same data)':13} {eid}: drawn from the runs of {spec.data['data_from']}")
+            continue
+        p = plan_spec(spec, args.scale, runs_dir)
+        reasons = "; ".join(sorted({r for rs in p["blocked"].values() for r in rs}))
+        if p["reason"] or p["runnable"] == 0:
+            lines.append(f"  {'not runnable':13} {eid}: {p['reason'] or reasons}")
+        elif p["blocked"]:
+            n_ok += 1
+            lines.append(f"  {'partly':13} {eid}: {p['runnable']} of {p['points']} points; "
+                         f"the others: {reasons}")
+        else:
+            n_ok += 1
+            lines.append(f"  {'runnable':13} {eid}: {p['points']} point(s)")
+        if spec.runs_from(args.scale):
+            lines.append(f"  {'(same runs)':13} {eid}: its points are those of {spec.runs_from(args.scale)}, run once")
+        if args.scale == "paper":
+            lines.append(f"  {'':13} node-hours {describe_node_hours(node_hours(spec, 'paper'))}")
+    owners = sum(1 for s in specs.values() if not s.data.get("data_from"))
+    print(f"scale {args.scale}: {n_ok} of {owners} experiments with runs of their own can run here")
+    stated = sum(1 for s in specs.values() if s.paper_values())
+    print(f"paper values: {stated} of {len(specs)} specs carry numbers their paper states "
+          "(slide charts through the paper figure they repeat)")
+    print("\n".join(lines))
+    return 0
