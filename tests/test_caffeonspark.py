@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import stacks
+from dlobd import ROOT, stacks
 from dlobd.stacks import caffeonspark
 import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
@@ -36,7 +36,7 @@ def cluster(monkeypatch):
 def test_the_specs_are_the_stacks():
     from dlobd import spec
 
-    mine = {sid for sid, s in spec.load_all(caffeonspark.WORKLOADS.parents[1]).items()
+    mine = {sid for sid, s in spec.load_all(ROOT).items()
             if s.data["stack"] == "caffeonspark" and "scales" in s.data}
     assert mine == set(SPECS)
 

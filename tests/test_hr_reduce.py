@@ -14,6 +14,7 @@ import pytest
 
 from dlobd.execution import runs
 from dlobd.stacks import hr_reduce, parse_run
+from dlobd.stacks.shared import mpi as mpi_launch
 from dlobd import NotRunnable
 
 pytestmark = pytest.mark.skipif(not (shutil.which("mpicc.openmpi") and shutil.which("cmake")),
@@ -31,7 +32,7 @@ def binary():
 
 
 def bench(binary, ranks, *args, mpi="openmpi", timeout=120):
-    cmd = hr_reduce.mpirun_prefix(mpi, ranks) + [str(binary), *args]
+    cmd = mpi_launch.mpirun_prefix(mpi, ranks) + [str(binary), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -232,27 +233,27 @@ def test_plan_maps_the_spec_axes():
 
 
 def test_ranks_spread_evenly_over_the_hosts():
-    assert hr_reduce.rank_placement([f"10.0.0.{i}" for i in range(20)], 160) == \
+    assert mpi_launch.rank_placement([f"10.0.0.{i}" for i in range(20)], 160) == \
         [(f"10.0.0.{i}", 8) for i in range(20)]
-    assert hr_reduce.rank_placement(["a", "b"], 5) == [("a", 3), ("b", 2)]
-    assert hr_reduce.rank_placement(["a", "b", "c"], 1) == [("a", 1)]
+    assert mpi_launch.rank_placement(["a", "b"], 5) == [("a", 3), ("b", 2)]
+    assert mpi_launch.rank_placement(["a", "b", "c"], 1) == [("a", 1)]
 
 
 def test_hostfile_in_each_launchers_format(tmp_path):
-    placement = hr_reduce.rank_placement(["a", "b"], 4)
-    ompi = hr_reduce.write_hostfile(tmp_path / "ompi", "openmpi", placement)
-    hydra = hr_reduce.write_hostfile(tmp_path / "hydra", "mpich", placement)
+    placement = mpi_launch.rank_placement(["a", "b"], 4)
+    ompi = mpi_launch.write_hostfile(tmp_path / "ompi", "openmpi", placement)
+    hydra = mpi_launch.write_hostfile(tmp_path / "hydra", "mpich", placement)
     assert ompi.read_text() == "a slots=2\nb slots=2\n"
     assert hydra.read_text() == "a:2\nb:2\n"
 
 
 def test_mpirun_uses_the_hostfile_instead_of_oversubscribing(tmp_path):
     hostfile = tmp_path / "hostfile"
-    ompi = hr_reduce.mpirun_prefix("openmpi", 160, hostfile)
+    ompi = mpi_launch.mpirun_prefix("openmpi", 160, hostfile)
     assert ["--hostfile", str(hostfile)] == ompi[ompi.index("--hostfile"):][:2]
     assert "--oversubscribe" not in ompi
-    assert "--oversubscribe" in hr_reduce.mpirun_prefix("openmpi", 8)
-    hydra = hr_reduce.mpirun_prefix("mpich", 160, hostfile)
+    assert "--oversubscribe" in mpi_launch.mpirun_prefix("openmpi", 8)
+    hydra = mpi_launch.mpirun_prefix("mpich", 160, hostfile)
     assert hydra[1:3] == ["-f", str(hostfile)] and hydra[-2:] == ["-np", "160"]
 
 
@@ -260,13 +261,13 @@ def test_mvapich2_comes_from_the_install_the_user_names(tmp_path, monkeypatch):
     monkeypatch.setattr(hr_reduce.provenance, "prefix_env", lambda: {})
     monkeypatch.delenv("MVAPICH2_GDR_HOME", raising=False)
     with pytest.raises(NotRunnable, match="registered download: set MVAPICH2_GDR_HOME"):
-        hr_reduce.mpi_tool("mvapich2-gdr", "mpicc")
+        mpi_launch.mpi_tool("mvapich2-gdr", "mpicc")
     monkeypatch.setenv("MVAPICH2_GDR_HOME", str(tmp_path))
     with pytest.raises(NotRunnable, match=f"no {tmp_path}/bin/mpirun"):
-        hr_reduce.mpirun_prefix("mvapich2-gdr", 160)
+        mpi_launch.mpirun_prefix("mvapich2-gdr", 160)
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "mpirun").write_text("")
-    assert hr_reduce.mpirun_prefix("mvapich2-gdr", 160)[0] == str(tmp_path / "bin" / "mpirun")
+    assert mpi_launch.mpirun_prefix("mvapich2-gdr", 160)[0] == str(tmp_path / "bin" / "mpirun")
 
 
 def test_paper_scale_points_name_the_papers_mpis():

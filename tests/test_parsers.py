@@ -10,7 +10,7 @@ import pytest
 
 from dlobd import cli, stacks
 from dlobd.spec import metrics
-from dlobd.stacks.caffe import GLOG, GlogClock
+from dlobd.stacks.shared.caffe_solver import GLOG, GlogClock
 import reallogs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,6 +14,7 @@ from dlobd.cluster import provenance
 from dlobd.execution import runs
 from dlobd.cluster.remote import free_ports, ssh_argv
 from dlobd.stacks import tensorflow as tf
+from dlobd.stacks.shared import tf_cluster
 from dlobd.cluster import capabilities
 from dlobd import NotRunnable
 
@@ -215,7 +216,7 @@ def test_supervisor_names_the_worker_that_failed(tmp_path, capsys):
     out = capsys.readouterr().out
     assert tf.SUPERVISOR_FAILED + "worker:1 exited with status 3 (log tasks/worker-1.log)" in out
     (tmp_path / "stdout.log").write_text(out)
-    assert tf.supervisor_reason(tmp_path / "stdout.log") == "worker:1 exited with status 3 (log tasks/worker-1.log)"
+    assert tf_cluster.supervisor_reason(tmp_path / "stdout.log") == "worker:1 exited with status 3 (log tasks/worker-1.log)"
 
 
 def test_supervisor_fails_when_a_server_dies_before_training_ends(tmp_path, capsys):

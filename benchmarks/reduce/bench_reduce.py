@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 from dlobd.stacks import hr_reduce
+from dlobd.stacks.shared import mpi
 
 MiB = 1 << 20
 
 
 def run(binary, ranks, out_dir, name, args):
-    cmd = hr_reduce.mpirun_prefix("openmpi", ranks) + [str(binary), *args]
+    cmd = mpi.mpirun_prefix("openmpi", ranks) + [str(binary), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     (out_dir / f"{name}.log").write_text(proc.stdout)
     (out_dir / f"{name}.err").write_text(proc.stderr)

@@ -16,7 +16,7 @@ dlobd.cluster.hadoop.save_applications). Formats, from the sources named above:
               (rank 0, once its solver has run every iteration); `Train solver exception`
 - Caffe's glog solver lines of each executor (solver.cpp's `Iteration N, loss = x`, and the
   interleaved validation's `Iteration N, Testing net (#0)` / `Test net output #k: name = v`
-  from caffe-distri's CaffeNet.cpp), read by dlobd.stacks.caffe.SolverLines. CaffeOnSpark
+  from caffe-distri's CaffeNet.cpp), read by dlobd.stacks.shared.caffe_solver.SolverLines. CaffeOnSpark
   steps its solvers one iteration at a time (Solver::Step(1)), so no `Optimization Done.`.
 The releases' wordings (tests/data/logs/real/caffeonspark/ holds their real output): Spark
 1.x's log4j with package-qualified logger names (`INFO caffe.CaffeProcessor:`, 2016) or
@@ -61,7 +61,6 @@ GPU solvers (caffe-distri's RDMACaffeNet checks it).
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 import subprocess
@@ -69,19 +68,18 @@ from datetime import datetime
 from pathlib import Path
 
 import jinja2
-import yaml
 
 from dlobd.cluster import hadoop, provenance
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, setting, yarn_application_span
-from dlobd.stacks.caffe import GLOG, THREAD, GlogClock, SolverLines
+from dlobd.stacks.shared.caffe_solver import GLOG, THREAD, GlogClock, SolverLines
 from dlobd.cluster import capabilities
 from dlobd.stacks import runner
+from dlobd.stacks.shared.caffe_nets import NETS, models
 from dlobd import NotRunnable
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "workloads" / "caffe-nets"
 MAIN_CLASS = "com.yahoo.ml.caffe.CaffeOnSpark"
 JAR = "caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar"
 DEVICES = ("cpu-openblas", "cpu-mkl", "gpu", "gpu-cudnn")
@@ -203,13 +201,8 @@ parse_records = yarn_application_span
 
 # ---------------------------------------------------------------------------- launcher
 
-@functools.lru_cache(maxsize=1)
-def models() -> dict:
-    return yaml.safe_load((WORKLOADS / "models.yaml").read_text())
-
-
 def _templates() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(WORKLOADS)),
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(NETS)),
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 

@@ -48,20 +48,12 @@ from dlobd.cluster import provenance
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 from dlobd.stacks import runner
+from dlobd.stacks.shared.mpi import MPIS, hostfile_text, mpi_tool, mpirun_prefix, rank_placement, write_hostfile
 from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log",)
 
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "workloads" / "hr-reduce"
-# Debian's MPIs by their alternatives' names; MVAPICH2 (-GDR) needs a registered download,
-# so it comes from the install the user names (the paper compared it with OpenMPI).
-MPIS = {
-    "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": "mpirun.openmpi"},
-    "mpich": {"mpicc": "mpicc.mpich", "mpirun": "mpirun.mpich"},
-    "mvapich2": {"home": "MVAPICH2_HOME"},
-    "mvapich2-gdr": {"home": "MVAPICH2_GDR_HOME"},
-}
-
 TITLE = re.compile(r"^# HR-Reduce (latency test|cost model|training loop)")
 HEADER_FIELD = re.compile(r"^# ([A-Za-z][A-Za-z ]*?): (.*)$")
 TOTAL = re.compile(r"^# Total\(s\): train (\S+) propagation (\S+) forward_backward (\S+) "
@@ -184,28 +176,6 @@ def build_dir(mpi: str) -> Path:
     return provenance.build_dir(f"hr-reduce-{mpi}", SOURCE_DIR)
 
 
-def mpi_tool(mpi: str, tool: str, check: bool = True) -> str:
-    """The path of `tool` (mpicc or mpirun) of one MPI; NotRunnable says why it is absent.
-    With check False (a dry run) a user-given install's path is not looked at."""
-    if mpi not in MPIS:
-        raise ValueError(f"hr_reduce: unknown MPI {mpi!r}; known: {', '.join(MPIS)}")
-    spec = MPIS[mpi]
-    if "home" in spec:
-        home = provenance.stack_setting(spec["home"])
-        if not home:
-            raise NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
-                                   "to its install directory")
-        path = Path(home) / "bin" / tool
-        if check and not provenance.present(path):
-            raise NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")
-        return str(path)
-    found = provenance.which(spec[tool])
-    if not found:
-        raise NotRunnable(f"{spec[tool]} not found: install Debian's "
-                               f"{'libopenmpi-dev' if mpi == 'openmpi' else 'libmpich-dev'}")
-    return found
-
-
 def built_binary(mpi: str, gpu: bool = False) -> Path:
     """Where ensure_built puts the benchmark binary for one MPI."""
     return build_dir(f"{mpi}-cuda" if gpu else mpi) / "hr_reduce"
@@ -237,41 +207,6 @@ def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> P
     if log_path:
         log_path.write_text("".join(out))
     return binary
-
-
-def rank_placement(hosts: list[str], processes: int) -> list[tuple[str, int]]:
-    """(host, ranks) spreading `processes` ranks evenly over the hosts; a host that gets no
-    rank is left out."""
-    per_host, extra = divmod(processes, len(hosts))
-    placement = [(h, per_host + (i < extra)) for i, h in enumerate(hosts)]
-    return [(h, n) for h, n in placement if n]
-
-
-def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None, check: bool = True) -> list[str]:
-    """mpirun for `processes` ranks: on the hosts of `hostfile`, else on this host allowing
-    more ranks than cores."""
-    cmd = [mpi_tool(mpi, "mpirun", check), "-np", str(processes)]
-    if mpi == "openmpi":
-        cmd[1:1] = ["--hostfile", str(hostfile)] if hostfile else ["--oversubscribe"]
-        cmd[1:1] = ["--bind-to", "none"]
-        if os.geteuid() == 0:
-            cmd.insert(1, "--allow-run-as-root")
-    elif hostfile:  # MPICH and MVAPICH2 use Hydra; without a host file it places every rank here
-        cmd[1:1] = ["-f", str(hostfile)]
-    return cmd
-
-
-def hostfile_text(mpi: str, placement: list[tuple[str, int]]) -> str:
-    line = "{} slots={}\n" if mpi == "openmpi" else "{}:{}\n"  # OpenMPI's format, else Hydra's
-    return "".join(line.format(h, n) for h, n in placement)
-
-
-def write_hostfile(path: Path, mpi: str, placement: list[tuple[str, int]]) -> Path:
-    path.write_text(hostfile_text(mpi, placement))
-    return path
-
-
-# ------------------------------------------------------------------ launcher
 
 
 def benchmark_args(value: str) -> list[str]:

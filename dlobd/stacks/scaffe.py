@@ -24,7 +24,7 @@ with `-gpu 0,..,n-1`, only when the GPUs fit one host. The nets are workloads/ca
 
 Parser: the ranks' output through `-prepend-rank` (`[<rank>] <line>`, Hydra) or OpenMPI's
 `--tag-output` (`[<job>,<rank>]<stderr>:`); untagged lines count as rank 0. Rank 0's Caffe
-solver lines (dlobd.stacks.caffe.SolverLines: NVIDIA Caffe, which OSU-Caffe is based on,
+solver lines (dlobd.stacks.shared.caffe_solver.SolverLines: NVIDIA Caffe, which OSU-Caffe is based on,
 prints `Iteration N (x iter/s, ...), loss = y`) give loss and steps_per_s; its first to last
 iteration (or `Optimization Done.`) train_time_s. OSU-Caffe prints no per-phase times that
 any available source documents, so no time_breakdown_s is read. CNTK ranks' lines go through
@@ -44,10 +44,10 @@ from dlobd.cluster import provenance
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 from dlobd.cluster.remote import ssh_argv
-from dlobd.stacks import mmlspark
-from dlobd.stacks.caffe import GLOG, GlogClock, SolverLines
-from dlobd.stacks.caffeonspark import WORKLOADS as NETS, models
-from dlobd.stacks.hr_reduce import hostfile_text, mpirun_prefix, rank_placement
+from dlobd.stacks.shared.caffe_solver import GLOG, GlogClock, SolverLines
+from dlobd.stacks.shared.caffe_nets import NETS, models
+from dlobd.stacks.shared.cntk_log import CntkEpochs
+from dlobd.stacks.shared.mpi import hostfile_text, mpirun_prefix, rank_placement
 from dlobd.cluster import capabilities
 from dlobd.stacks import runner
 from dlobd import NotRunnable
@@ -69,7 +69,7 @@ HYDRA_TAG = re.compile(r"^\[(\d+)\] (.*)$")
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
     clock, solver = GlogClock(), SolverLines(result)
-    cntk = mmlspark.CntkEpochs(result)
+    cntk = CntkEpochs(result)
     tagged = set()
     for no, line in lines:
         if "Epoch[" in line or "EXCEPTION occurred" in line:

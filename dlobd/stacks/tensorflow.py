@@ -50,35 +50,25 @@ collective strategy, which TF 1.x has not here: not runnable.
 """
 
 import json
-import math
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dlobd import ROOT
-from dlobd.spec.metrics import METRICS, row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
-from dlobd.cluster.remote import free_ports, ssh_argv
+from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
+from dlobd.stacks.shared.tf_cluster import PLAN_FILE, SUPERVISOR_FAILED, Task, place, run_tasks, transport
+from dlobd.cluster.remote import free_ports
 from dlobd.cluster import provenance
-from dlobd.spec import networks
 from dlobd.cluster import hadoop
 from dlobd.cluster import capabilities
 from dlobd.stacks import runner
 from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
-
-MARK = "DLOBD "
-EVENTS = ("start", "warmup", "step", "epoch", "summary")
-# Keys of step/epoch/summary lines that are not metrics.
-PLACE_KEYS = ("event", "task", "step", "epoch")
-TOKEN = re.compile(r"^([a-z_][a-z0-9_]*)=(\S+)$")
-
 
 def parse(text: str) -> ParseResult:
     try:
@@ -91,155 +81,6 @@ def parse(text: str) -> ParseResult:
         return ParseResult.unparseable(f"{NO_LINES} the workload's format: no 'DLOBD event=...' line")
     finish(result, tasks, cut)
     return result
-
-
-def phases(result: ParseResult, task: str, state: dict, end_to_end: float | None) -> None:
-    """At a task's summary, the time_breakdown_s rows of the task that leads the training
-    (docs/metrics.md, phases): `training` = wall_clock_s of its last step line, i.e. from the
-    start of the first counted step (the workload's clock starts there, after any warm-up)
-    to the end of the last one; `data_loading` = the data_loading_s of its start line
-    (reading the data set from disk; absent for data generated in the graph); `tf_startup`
-    = the rest of its end_to_end_s (importing TF, joining the cluster, building the model,
-    warm-up steps, evaluation).
-
-    One task per run leads, so summing the phases of a run counts each once: the chief (ps
-    strategy), worker:0 (collective: the others run the same steps in lockstep), or local:0.
-    """
-    start = state["start"]
-    if not (task.startswith("chief:") or task == "local:0"
-            or (task == "worker:0" and start.get("strategy") == "collective")):
-        return
-    spans = {}
-    if "data_loading_s" in start:
-        spans["data_loading"] = float(start["data_loading_s"])
-    if state.get("last_wall") is not None:
-        spans["training"] = state["last_wall"]
-    if end_to_end is not None:
-        # the rest of the task's life, so that the phases add up to its end_to_end_s
-        spans["tf_startup"] = max(0.0, end_to_end - sum(spans.values()))
-    for phase, seconds in spans.items():
-        result.rows.append(row("time_breakdown_s", seconds, phase=phase, task=task))
-
-
-def dlobd_fields(no: int, line: str) -> dict | None:
-    """The key=value pairs of a DLOBD line, None for other lines; LogError if damaged."""
-    at = line.find(MARK + "event=")
-    if at < 0:
-        return None
-    fields = {}
-    for token in line[at + len(MARK):].split():
-        m = TOKEN.match(token)
-        if not m:
-            raise LogError(f"line {no}: damaged DLOBD line, {token!r} is not key=value")
-        if m[1] in fields:
-            raise LogError(f"line {no}: key {m[1]} twice in one DLOBD line (lines run together?)")
-        fields[m[1]] = m[2]
-    if fields["event"] not in EVENTS + ("driver_start", "cluster_stopped"):
-        raise LogError(f"line {no}: unknown DLOBD event {fields['event']!r}")
-    return fields
-
-
-def _number(no: int, key: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise LogError(f"line {no}: {key}={text!r} is not a number") from None
-
-
-def _int(no: int, key: str, fields: dict):
-    if key not in fields:
-        return None
-    value = _number(no, key, fields[key])
-    if not math.isfinite(value) or value != int(value) or value < 0:
-        raise LogError(f"line {no}: {key}={fields[key]!r} is not a count")
-    return int(value)
-
-
-def read_dlobd_lines(lines, result: ParseResult) -> dict:
-    """Add the rows of the training events to `result`; return per-task state.
-
-    State per task: {"started": bool, "server": bool, "summary": bool, "step": last step,
-    "start": the start line's fields, "last_wall": wall_clock_s of the last step line}.
-    Driver events (TFoS) are left to the caller: they come back in result.events.
-    """
-    tasks = {}
-    for no, line in lines:
-        fields = dlobd_fields(no, line)
-        if fields is None:
-            continue
-        event = fields["event"]
-        if event in ("driver_start", "cluster_stopped"):
-            result.events.append({"event": f"dlobd_{event}", "line": no, "text": line})
-            continue
-        task = fields.get("task")
-        if task is None:
-            raise LogError(f"line {no}: DLOBD {event} line without task=")
-        state = tasks.setdefault(task, {"started": False, "server": False, "summary": False, "step": 0})
-        if event == "start":
-            if state["started"]:
-                raise LogError(f"line {no}: task {task} starts a second time "
-                               "(two logs interleaved or concatenated?)")
-            state["started"] = True
-            state["server"] = fields.get("role") == "server"
-            state["start"] = fields
-            if "data_loading_s" in fields:
-                _number(no, "data_loading_s", fields["data_loading_s"])
-            for key, value in fields.items():
-                if key not in ("event", "task", "role"):
-                    result.meta[key] = value
-            continue
-        if not state["started"]:
-            raise LogError(f"line {no}: task {task} reports {event} before its start line")
-        if event == "warmup":
-            # Steps trained before the clock started: settings, outside every count.
-            if state["step"] or "warmup" in state:
-                raise LogError(f"line {no}: task {task} warms up after training started "
-                               "(two logs interleaved or concatenated?)")
-            state["warmup"] = True
-            result.meta.update({k: v for k, v in fields.items() if k not in ("event", "task")})
-            continue
-        if state["summary"]:
-            raise LogError(f"line {no}: task {task} reports {event} after its summary "
-                           "(two logs interleaved or concatenated?)")
-        step, epoch = _int(no, "step", fields), _int(no, "epoch", fields)
-        if step is None:
-            raise LogError(f"line {no}: DLOBD {event} line without step=")
-        if step < state["step"] or (event == "step" and step == state["step"]):
-            raise LogError(f"line {no}: task {task} step {step} after step {state['step']} "
-                           "(two logs interleaved or concatenated?)")
-        state["step"] = step
-        wall = _number(no, "wall_clock_s", fields["wall_clock_s"]) if "wall_clock_s" in fields else None
-        if event == "step":
-            state["last_wall"] = wall
-        for key, text in fields.items():
-            if key in PLACE_KEYS:
-                continue
-            if key not in METRICS:
-                raise LogError(f"line {no}: {key} is neither a metric of docs/metrics.md nor one of "
-                               f"{', '.join(PLACE_KEYS)}")
-            value = _number(no, key, text)
-            if not math.isfinite(value):
-                result.meta.setdefault("nonfinite", []).append(f"{key} at step {step}")
-                continue
-            if event == "summary":
-                result.rows.append(row(key, value, epoch=epoch, task=task))
-            elif key == "wall_clock_s":
-                result.rows.append(row(key, value, step=step, epoch=epoch, task=task))
-            else:
-                result.rows.append(row(key, value, step=step, epoch=epoch, task=task, wall_clock_s=wall))
-        if event == "summary":
-            state["summary"] = True
-            phases(result, task, state,
-                    _number(no, "end_to_end_s", fields["end_to_end_s"]) if "end_to_end_s" in fields else None)
-    return tasks
-
-
-def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
-    """Set finished/reason: every training task has its summary and no line was cut."""
-    missing = sorted(t for t, s in tasks.items() if not s["server"] and not s["summary"])
-    result.close(f"task {', '.join(missing)} has no summary line (last step "
-                 f"{', '.join(str(tasks[t]['step']) for t in missing)})" if missing else None,
-                 cut=cut)
 
 
 # ---------------------------------------------------------------- launcher
@@ -257,8 +98,6 @@ WORKLOAD = ROOT / "workloads" / "tensorflow" / "train_distributed.py"
 # the program of the tasks that run in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON)
 WORKLOAD_TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
 UNSTATED = "not stated by the paper: the launcher's choice"
-PLAN_FILE = "tasks.json"
-# spec model name -> the workload's model
 MODELS = {"resnet50": "resnet50", "inception3": "inception_v3", "inception_v3": "inception_v3",
           "alexnet": "alexnet", "softmax-regression": "mnist_softmax",
           "mnist_softmax": "mnist_softmax", "cifar10_cnn": "cifar10_cnn"}
@@ -268,28 +107,7 @@ DATASETS = {"mnist": "mnist", "cifar10-synthetic": "cifar10-synthetic"}
 WORKER_KEYS = ("workers", "nodes")
 # fixed parameters that are the paper's hardware or software, not settings of this workload
 DESCRIPTIVE = {"device", "gpus_per_node", "mpi", "benchmark"}
-LOCAL_HOSTS = ("127.0.0.1", "localhost")
-SUPERVISOR_FAILED = "tensorflow-supervisor: failed: "
 STOP_GRACE_S = 10
-
-
-@dataclass
-class Task:
-    job: str                  # chief | worker | ps
-    index: int
-    host: str
-    port: int
-    trains: bool              # the supervisor waits for it (the others serve until ended)
-    argv: list = field(default_factory=list)
-    env: dict = field(default_factory=dict)   # added to the supervisor's environment
-
-    @property
-    def name(self) -> str:
-        return f"{self.job}:{self.index}"
-
-    @property
-    def log(self) -> str:
-        return f"tasks/{self.job}-{self.index}.log"
 
 
 def _count(value, what: str) -> int:
@@ -443,41 +261,6 @@ def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str, stack
     return tasks
 
 
-def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) -> None:
-    """A task's command where it runs: here with `env` added to the supervisor's environment,
-    or on another host over ssh with the stack's variables and `env` on the command line."""
-    if task.host in LOCAL_HOSTS:
-        task.argv, task.env = argv, env
-    else:
-        task.argv, task.env = ssh_argv(task.host, cwd, {**stack_vars, **env}, argv), {}
-
-
-def transport(network: str, stack: str = "tensorflow"):
-    """The point's TF protocol and, for an RDMA channel or on the paper profile, the python of
-    the TF build that runs it (None: the stacks' Python)."""
-
-    link = networks.resolve(stack, network)
-    lacking = capabilities.missing(link.needs)
-    if lacking:
-        raise NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
-                               + "; ".join(lacking))
-    python = None
-    if link.transport != "tcp":
-        # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
-        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
-    elif provenance.stack_setting("DLOBD_PROFILE") == "paper":
-        # the paper profile's stacks' Python has no TensorFlow: gRPC runs in the same TF 1.x build
-        # as the RDMA channels, as the papers compared them
-        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
-        if not python:
-            raise NotRunnable(PAPER_TF)
-    return link, python
-
-
-PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON: the paper profile runs native TensorFlow's every channel, "
-            "gRPC too, in that TF 1.x build (dlobd_stack_settings); its stacks' Python has no TensorFlow")
-
-
 def launch(ctx: runner.RunContext) -> runner.LaunchResult:
 
     network = str(ctx.point.get("network", "loopback"))
@@ -529,32 +312,6 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     result.hosts = [{"name": h, "address": h, "roles": [t.name for t in tasks if t.host == h]}
                     for h in dict.fromkeys(t.host for t in tasks)]
     return result
-
-
-def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.LaunchResult:
-    """Run the tasks of one TF cluster under the supervisor, the run's one command; a dry run
-    lists the tasks it would start (as the plan file names them) and writes nothing."""
-    adir = Path(ctx.attempt_dir).resolve()
-    if not ctx.dry_run:
-        (adir / "tasks").mkdir()
-        (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
-    result = runner.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
-                                    str(adir / PLAN_FILE)], env=env, cwd=str(adir))
-    if ctx.dry_run:
-        result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env}
-                                     for t in tasks]
-    elif result.status == "failed":
-        result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
-    return result
-
-
-def supervisor_reason(stdout_log: Path) -> str | None:
-    try:
-        lines = stdout_log.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
-    found = [ln[len(SUPERVISOR_FAILED):] for ln in lines if ln.startswith(SUPERVISOR_FAILED)]
-    return found[-1] if found else None
 
 
 # ---------------------------------------------------------------- supervisor

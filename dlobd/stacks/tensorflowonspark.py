@@ -92,7 +92,7 @@ from dlobd.cluster import hadoop, provenance
 from dlobd.spec import networks
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
-from dlobd.stacks.tensorflow import finish, read_dlobd_lines
+from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
 from dlobd.cluster import capabilities
 from dlobd.stacks import runner
 from dlobd import NotRunnable

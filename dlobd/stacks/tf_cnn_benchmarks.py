@@ -42,7 +42,7 @@ has the `total images/sec` line.
 Launcher (paper scale, across hosts): one TF cluster of the script's own parameter-server
 mode, every task a `tf_cnn_benchmarks.py --job_name=ps|worker --task_index=i --ps_hosts=...
 --worker_hosts=...` process started by the native TF launcher's supervisor (here or over ssh,
-dlobd.stacks.tensorflow.run_tasks), with `--variable_update=parameter_server`, the point's
+dlobd.stacks.tf_cluster.run_tasks), with `--variable_update=parameter_server`, the point's
 network as `--server_protocol` (config/networks.yaml: grpc, grpc+verbs, grpc+mpi; the verbs and
 MPI channels and gRPC over RDMA need a TF 1.x build that has them, DLOBD_TF_RDMA_PYTHON),
 `--model`, `--batch_size` (per device), `--device` and `--num_gpus` from the point. One worker
@@ -62,7 +62,7 @@ from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
 from dlobd.cluster.remote import free_ports
 from dlobd.cluster import hadoop
-from dlobd.stacks import tensorflow
+from dlobd.stacks.shared import tf_cluster
 from dlobd.cluster import capabilities
 from dlobd.stacks import runner
 from dlobd import NotRunnable
@@ -251,7 +251,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     if found is None or not provenance.present(found):
         raise NotRunnable(capabilities.TF_CNN_BENCHMARKS_WHERE + (f" (no {found})" if found else ""))
     network = str(ctx.point.get("network", "ipoib"))
-    link, rdma_python = tensorflow.transport(network, "tf_cnn_benchmarks")
+    link, rdma_python = tf_cluster.transport(network, "tf_cnn_benchmarks")
     env = hadoop.stack_env()
     python = rdma_python or env.get("DLOBD_PYTHON")
     if not provenance.present(python):
@@ -262,8 +262,8 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     lay = layout(ctx)
     worker_hosts, ps_hosts = (capabilities.worker_addresses(link, hosts) for hosts in hosts_for(lay))
     ports = free_ports(len(worker_hosts) + len(ps_hosts))
-    tasks = ([tensorflow.Task("worker", i, h, ports[i], True) for i, h in enumerate(worker_hosts)]
-             + [tensorflow.Task("ps", i, h, ports[len(worker_hosts) + i], False) for i, h in enumerate(ps_hosts)])
+    tasks = ([tf_cluster.Task("worker", i, h, ports[i], True) for i, h in enumerate(worker_hosts)]
+             + [tf_cluster.Task("ps", i, h, ports[len(worker_hosts) + i], False) for i, h in enumerate(ps_hosts)])
     common = [f"--ps_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'ps')}",
               f"--worker_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'worker')}",
               "--variable_update=parameter_server", f"--server_protocol={link.settings['protocol']}",
@@ -273,9 +273,9 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     for t in tasks:
         # parameter servers hold the variables on CPU, as tfgrpc-fig4 states (ps_device: cpu)
         own = {"CUDA_VISIBLE_DEVICES": ""} if t.job == "ps" else {}
-        tensorflow.place(t, [python, str(found), f"--job_name={t.job}", f"--task_index={t.index}", *common],
+        tf_cluster.place(t, [python, str(found), f"--job_name={t.job}", f"--task_index={t.index}", *common],
                          {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir, provenance.prefix_env())
-    result = tensorflow.run_tasks(ctx, tasks, env)
+    result = tf_cluster.run_tasks(ctx, tasks, env)
     result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
                      "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),
                      "parameter_servers": str(lay["ps"]) + ("" if lay["stated_ps"] else " (not stated by the paper)"),

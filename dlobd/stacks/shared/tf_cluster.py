@@ -1,0 +1,101 @@
+"""The tasks of one TensorFlow cluster (chief, workers, parameter servers) placed on the hosts,
+the point's TF protocol, and their run under the supervisor (`python -m dlobd.stacks.tensorflow
+supervise`, one command for runner.run_command to time and monitor). Native TF and
+tf_cnn_benchmarks launch through this.
+"""
+
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from dlobd import NotRunnable
+from dlobd.cluster import capabilities, provenance
+from dlobd.cluster.remote import ssh_argv
+from dlobd.spec import networks
+from dlobd.stacks import runner
+
+PLAN_FILE = "tasks.json"
+# spec model name -> the workload's model
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+SUPERVISOR_FAILED = "tensorflow-supervisor: failed: "
+
+
+@dataclass
+class Task:
+    job: str                  # chief | worker | ps
+    index: int
+    host: str
+    port: int
+    trains: bool              # the supervisor waits for it (the others serve until ended)
+    argv: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)   # added to the supervisor's environment
+
+    @property
+    def name(self) -> str:
+        return f"{self.job}:{self.index}"
+
+    @property
+    def log(self) -> str:
+        return f"tasks/{self.job}-{self.index}.log"
+
+
+def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) -> None:
+    """A task's command where it runs: here with `env` added to the supervisor's environment,
+    or on another host over ssh with the stack's variables and `env` on the command line."""
+    if task.host in LOCAL_HOSTS:
+        task.argv, task.env = argv, env
+    else:
+        task.argv, task.env = ssh_argv(task.host, cwd, {**stack_vars, **env}, argv), {}
+
+
+def transport(network: str, stack: str = "tensorflow"):
+    """The point's TF protocol and, for an RDMA channel or on the paper profile, the python of
+    the TF build that runs it (None: the stacks' Python)."""
+
+    link = networks.resolve(stack, network)
+    lacking = capabilities.missing(link.needs)
+    if lacking:
+        raise NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
+                               + "; ".join(lacking))
+    python = None
+    if link.transport != "tcp":
+        # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
+        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
+    elif provenance.stack_setting("DLOBD_PROFILE") == "paper":
+        # the paper profile's stacks' Python has no TensorFlow: gRPC runs in the same TF 1.x build
+        # as the RDMA channels, as the papers compared them
+        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
+        if not python:
+            raise NotRunnable(PAPER_TF)
+    return link, python
+
+
+PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON: the paper profile runs native TensorFlow's every channel, "
+            "gRPC too, in that TF 1.x build (dlobd_stack_settings); its stacks' Python has no TensorFlow")
+
+
+def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.LaunchResult:
+    """Run the tasks of one TF cluster under the supervisor, the run's one command; a dry run
+    lists the tasks it would start (as the plan file names them) and writes nothing."""
+    adir = Path(ctx.attempt_dir).resolve()
+    if not ctx.dry_run:
+        (adir / "tasks").mkdir()
+        (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
+    result = runner.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
+                                    str(adir / PLAN_FILE)], env=env, cwd=str(adir))
+    if ctx.dry_run:
+        result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env}
+                                     for t in tasks]
+    elif result.status == "failed":
+        result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
+    return result
+
+
+def supervisor_reason(stdout_log: Path) -> str | None:
+    try:
+        lines = stdout_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    found = [ln[len(SUPERVISOR_FAILED):] for ln in lines if ln.startswith(SUPERVISOR_FAILED)]
+    return found[-1] if found else None
