@@ -21,6 +21,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 onstart:
     if workflow.local_exec and workflow.execution_settings.use_threads:
         workflow.scheduler.job_rate_limiter = None
+    if any(job.rule.name in ("figure", "utilisation") for job in workflow.dag.needrun_jobs()):
+        start_figure_pool()
 
 
 report: "workflow/report/workflow.rst"

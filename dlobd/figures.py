@@ -967,6 +967,14 @@ def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.Da
     return f"no runs{where} at scale {scale_name}"
 
 
+def _reason_box(ax, text: str) -> None:
+    """Why there is nothing to draw, boxed in place of the data (no empty axes)."""
+    ax.axis("off")
+    ax.text(0.5, 0.55, "\n".join(textwrap.wrap(text, 70)),
+            ha="center", va="center", fontsize=11, color="#7f2704",
+            bbox={"boxstyle": "round", "fc": "#fdf2e9", "ec": "#e59866"})
+
+
 def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
           not_run: str | None = None) -> Figure:
     """One experiment's figure in its spec's plot form, not saved (tests read its texts)."""
@@ -977,10 +985,7 @@ def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
     fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
     if not_run:
         ax = fig.add_subplot(ctx.main_area(fig))
-        ax.axis("off")
-        ax.text(0.5, 0.55, "\n".join(textwrap.wrap(f"not run: {not_run}", 70)),
-                ha="center", va="center", fontsize=11, color="#7f2704",
-                bbox={"boxstyle": "round", "fc": "#fdf2e9", "ec": "#e59866"})
+        _reason_box(ax, f"not run: {not_run}")
         ax.text(0.5, 0.12, f"plot form: {spec['plot']['form']}  ·  metric: "
                 f"{spec['metric']['name']} ({spec['metric']['unit']})",
                 ha="center", va="center", fontsize=8, color="#555555")
@@ -1034,16 +1039,27 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     """CPU, memory of the job's processes and network over time, one colour per run (the
     same in every panel, named once in a legend under the panels), host and interface named
     where they vary, received traffic solid and sent dashed; from the `monitor/<host>.csv`
-    rows of an experiment's results."""
+    rows of an experiment's results. Without samples, why not, boxed in place of the panels."""
     mon = table[is_monitor(table) & (table["status"] == "ok")] if not table.empty else table
-    run_ids = sorted(mon["run_id"].unique()) if not mon.empty else []
+    title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    if mon.empty:
+        fig = Figure(figsize=(FIGSIZE[0], 3.4), dpi=DPI)
+        reason = (not_run_reason(spec, scale_name, (spec.get("scales") or {}).get(scale_name), table)
+                  or "its runs recorded none")
+        _reason_box(fig.add_subplot(), f"no monitor samples: {reason}")
+        fig.suptitle(f"{title}: no monitor samples", fontsize=10)
+        fig.savefig(out_png, dpi=DPI)
+        return fig
+    run_ids = sorted(mon["run_id"].unique())
     colours = {r: matplotlib.colormaps["tab10" if len(run_ids) <= 10 else "tab20"](i % 20)
                for i, r in enumerate(run_ids)}
     fig = Figure(figsize=(FIGSIZE[0], 7.5 + 0.22 * math.ceil(len(run_ids) / 2)), dpi=DPI,
                  layout="constrained")
     axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
     for ax, (metric, label) in zip(axes, UTILISATION_PANELS):
-        rows = mon[mon["metric"] == metric] if not mon.empty else mon
+        rows = mon[mon["metric"] == metric]
         keys = [c for c in ("run_id", "host", "interface", "direction") if c in rows.columns]
         drawn = [(dict(zip(keys, key)), line) for key, line in
                  (rows.groupby(keys, sort=True, dropna=False) if not rows.empty else [])
@@ -1067,16 +1083,10 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     if "direction" in mon.columns and mon["direction"].notna().any():
         axes[-1].set_title("received solid, sent dashed", fontsize=8, loc="right")
     axes[-1].set_xlabel("Time since the run started (s)")
-    if run_ids:
-        handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
-        fig.legend(handles, [_run_label(r) for r in run_ids], loc="outside lower center",
-                   ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
-    title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
-    if mon.empty:
-        title += ": no monitor samples"
+    handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
+    fig.legend(handles, [_run_label(r) for r in run_ids], loc="outside lower center",
+               ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
     fig.suptitle(title, fontsize=10)
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_png, dpi=DPI)
     return fig
 

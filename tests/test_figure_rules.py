@@ -187,3 +187,17 @@ def test_no_text_is_below_7_points(drawn):
              for t in fig.findobj(matplotlib.text.Text)
              if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_POINTS]
     assert not small
+
+
+def test_no_utilisation_figure_has_empty_panels(results_dir, tmp_path):
+    # an experiment without monitor samples (not run here, or run without the monitor) says
+    # why in a box; every panel that is drawn has lines
+    empty = []
+    for e in sorted({SPECS[e].source_spec.id for e in SPECS}):
+        fig = figures.draw_utilisation(merged(e), SCALE, results.read_results(csv_of(results_dir, e)),
+                                       tmp_path / f"{e}.png")
+        shown = [ax for ax in fig.axes if ax.axison]
+        boxed = [t.get_text() for ax in fig.axes if not ax.axison for t in ax.texts]
+        if any(not ax.lines for ax in shown) or not (shown or boxed):
+            empty.append(e)
+    assert not empty

@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -260,6 +261,13 @@ def figure_pool():
         context.set_forkserver_preload(["dlobd.figures"])
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
     return _FIGURE_POOL
+
+
+def start_figure_pool():
+    """Start the drawing processes now, in the background: they import matplotlib while the
+    results are parsed instead of on the way of the first figure. Called before any job runs,
+    so no job thread creates a second pool."""
+    threading.Thread(target=figure_pool().submit, args=(int,), daemon=True).start()
 
 
 def step_figure(wildcards, input, output, log):
