@@ -31,6 +31,10 @@ ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
 FIGSIZE = (8.0, 5.0)
 DPI = 100
+# the settings of a scale that size its work: one the paper leaves unstated, set at a scale, makes
+# that scale's absolute times and rates another workload's
+WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
+                     "steps", "test_images", "train_images")
 PAPER_COLOR = "#c0392b"
 PAPER_PANEL_IN = 2.8  # height the panel of the paper's values adds under the data
 
@@ -204,6 +208,15 @@ class Context:
         here = self.scale.get("fixed") or {}
         return [(k, v, here[k]) for k, v in paper.items() if k in here and _num(v) is not None
                 and _num(here[k]) is not None and not same(v, here[k])]
+
+    def other_workload(self) -> bool:
+        """Whether this scale runs another workload than the paper's (other step counts or sizes,
+        a size the paper does not state, another model or data set): its absolute times and
+        rates are not the paper's quantity."""
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        unstated = [k for k in WORKLOAD_SETTINGS if k in (self.scale.get("fixed") or {}) and k not in paper]
+        return bool(self.changed_settings() or unstated) or any(
+            s.startswith(("model ", "data ")) for s in substitutions.substitutions(self.spec, self.scale_name))
 
     def local_text(self, text: str) -> str:
         """A spec label with the paper's numbers this scale changes put as they ran here:
@@ -905,6 +918,10 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                         textcoords="offset points", ha="center", va="bottom", fontsize=7,
                         color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
             here, why = local_counterpart(ctx, p)
+            if here is not None and not relation and ctx.other_workload():
+                # an absolute value of another workload is no counterpart (the panel's title says
+                # so); relations still compare
+                here, why = None, ""
             if here is not None:
                 shown = implied_ratio(p, here) if relation else here
                 ax.bar(i + 0.2, shown, width=0.38, color="#1f77b4")
@@ -935,8 +952,9 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             ax.set_yscale("log")
             units = {get_unit(ctx, p) for p in group}
             ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
-            ax.set_title("paper's stated values hatched, here solid", fontsize=7.5,
-                         color=PAPER_COLOR)
+            ax.set_title("paper's stated values hatched" + (
+                ", none here: another workload" if ctx.other_workload() else ", here solid"),
+                fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
 
 

@@ -201,3 +201,18 @@ def test_no_utilisation_figure_has_empty_panels(results_dir, tmp_path):
         if any(not ax.lines for ax in shown) or not (shown or boxed):
             empty.append(e)
     assert not empty
+
+
+def test_no_absolute_value_of_another_workload_stands_beside_the_papers(drawn):
+    # rule 4: where the local scale runs another workload (fewer steps, smaller images, another
+    # model or data set), the paper's absolute times and rates get no local bar beside them
+    checked, wrong = [], []
+    for e, (data, table, fig) in drawn.items():
+        if not figures.Context(data, SCALE, SPECS[e].scale(SCALE), table).other_workload():
+            continue
+        for ax in fig.axes:
+            if ax.get_title().startswith("paper's stated values"):
+                checked.append(e)
+                if any(bar.get_facecolor()[3] > 0 for bar in ax.patches):
+                    wrong.append(e)
+    assert checked and not wrong
