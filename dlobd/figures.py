@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import matplotlib.lines  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
@@ -956,6 +957,24 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                 ", none here: another workload" if ctx.other_workload() else ", here solid"),
                 fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
+        _fit_value_labels(fig, ax)
+
+
+def _fit_value_labels(fig: Figure, ax) -> None:
+    """Raise the top of an axis until the labels above its bars end inside it: past the top
+    they would run into the panel's title."""
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else \
+        FigureCanvasAgg(fig).get_renderer()
+    labels = [t for t in ax.texts if getattr(t, "xycoords", None) == "data"]
+    for _ in range(6):
+        box = ax.get_window_extent(renderer)
+        over = max((t.get_window_extent(renderer).y1 for t in labels), default=box.y1) - box.y1
+        if over <= 0:
+            return
+        share = 1.15 * over / box.height   # of the axis's height, a little spare
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * (high / low) ** share if ax.get_yscale() == "log"
+                    else high + (high - low) * share)
 
 
 def get_unit(ctx: Context, paper_value: dict) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.text
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import Container
 
 from dlobd import figures, results, spec, substitutions
@@ -216,3 +217,16 @@ def test_no_absolute_value_of_another_workload_stands_beside_the_papers(drawn):
                 if any(bar.get_facecolor()[3] > 0 for bar in ax.patches):
                     wrong.append(e)
     assert checked and not wrong
+
+
+def test_no_value_label_of_a_paper_panel_runs_into_its_title(drawn):
+    # rule 6: the labels over the paper panels' bars end inside their axes, under the title
+    crossing = []
+    for e, (_, _, fig) in drawn.items():
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        for ax in fig.axes:
+            if ax.get_title().startswith(("paper's stated values", "each over its baseline")):
+                top = ax.get_window_extent(renderer).y1
+                crossing += [(e, t.get_text()) for t in ax.texts if t.xycoords == "data"
+                             and t.get_window_extent(renderer).y1 > top + 0.5]
+    assert not crossing
