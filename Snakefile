@@ -13,12 +13,23 @@ configfile: "config/config.yaml"
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
+# Snakemake's command line always limits job starts (100/1s unless told otherwise), and with a
+# limit each scheduler pass starts a timer for one more pass: passes pile up with every finished
+# job, each statting the inputs of every waiting job, and kept a core busy for most of a cold
+# `make figures`. Jobs run as threads of this process (profiles/local) need no limit; the
+# scheduler exists only once the DAG is built, hence here. A batch system's executor keeps it.
+onstart:
+    if workflow.local_exec and workflow.execution_settings.use_threads:
+        workflow.scheduler.job_rate_limiter = None
+    if any(job.rule.name in ("figure", "utilisation") for job in workflow.dag.needrun_jobs()):
+        start_figure_pool()
+
+
 report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/run.smk"
-include: "workflow/rules/parse.smk"
 include: "workflow/rules/results.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
@@ -30,7 +41,6 @@ include: "workflow/rules/report.smk"
 localrules:
     all,
     runs,
-    parse,
     results,
     figure,
     utilisation,

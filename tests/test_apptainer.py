@@ -300,7 +300,7 @@ def test_userns_command_waits_for_its_maps_then_runs_the_build():
 @pytest.mark.skipif(os.geteuid() != 0, reason="writing another namespace's uid_map needs root")
 def test_run_in_userns_runs_as_root_of_a_mapped_namespace():
     out = subprocess.run(
-        [sys.executable, "-c", "from dlobd import apptainer; import sys; "
+        [sys.executable, "-c", "from dlobd.execution import apptainer; import sys; "
          "sys.exit(apptainer.run_in_userns(['sh', '-c', 'id -u; cat /proc/self/uid_map /proc/self/gid_map']))"],
         capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
@@ -317,7 +317,7 @@ def test_sigterm_to_a_build_stops_every_process_the_build_started(tmp_path):
     script = (f"trap '' TERM; sleep 300 & echo $! >> {pids}; (trap '' TERM; sleep 300) & echo $! >> {pids}; "
               f"echo $$ >> {pids}; wait")
     caller = subprocess.Popen(
-        [sys.executable, "-c", "import signal, sys; from dlobd import apptainer; "
+        [sys.executable, "-c", "import signal, sys; from dlobd.execution import apptainer; "
          "signal.signal(signal.SIGTERM, apptainer.interrupted); "
          f"apptainer.run_in_userns(['sh', '-c', {script!r}])"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30

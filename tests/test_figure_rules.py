@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.text
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import Container
 
 from dlobd import spec
@@ -189,3 +190,45 @@ def test_no_text_is_below_7_points(drawn):
              for t in fig.findobj(matplotlib.text.Text)
              if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_POINTS]
     assert not small
+
+
+def test_no_utilisation_figure_has_empty_panels(results_dir, tmp_path):
+    # an experiment without monitor samples (not run here, or run without the monitor) says
+    # why in a box; every panel that is drawn has lines
+    empty = []
+    for e in sorted({SPECS[e].source_spec.id for e in SPECS}):
+        fig = figures.draw_utilisation(merged(e), SCALE, results.read_results(csv_of(results_dir, e)),
+                                       tmp_path / f"{e}.png")
+        shown = [ax for ax in fig.axes if ax.axison]
+        boxed = [t.get_text() for ax in fig.axes if not ax.axison for t in ax.texts]
+        if any(not ax.lines for ax in shown) or not (shown or boxed):
+            empty.append(e)
+    assert not empty
+
+
+def test_no_absolute_value_of_another_workload_stands_beside_the_papers(drawn):
+    # rule 4: where the local scale runs another workload (fewer steps, smaller images, another
+    # model or data set), the paper's absolute times and rates get no local bar beside them
+    checked, wrong = [], []
+    for e, (data, table, fig) in drawn.items():
+        if not figures.Context(data, SCALE, SPECS[e].scale(SCALE), table).other_workload():
+            continue
+        for ax in fig.axes:
+            if ax.get_title().startswith("paper's stated values"):
+                checked.append(e)
+                if any(bar.get_facecolor()[3] > 0 for bar in ax.patches):
+                    wrong.append(e)
+    assert checked and not wrong
+
+
+def test_no_value_label_of_a_paper_panel_runs_into_its_title(drawn):
+    # rule 6: the labels over the paper panels' bars end inside their axes, under the title
+    crossing = []
+    for e, (_, _, fig) in drawn.items():
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        for ax in fig.axes:
+            if ax.get_title().startswith(("paper's stated values", "each over its baseline")):
+                top = ax.get_window_extent(renderer).y1
+                crossing += [(e, t.get_text()) for t in ax.texts if t.xycoords == "data"
+                             and t.get_window_extent(renderer).y1 > top + 0.5]
+    assert not crossing

@@ -267,6 +267,13 @@ def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
     assert (tmp_path / "u.png").stat().st_size > 5000
     empty = figures.draw_utilisation(SPEC, "local", table.iloc[0:0], tmp_path / "e.png")
     assert empty.get_suptitle().endswith("no monitor samples")
+    # no empty panels: the reason, boxed
+    assert [ax.axison for ax in empty.axes] == [False]
+    assert [t.get_text() for t in empty.axes[0].texts] == ["no monitor samples: no runs at scale local"]
+    unsampled = table[~figures.is_monitor(table)]
+    assert [t.get_text() for t in figures.draw_utilisation(
+        SPEC, "local", unsampled, tmp_path / "n.png").axes[0].texts] == [
+        "no monitor samples: its runs recorded none"]
 
 
 def test_repeats_of_a_point_are_drawn_as_mean_with_their_spread(tmp_path):

@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import matplotlib.lines  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
@@ -33,6 +34,10 @@ ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
 FIGSIZE = (8.0, 5.0)
 DPI = 100
+# the settings of a scale that size its work: one the paper leaves unstated, set at a scale, makes
+# that scale's absolute times and rates another workload's
+WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
+                     "steps", "test_images", "train_images")
 PAPER_COLOR = "#c0392b"
 PAPER_PANEL_IN = 2.8  # height the panel of the paper's values adds under the data
 
@@ -206,6 +211,15 @@ class Context:
         here = self.scale.get("fixed") or {}
         return [(k, v, here[k]) for k, v in paper.items() if k in here and _num(v) is not None
                 and _num(here[k]) is not None and not same(v, here[k])]
+
+    def other_workload(self) -> bool:
+        """Whether this scale runs another workload than the paper's (other step counts or sizes,
+        a size the paper does not state, another model or data set): its absolute times and
+        rates are not the paper's quantity."""
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        unstated = [k for k in WORKLOAD_SETTINGS if k in (self.scale.get("fixed") or {}) and k not in paper]
+        return bool(self.changed_settings() or unstated) or any(
+            s.startswith(("model ", "data ")) for s in substitutions.substitutions(self.spec, self.scale_name))
 
     def local_text(self, text: str) -> str:
         """A spec label with the paper's numbers this scale changes put as they ran here:
@@ -905,6 +919,10 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                         textcoords="offset points", ha="center", va="bottom", fontsize=7,
                         color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
             here, why = local_counterpart(ctx, p)
+            if here is not None and not relation and ctx.other_workload():
+                # an absolute value of another workload is no counterpart (the panel's title says
+                # so); relations still compare
+                here, why = None, ""
             if here is not None:
                 shown = implied_ratio(p, here) if relation else here
                 ax.bar(i + 0.2, shown, width=0.38, color="#1f77b4")
@@ -935,9 +953,28 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             ax.set_yscale("log")
             units = {get_unit(ctx, p) for p in group}
             ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
-            ax.set_title("paper's stated values hatched, here solid", fontsize=7.5,
-                         color=PAPER_COLOR)
+            ax.set_title("paper's stated values hatched" + (
+                ", none here: another workload" if ctx.other_workload() else ", here solid"),
+                fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
+        _fit_value_labels(fig, ax)
+
+
+def _fit_value_labels(fig: Figure, ax) -> None:
+    """Raise the top of an axis until the labels above its bars end inside it: past the top
+    they would run into the panel's title."""
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else \
+        FigureCanvasAgg(fig).get_renderer()
+    labels = [t for t in ax.texts if getattr(t, "xycoords", None) == "data"]
+    for _ in range(6):
+        box = ax.get_window_extent(renderer)
+        over = max((t.get_window_extent(renderer).y1 for t in labels), default=box.y1) - box.y1
+        if over <= 0:
+            return
+        share = 1.15 * over / box.height   # of the axis's height, a little spare
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * (high / low) ** share if ax.get_yscale() == "log"
+                    else high + (high - low) * share)
 
 
 def get_unit(ctx: Context, paper_value: dict) -> str:
@@ -967,6 +1004,14 @@ def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.Da
     return f"no runs{where} at scale {scale_name}"
 
 
+def _reason_box(ax, text: str) -> None:
+    """Why there is nothing to draw, boxed in place of the data (no empty axes)."""
+    ax.axis("off")
+    ax.text(0.5, 0.55, "\n".join(textwrap.wrap(text, 70)),
+            ha="center", va="center", fontsize=11, color="#7f2704",
+            bbox={"boxstyle": "round", "fc": "#fdf2e9", "ec": "#e59866"})
+
+
 def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
           not_run: str | None = None) -> Figure:
     """One experiment's figure in its spec's plot form, not saved (tests read its texts)."""
@@ -977,10 +1022,7 @@ def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
     fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
     if not_run:
         ax = fig.add_subplot(ctx.main_area(fig))
-        ax.axis("off")
-        ax.text(0.5, 0.55, "\n".join(textwrap.wrap(f"not run: {not_run}", 70)),
-                ha="center", va="center", fontsize=11, color="#7f2704",
-                bbox={"boxstyle": "round", "fc": "#fdf2e9", "ec": "#e59866"})
+        _reason_box(ax, f"not run: {not_run}")
         ax.text(0.5, 0.12, f"plot form: {spec['plot']['form']}  ·  metric: "
                 f"{spec['metric']['name']} ({spec['metric']['unit']})",
                 ha="center", va="center", fontsize=8, color="#555555")
@@ -1034,16 +1076,27 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     """CPU, memory of the job's processes and network over time, one colour per run (the
     same in every panel, named once in a legend under the panels), host and interface named
     where they vary, received traffic solid and sent dashed; from the `monitor/<host>.csv`
-    rows of an experiment's results."""
+    rows of an experiment's results. Without samples, why not, boxed in place of the panels."""
     mon = table[is_monitor(table) & (table["status"] == "ok")] if not table.empty else table
-    run_ids = sorted(mon["run_id"].unique()) if not mon.empty else []
+    title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    if mon.empty:
+        fig = Figure(figsize=(FIGSIZE[0], 3.4), dpi=DPI)
+        reason = (not_run_reason(spec, scale_name, (spec.get("scales") or {}).get(scale_name), table)
+                  or "its runs recorded none")
+        _reason_box(fig.add_subplot(), f"no monitor samples: {reason}")
+        fig.suptitle(f"{title}: no monitor samples", fontsize=10)
+        fig.savefig(out_png, dpi=DPI)
+        return fig
+    run_ids = sorted(mon["run_id"].unique())
     colours = {r: matplotlib.colormaps["tab10" if len(run_ids) <= 10 else "tab20"](i % 20)
                for i, r in enumerate(run_ids)}
     fig = Figure(figsize=(FIGSIZE[0], 7.5 + 0.22 * math.ceil(len(run_ids) / 2)), dpi=DPI,
                  layout="constrained")
     axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
     for ax, (metric, label) in zip(axes, UTILISATION_PANELS):
-        rows = mon[mon["metric"] == metric] if not mon.empty else mon
+        rows = mon[mon["metric"] == metric]
         keys = [c for c in ("run_id", "host", "interface", "direction") if c in rows.columns]
         drawn = [(dict(zip(keys, key)), line) for key, line in
                  (rows.groupby(keys, sort=True, dropna=False) if not rows.empty else [])
@@ -1067,16 +1120,10 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     if "direction" in mon.columns and mon["direction"].notna().any():
         axes[-1].set_title("received solid, sent dashed", fontsize=8, loc="right")
     axes[-1].set_xlabel("Time since the run started (s)")
-    if run_ids:
-        handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
-        fig.legend(handles, [_run_label(r) for r in run_ids], loc="outside lower center",
-                   ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
-    title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
-    if mon.empty:
-        title += ": no monitor samples"
+    handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
+    fig.legend(handles, [_run_label(r) for r in run_ids], loc="outside lower center",
+               ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
     fig.suptitle(title, fontsize=10)
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_png, dpi=DPI)
     return fig
 

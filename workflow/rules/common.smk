@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -156,19 +157,29 @@ def stack_for(experiment, point, scale):
     return str(point[axis]) if axis and axis in point else scale_stack or data["stack"]
 
 
-def parse_inputs(wildcards):
-    """Every raw file of a point's attempts (and, when launching, the point's launch)."""
+def launched_markers(wildcards):
+    """The launch markers of an experiment's points: every `run` of its points is planned at once
+    (and a point launched again is parsed again)."""
+    markers = []
+    for cluster, pid in all_points(wildcards.scale, wildcards.experiment):
+        owner, point = runs_owner(wildcards.scale, wildcards.experiment, pid)
+        if (cluster, point) in launch_points(wildcards.scale, owner):
+            markers.append(launched_marker(cluster, wildcards.scale, owner, point))
+    return markers
+
+
+def raw_inputs(wildcards):
+    """Every raw file of the attempts of an experiment's points: the results step parses them all,
+    so one job per experiment, not per point."""
     files = []
-    owner, point = runs_owner(wildcards.scale, wildcards.experiment, wildcards.point)
-    if (wildcards.cluster, point) in launch_points(wildcards.scale, owner):
-        # `run` is a checkpoint, so the files are listed once the run has written them; its
-        # marker is an input too, so a point launched again is parsed again
-        files.append(checkpoints.run.get(cluster=wildcards.cluster, scale=wildcards.scale,
-                                         experiment=owner, point=point).output.marker)
-    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, owner, point)
-    for attempt in druns.attempts(pdir):
-        for parent, _, names in os.walk(attempt):
-            files.extend(os.path.join(parent, n) for n in sorted(names))
+    for cluster, pid in all_points(wildcards.scale, wildcards.experiment):
+        owner, point = runs_owner(wildcards.scale, wildcards.experiment, pid)
+        if (cluster, point) in launch_points(wildcards.scale, owner):
+            # `run` is a checkpoint: a launched point's files are listed once it has written them
+            checkpoints.run.get(cluster=cluster, scale=wildcards.scale, experiment=owner, point=point)
+        for attempt in druns.attempts(Path(RUNS, cluster, wildcards.scale, owner, point)):
+            for parent, _, names in os.walk(attempt):
+                files.extend(os.path.join(parent, n) for n in sorted(names))
     return files
 
 
@@ -213,32 +224,29 @@ def step_run(wildcards, output, log):
     _log(log[0], f"{attempt}: {record['status']}" + (f" ({record['reason']})" if record.get("reason") else ""))
 
 
-def step_parse(wildcards, output, log):
-    from dlobd.results import tidy as dresults
-
-    owner, point = runs_owner(wildcards.scale, wildcards.experiment, wildcards.point)
-    pdir = Path(RUNS, wildcards.cluster, wildcards.scale, owner, point)
-    # another spec's run stands for this point: its rows carry this spec's point
-    as_point = (dict(SPECS[wildcards.experiment].points(wildcards.scale))[wildcards.point]
-                if owner != wildcards.experiment else None)
-    frame = dresults.parse_point(
-        pdir, RUNS, lambda point: stack_for(wildcards.experiment, point, wildcards.scale), as_point)
-    Path(output[0]).parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(output[0], index=False)
-    row = frame.iloc[0]
-    _log(log[0], f"{row['run_id']}: {row['status']}, {int(frame['value'].notna().sum())} values"
-         + (f" ({row['reason']})" if isinstance(row["reason"], str) else ""))
-
-
 def step_results(wildcards, input, output, log):
     from dlobd.results import tidy as dresults
 
-    shared = shared_points(wildcards.scale, wildcards.experiment)
+    exp, scale = wildcards.experiment, wildcards.scale
+    parsed, lines = [], []
+    for cluster, pid in all_points(scale, exp):
+        owner, point = runs_owner(scale, exp, pid)
+        # another spec's run stands for this point: its rows carry this spec's point
+        as_point = dict(SPECS[exp].points(scale))[pid] if owner != exp else None
+        frame = dresults.parse_point(Path(RUNS, cluster, scale, owner, point), RUNS,
+                                     lambda p: stack_for(exp, p, scale), as_point)
+        out = parsed_csv(scale, cluster, exp, pid)
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(out, index=False)
+        parsed.append(out)
+        row = frame.iloc[0]
+        lines.append(f"{row['run_id']}: {row['status']}, {int(frame['value'].notna().sum())} values"
+                     + (f" ({row['reason']})" if isinstance(row["reason"], str) else ""))
+    shared = shared_points(scale, exp)
     table = dresults.write_results(
-        wildcards.experiment, list(SPECS[wildcards.experiment].axes()), input.parsed, output.csv,
-        output.runs, RUNS, wildcards.scale,
-        runs_of=(SPECS[wildcards.experiment].runs_from(wildcards.scale), set(shared.values())) if shared else None)
-    _log(log[0], f"{len(input.parsed)} point(s), {len(table)} row(s)")
+        exp, list(SPECS[exp].axes()), parsed, output.csv, output.runs, RUNS, scale,
+        runs_of=(SPECS[exp].runs_from(scale), set(shared.values())) if shared else None)
+    _log(log[0], "\n".join([*lines, f"{len(parsed)} point(s), {len(table)} row(s)"]))
 
 
 _FIGURE_POOL = None
@@ -253,6 +261,13 @@ def figure_pool():
         context.set_forkserver_preload(["dlobd.results.figures"])
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
     return _FIGURE_POOL
+
+
+def start_figure_pool():
+    """Start the drawing processes now, in the background: they import matplotlib while the
+    results are parsed instead of on the way of the first figure. Called before any job runs,
+    so no job thread creates a second pool."""
+    threading.Thread(target=figure_pool().submit, args=(int,), daemon=True).start()
 
 
 def step_figure(wildcards, input, output, log):
@@ -322,10 +337,16 @@ def spec_file(experiment):
 
 
 def parser_code(wildcards):
+    """The results step's code: its own, and the parsers of the stacks its points name with what
+    the stacks share (dlobd/stacks/shared/)."""
     spec = SPECS[wildcards.experiment]
+    if scale_of(wildcards.experiment, wildcards.scale) is None:
+        return code("results/tidy.py")
     axis = spec.data.get("stack_axis")
     names = {spec.stack(wildcards.scale)} | (
         {str(v) for v in spec.scale(wildcards.scale).get("matrix", {}).get(axis, [])}
         if axis else set())
-    files = code("results/tidy.py", "execution/runs.py", "stacks/__init__.py", "stacks/runner.py")
+    shared = sorted(p.relative_to(Path(workflow.basedir, "dlobd")).as_posix()
+                    for p in Path(workflow.basedir, "dlobd", "stacks", "shared").glob("*.py"))
+    files = code("results/tidy.py", "execution/runs.py", "stacks/__init__.py", "stacks/runner.py", *shared)
     return files + [f for f in code(*(f"stacks/{n}.py" for n in sorted(names))) if Path(f).is_file()]
