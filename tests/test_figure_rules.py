@@ -101,6 +101,17 @@ def paper_part(text: str) -> tuple[str, str]:
     return rest, " ".join(marked)
 
 
+def without_sizes(text: str, fixed: dict) -> str:
+    """The text without the phrases that name a size set at the scale ('8 steps', 'image size
+    32'): their numbers count that setting, not a paper's axis value."""
+    for key, value in fixed.items():
+        noun = re.escape(key.replace("_", " ").rstrip("s"))
+        for v in value.values() if isinstance(value, dict) else [value]:
+            number = re.escape(figures.label_of(v))
+            text = re.sub(rf"\b{number} {noun}s?\b|\b{noun}s? {number}\b", " ", text, flags=re.IGNORECASE)
+    return text
+
+
 def test_a_paper_setting_on_the_figure_has_its_local_counterpart_beside_it(drawn):
     wrong = []
     for e, (data, _, fig) in drawn.items():
@@ -114,6 +125,7 @@ def test_a_paper_setting_on_the_figure_has_its_local_counterpart_beside_it(drawn
         subs = substitutions.substitutions(data, SCALE)
         for where, (text, beside) in labels(fig).items():
             rest, marked = paper_part(text)
+            rest = without_sizes(rest, local.get("fixed") or {})
             for stated, ran in pairs:
                 # unmarked, a paper's value reads as what ran; marked, what ran must be beside it
                 if stated.search(rest) or (stated.search(marked) and ran.split()[0] not in text + beside):
@@ -134,6 +146,23 @@ def test_the_title_says_what_ran_here_and_the_papers_setting_after_it(drawn):
         assert re.search(f"(Rerun|Not run) at the {SCALE} scale", here) and "\npaper: " in title, (e, title)
         for sub in substitutions.substitutions(data, SCALE):
             assert sub in here, (e, sub, title)
+
+
+def test_the_title_names_each_size_of_the_work_set_otherwise_than_the_papers(drawn):
+    # rule 1: shrunk (or unstated) steps, epochs, images and sizes are in the title, e.g. the
+    # 8 training images of dlobd-fig7b's local epochs
+    missing = []
+    for e, (data, _, fig) in drawn.items():
+        paper = (data["scales"].get("paper") or {}).get("fixed") or {}
+        here = fig._suptitle.get_text().split("\npaper: ")[0].replace("\n", " ")
+        for key, ran in ((SPECS[e].scale(SCALE) or {}).get("fixed") or {}).items():
+            if key not in figures.WORKLOAD_SETTINGS or key == "model" or figures.same(paper.get(key), ran):
+                continue
+            noun = key.replace("_", " ").rstrip("s")
+            values = ran.values() if isinstance(ran, dict) else [ran]
+            if noun not in here.lower() or not all(value_word(v).search(here) for v in values):
+                missing.append(f"{e}: {key}={ran} not in {here!r}")
+    assert not missing, "\n".join(missing)
 
 
 def ok_values(table: pd.DataFrame, column: str) -> set[str]:

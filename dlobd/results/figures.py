@@ -132,6 +132,18 @@ def ordered_values(spec_axes_values: dict, axis: str, present) -> list:
     return order
 
 
+def size_text(key: str, value, stated=None) -> str:
+    """'8 train images', 'image size 64 (paper: 224)', 'pages huge 5000, bigdata 50000': a count
+    (a plural setting) before its noun, another size after its name; the paper's number after."""
+    name = key.replace("_", " ")
+    if isinstance(value, dict):  # a size per data set or graph
+        text = f"{name} " + ", ".join(f"{k} {label_of(v)}" for k, v in value.items())
+    else:
+        count = name if _num(value) != 1 else name.rstrip("s")
+        text = f"{label_of(value)} {count}" if key.endswith("s") else f"{name} {label_of(value)}"
+    return text + (f" (paper: {label_of(stated)})" if _num(stated) is not None else "")
+
+
 def setting_pattern(key: str, value) -> re.Pattern:
     """A number with the setting it counts: '300 steps' for steps=300, '768 cores'."""
     noun = re.escape(key.replace("_", " ").rstrip("s"))
@@ -231,11 +243,18 @@ class Context:
                     + f" (paper: {label_of(stated)})"
         return text
 
-    def settings_here(self) -> list[str]:
-        """The changed numbers the spec's title names, as they ran: '2 cores (paper: 768)'."""
-        return [f"{label_of(ran)} {key.replace('_', ' ')} (paper: {label_of(stated)})"
-                for key, stated, ran in self.changed_settings()
-                if setting_pattern(key, stated).search(self.spec["title"])]
+    def settings_here(self, said: str = "") -> list[str]:
+        """What ran here that the title has to name besides `said` (its axes' labels): the changed
+        numbers the spec's title names, '2 cores (paper: 768)', and each size of the work this scale
+        sets otherwise than the paper, '8 train images', 'image size 64 (paper: 224)'."""
+        named = [(key, stated, ran) for key, stated, ran in self.changed_settings()
+                 if setting_pattern(key, stated).search(self.spec["title"])]
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        # the model is named by the substitutions
+        sizes = [(key, paper.get(key), ran) for key, ran in (self.scale.get("fixed") or {}).items()
+                 if key in WORKLOAD_SETTINGS and key != "model" and key not in {k for k, _, _ in named}
+                 and not same(paper.get(key), ran) and not setting_pattern(key, ran).search(said)]
+        return [size_text(key, ran, stated) for key, stated, ran in named + sizes]
 
     def axis_name(self, axis: str) -> str:
         """What an axis's values count here: the paper's GPUs are CPU worker processes at a
@@ -318,7 +337,7 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
     else:  # the title says what ran here; the paper's setting follows in a line of its own
         here = f"{ctx.y_label()} over {ctx.x_label().split(' (paper:')[0]}"
-        subs = ctx.settings_here() + substitutions.substitutions(spec, ctx.scale_name)
+        subs = ctx.settings_here(here) + substitutions.substitutions(spec, ctx.scale_name)
         if subs:
             here += " — here: " + "; ".join(subs)
         done = "Not run" if ctx.not_run_reason else "Rerun"
