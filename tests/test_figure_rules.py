@@ -3,6 +3,7 @@ the reference runs (data/reference) before they are saved: a figure says what ra
 footer and legend name only what is plotted, models look unlike measurements, and no text
 is too small to read at 100%."""
 
+import math
 import re
 import shutil
 import subprocess
@@ -248,6 +249,20 @@ def test_no_absolute_value_of_another_workload_stands_beside_the_papers(drawn):
                 if any(bar.get_facecolor()[3] > 0 for bar in ax.patches):
                     wrong.append(e)
     assert checked and not wrong
+
+
+def test_the_phase_shares_the_paper_states_are_computed_from_the_local_phases(drawn):
+    # rule 4: a value the local runs give is computed, e.g. dlobd-fig9's shares of YARN scheduling
+    # and Spark jobs in TensorFlowOnSpark's time (its one local network), from the runs' phase rows
+    _, table, fig = drawn["dlobd-fig9"]
+    phases = table[(table["metric"] == "time_breakdown_s") & (table["status"] == "ok")
+                   & (table["framework"] == "tensorflowonspark")]
+    assert phases["network"].nunique() == 1
+    ax = next(ax for ax in fig.axes if ax.get_title().startswith("each over its baseline"))
+    solid = [bar.get_height() for bar in ax.patches if bar.get_facecolor()[3] > 0]
+    for phase in ("yarn_scheduling", "spark_jobs"):
+        share = phases.loc[phases["phase"] == phase, "value"].sum() / phases["value"].sum()
+        assert any(math.isclose(h, share, rel_tol=1e-6) for h in solid), (phase, share, solid)
 
 
 def test_no_value_label_of_a_paper_panel_runs_into_its_title(drawn):

@@ -100,8 +100,9 @@ def run_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
-                 over: str | None = None, where: dict | None = None) -> pd.DataFrame:
-    """One value per run (its axes, run_id, status, value) for a metric, reduced by `how`."""
+                 over: str | None = None, only: dict | None = None) -> pd.DataFrame:
+    """One value per run (its axes, run_id, status, value) for a metric, reduced by `how` over
+    its rows (those with the values `only` gives, e.g. {'phase': 'training'}, if any)."""
     table = run_rows(table)
     out = []
     if table.empty:
@@ -113,7 +114,7 @@ def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
                    reason=first.get("reason"), value=None)
         if first["status"] == "ok":
             sel = rows[rows["metric"] == metric]
-            for col, val in (where or {}).items():
+            for col, val in (only or {}).items():
                 if col in sel.columns:
                     sel = where(sel, col, val)
             rec["value"] = reduce_values(sel, how, over)
@@ -856,17 +857,20 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     what was compared ('' when there is none, with the reason in its place)."""
     if ctx.scale_name == "paper":
         return None, ""
-    if p.get("quantity") or p.get("metric") not in (None, ctx.metric["name"]):
+    # another quantity than the metric (a time to an accuracy, a lowest utilisation) is not
+    # computed from it; a share is the relation itself, e.g. one phase's time over the total
+    if (p.get("quantity") and not str(p["quantity"]).startswith("share")) \
+            or p.get("metric") not in (None, ctx.metric["name"]):
         return None, "not computed here"
-    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
-                          ctx.metric.get("over"))
-    values = values[values["status"] == "ok"]
+    dimensions = set(ctx.spec.get("dimensions") or {})
 
     def at(point):
-        mapped = local_point(ctx, point)
+        mapped = local_point(ctx, {k: v for k, v in point.items() if k not in dimensions})
         if mapped is None:
             return None, "no counterpart here"
-        cell = values
+        values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
+                              ctx.metric.get("over"), {k: v for k, v in point.items() if k in dimensions})
+        cell = values[values["status"] == "ok"]
         for axis, v in mapped.items():
             cell = where(cell, axis, v) if axis in cell else cell.iloc[0:0]
         if cell.empty:
