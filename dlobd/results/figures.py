@@ -179,6 +179,7 @@ class Context:
         self.right = 0.98  # less when a form draws a right-hand axis
         self.paper_area = None
         self.outer = None
+        self.left_out: list[str] = []  # panels without a value, and why: '<panel>: <statuses>'
 
     def main_area(self, fig: Figure):
         """The part of the figure for the reproduced data (all of it without paper panel)."""
@@ -348,6 +349,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
     notes = [ctx.footer()]
     if not ctx.not_run_reason and _non_ok_summary(ctx):
         notes[0] += "  ·  " + _non_ok_summary(ctx)
+    if ctx.left_out:
+        notes[0] += "  ·  no panel for " + "; ".join(ctx.left_out)
     pv = ctx.paper_values()
     if ctx.paper_panel:
         texts = []
@@ -362,7 +365,7 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         notes.append("paper's stated values (paper's cluster, lower panel): " + "; ".join(texts))
     footer = []
     for note in notes:
-        footer.extend(textwrap.wrap(note, 140))
+        footer.extend(textwrap.wrap(note, 140, break_on_hyphens=False))
     return title, footer
 
 
@@ -413,7 +416,20 @@ def _select(frame: pd.DataFrame, names: list[str], key: tuple) -> pd.DataFrame:
 
 
 def _panel_keys(ctx: Context, frame: pd.DataFrame) -> list[tuple]:
-    return ctx.series_keys(frame, list(ctx.plot.get("panels") or []))
+    """The panels to draw: a panel without a value would show only notes, so it is left out
+    and the footer says why (ctx.left_out); all are kept when none has a value."""
+    names = list(ctx.plot.get("panels") or [])
+    keys = ctx.series_keys(frame, names)
+    cells = {key: _select(frame, names, key) for key in keys}
+    drawn = [key for key in keys if ((cells[key]["status"] == "ok") & cells[key]["value"].notna()).any()]
+    if not drawn:
+        return keys
+    for key in keys:
+        if key not in drawn:
+            runs = cells[key].drop_duplicates("run_id")
+            why = ", ".join(dict.fromkeys(_status_text(run) for _, run in runs.iterrows())) or "no run"
+            ctx.left_out.append(f"{_panel_title(ctx, key)}: {why}")
+    return drawn
 
 
 def _panel_title(ctx: Context, key: tuple) -> str:
@@ -444,14 +460,19 @@ def _paper_points(ctx: Context, extra_where: dict | None = None) -> list[dict]:
 def _status_note(ax, x, cell: pd.DataFrame) -> None:
     """Say at the foot of the axes why a point has no value: its status and, for a point
     not runnable here, the capabilities it needs (e.g. 'n/r: needs multi-host')."""
-    status = str(cell["status"].iloc[0])
+    ax.annotate(_status_text(cell.iloc[0]), (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+
+
+def _status_text(run: pd.Series) -> str:
+    """A run's status as a note says it: 'failed', 'n/r: needs multi-host, eth-10g-emulated'."""
+    status = str(run["status"])
     text = STATUS_MARK.get(status, status)
-    reason = str(cell["reason"].iloc[0]) if "reason" in cell and cell["reason"].notna().any() else ""
+    reason = str(run["reason"]) if pd.notna(run.get("reason")) else ""
     needs = list(dict.fromkeys(re.findall(r"needs ([\w+-]+):", reason)))
     if status == "not runnable" and needs:
         text += ": needs " + ", ".join(needs)
-    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+    return text
 
 
 def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
