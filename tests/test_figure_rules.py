@@ -3,6 +3,7 @@ the reference runs (data/reference) before they are saved: a figure says what ra
 footer and legend name only what is plotted, models look unlike measurements, and no text
 is too small to read at 100%."""
 
+import math
 import re
 import shutil
 import subprocess
@@ -101,6 +102,17 @@ def paper_part(text: str) -> tuple[str, str]:
     return rest, " ".join(marked)
 
 
+def without_sizes(text: str, fixed: dict) -> str:
+    """The text without the phrases that name a size set at the scale ('8 steps', 'image size
+    32'): their numbers count that setting, not a paper's axis value."""
+    for key, value in fixed.items():
+        noun = re.escape(key.replace("_", " ").rstrip("s"))
+        for v in value.values() if isinstance(value, dict) else [value]:
+            number = re.escape(figures.label_of(v))
+            text = re.sub(rf"\b{number} {noun}s?\b|\b{noun}s? {number}\b", " ", text, flags=re.IGNORECASE)
+    return text
+
+
 def test_a_paper_setting_on_the_figure_has_its_local_counterpart_beside_it(drawn):
     wrong = []
     for e, (data, _, fig) in drawn.items():
@@ -114,6 +126,7 @@ def test_a_paper_setting_on_the_figure_has_its_local_counterpart_beside_it(drawn
         subs = substitutions.substitutions(data, SCALE)
         for where, (text, beside) in labels(fig).items():
             rest, marked = paper_part(text)
+            rest = without_sizes(rest, local.get("fixed") or {})
             for stated, ran in pairs:
                 # unmarked, a paper's value reads as what ran; marked, what ran must be beside it
                 if stated.search(rest) or (stated.search(marked) and ran.split()[0] not in text + beside):
@@ -134,6 +147,23 @@ def test_the_title_says_what_ran_here_and_the_papers_setting_after_it(drawn):
         assert re.search(f"(Rerun|Not run) at the {SCALE} scale", here) and "\npaper: " in title, (e, title)
         for sub in substitutions.substitutions(data, SCALE):
             assert sub in here, (e, sub, title)
+
+
+def test_the_title_names_each_size_of_the_work_set_otherwise_than_the_papers(drawn):
+    # rule 1: shrunk (or unstated) steps, epochs, images and sizes are in the title, e.g. the
+    # 8 training images of dlobd-fig7b's local epochs
+    missing = []
+    for e, (data, _, fig) in drawn.items():
+        paper = (data["scales"].get("paper") or {}).get("fixed") or {}
+        here = fig._suptitle.get_text().split("\npaper: ")[0].replace("\n", " ")
+        for key, ran in ((SPECS[e].scale(SCALE) or {}).get("fixed") or {}).items():
+            if key not in figures.WORKLOAD_SETTINGS or key == "model" or figures.same(paper.get(key), ran):
+                continue
+            noun = key.replace("_", " ").rstrip("s")
+            values = ran.values() if isinstance(ran, dict) else [ran]
+            if noun not in here.lower() or not all(value_word(v).search(here) for v in values):
+                missing.append(f"{e}: {key}={ran} not in {here!r}")
+    assert not missing, "\n".join(missing)
 
 
 def ok_values(table: pd.DataFrame, column: str) -> set[str]:
@@ -192,6 +222,16 @@ def test_no_text_is_below_7_points(drawn):
     assert not small
 
 
+def test_no_panel_is_empty_but_for_a_note(drawn):
+    # rule 6: every panel with axes draws something (bars, lines, markers); a panel of points
+    # that did not run here (slides-resnet50's nodes=3: its points need a multi-host cluster) is
+    # left out and the footer says why
+    empty = [(e, ax.get_title(), [t.get_text() for t in ax.texts]) for e, (_, _, fig) in drawn.items()
+             for ax in fig.axes if ax.axison and not (ax.lines or ax.patches or ax.collections or ax.images)]
+    assert not empty
+    assert "no panel for nodes=3: n/r: needs multi-host" in footer(drawn["slides-resnet50"][2])
+
+
 def test_no_utilisation_figure_has_empty_panels(results_dir, tmp_path):
     # an experiment without monitor samples (not run here, or run without the monitor) says
     # why in a box; every panel that is drawn has lines
@@ -219,6 +259,20 @@ def test_no_absolute_value_of_another_workload_stands_beside_the_papers(drawn):
                 if any(bar.get_facecolor()[3] > 0 for bar in ax.patches):
                     wrong.append(e)
     assert checked and not wrong
+
+
+def test_the_phase_shares_the_paper_states_are_computed_from_the_local_phases(drawn):
+    # rule 4: a value the local runs give is computed, e.g. dlobd-fig9's shares of YARN scheduling
+    # and Spark jobs in TensorFlowOnSpark's time (its one local network), from the runs' phase rows
+    _, table, fig = drawn["dlobd-fig9"]
+    phases = table[(table["metric"] == "time_breakdown_s") & (table["status"] == "ok")
+                   & (table["framework"] == "tensorflowonspark")]
+    assert phases["network"].nunique() == 1
+    ax = next(ax for ax in fig.axes if ax.get_title().startswith("each over its baseline"))
+    solid = [bar.get_height() for bar in ax.patches if bar.get_facecolor()[3] > 0]
+    for phase in ("yarn_scheduling", "spark_jobs"):
+        share = phases.loc[phases["phase"] == phase, "value"].sum() / phases["value"].sum()
+        assert any(math.isclose(h, share, rel_tol=1e-6) for h in solid), (phase, share, solid)
 
 
 def test_no_value_label_of_a_paper_panel_runs_into_its_title(drawn):

@@ -100,8 +100,9 @@ def run_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
-                 over: str | None = None, where: dict | None = None) -> pd.DataFrame:
-    """One value per run (its axes, run_id, status, value) for a metric, reduced by `how`."""
+                 over: str | None = None, only: dict | None = None) -> pd.DataFrame:
+    """One value per run (its axes, run_id, status, value) for a metric, reduced by `how` over
+    its rows (those with the values `only` gives, e.g. {'phase': 'training'}, if any)."""
     table = run_rows(table)
     out = []
     if table.empty:
@@ -113,7 +114,7 @@ def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
                    reason=first.get("reason"), value=None)
         if first["status"] == "ok":
             sel = rows[rows["metric"] == metric]
-            for col, val in (where or {}).items():
+            for col, val in (only or {}).items():
                 if col in sel.columns:
                     sel = where(sel, col, val)
             rec["value"] = reduce_values(sel, how, over)
@@ -130,6 +131,18 @@ def ordered_values(spec_axes_values: dict, axis: str, present) -> list:
         if not any(same(v, o) for o in order):
             order.append(v)
     return order
+
+
+def size_text(key: str, value, stated=None) -> str:
+    """'8 train images', 'image size 64 (paper: 224)', 'pages huge 5000, bigdata 50000': a count
+    (a plural setting) before its noun, another size after its name; the paper's number after."""
+    name = key.replace("_", " ")
+    if isinstance(value, dict):  # a size per data set or graph
+        text = f"{name} " + ", ".join(f"{k} {label_of(v)}" for k, v in value.items())
+    else:
+        count = name if _num(value) != 1 else name.rstrip("s")
+        text = f"{label_of(value)} {count}" if key.endswith("s") else f"{name} {label_of(value)}"
+    return text + (f" (paper: {label_of(stated)})" if _num(stated) is not None else "")
 
 
 def setting_pattern(key: str, value) -> re.Pattern:
@@ -166,6 +179,7 @@ class Context:
         self.right = 0.98  # less when a form draws a right-hand axis
         self.paper_area = None
         self.outer = None
+        self.left_out: list[str] = []  # panels without a value, and why: '<panel>: <statuses>'
 
     def main_area(self, fig: Figure):
         """The part of the figure for the reproduced data (all of it without paper panel)."""
@@ -231,11 +245,18 @@ class Context:
                     + f" (paper: {label_of(stated)})"
         return text
 
-    def settings_here(self) -> list[str]:
-        """The changed numbers the spec's title names, as they ran: '2 cores (paper: 768)'."""
-        return [f"{label_of(ran)} {key.replace('_', ' ')} (paper: {label_of(stated)})"
-                for key, stated, ran in self.changed_settings()
-                if setting_pattern(key, stated).search(self.spec["title"])]
+    def settings_here(self, said: str = "") -> list[str]:
+        """What ran here that the title has to name besides `said` (its axes' labels): the changed
+        numbers the spec's title names, '2 cores (paper: 768)', and each size of the work this scale
+        sets otherwise than the paper, '8 train images', 'image size 64 (paper: 224)'."""
+        named = [(key, stated, ran) for key, stated, ran in self.changed_settings()
+                 if setting_pattern(key, stated).search(self.spec["title"])]
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        # the model is named by the substitutions
+        sizes = [(key, paper.get(key), ran) for key, ran in (self.scale.get("fixed") or {}).items()
+                 if key in WORKLOAD_SETTINGS and key != "model" and key not in {k for k, _, _ in named}
+                 and not same(paper.get(key), ran) and not setting_pattern(key, ran).search(said)]
+        return [size_text(key, ran, stated) for key, stated, ran in named + sizes]
 
     def axis_name(self, axis: str) -> str:
         """What an axis's values count here: the paper's GPUs are CPU worker processes at a
@@ -318,7 +339,7 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
     else:  # the title says what ran here; the paper's setting follows in a line of its own
         here = f"{ctx.y_label()} over {ctx.x_label().split(' (paper:')[0]}"
-        subs = ctx.settings_here() + substitutions.substitutions(spec, ctx.scale_name)
+        subs = ctx.settings_here(here) + substitutions.substitutions(spec, ctx.scale_name)
         if subs:
             here += " — here: " + "; ".join(subs)
         done = "Not run" if ctx.not_run_reason else "Rerun"
@@ -328,6 +349,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
     notes = [ctx.footer()]
     if not ctx.not_run_reason and _non_ok_summary(ctx):
         notes[0] += "  ·  " + _non_ok_summary(ctx)
+    if ctx.left_out:
+        notes[0] += "  ·  no panel for " + "; ".join(ctx.left_out)
     pv = ctx.paper_values()
     if ctx.paper_panel:
         texts = []
@@ -342,7 +365,7 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         notes.append("paper's stated values (paper's cluster, lower panel): " + "; ".join(texts))
     footer = []
     for note in notes:
-        footer.extend(textwrap.wrap(note, 140))
+        footer.extend(textwrap.wrap(note, 140, break_on_hyphens=False))
     return title, footer
 
 
@@ -393,7 +416,20 @@ def _select(frame: pd.DataFrame, names: list[str], key: tuple) -> pd.DataFrame:
 
 
 def _panel_keys(ctx: Context, frame: pd.DataFrame) -> list[tuple]:
-    return ctx.series_keys(frame, list(ctx.plot.get("panels") or []))
+    """The panels to draw: a panel without a value would show only notes, so it is left out
+    and the footer says why (ctx.left_out); all are kept when none has a value."""
+    names = list(ctx.plot.get("panels") or [])
+    keys = ctx.series_keys(frame, names)
+    cells = {key: _select(frame, names, key) for key in keys}
+    drawn = [key for key in keys if ((cells[key]["status"] == "ok") & cells[key]["value"].notna()).any()]
+    if not drawn:
+        return keys
+    for key in keys:
+        if key not in drawn:
+            runs = cells[key].drop_duplicates("run_id")
+            why = ", ".join(dict.fromkeys(_status_text(run) for _, run in runs.iterrows())) or "no run"
+            ctx.left_out.append(f"{_panel_title(ctx, key)}: {why}")
+    return drawn
 
 
 def _panel_title(ctx: Context, key: tuple) -> str:
@@ -424,14 +460,19 @@ def _paper_points(ctx: Context, extra_where: dict | None = None) -> list[dict]:
 def _status_note(ax, x, cell: pd.DataFrame) -> None:
     """Say at the foot of the axes why a point has no value: its status and, for a point
     not runnable here, the capabilities it needs (e.g. 'n/r: needs multi-host')."""
-    status = str(cell["status"].iloc[0])
+    ax.annotate(_status_text(cell.iloc[0]), (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+
+
+def _status_text(run: pd.Series) -> str:
+    """A run's status as a note says it: 'failed', 'n/r: needs multi-host, eth-10g-emulated'."""
+    status = str(run["status"])
     text = STATUS_MARK.get(status, status)
-    reason = str(cell["reason"].iloc[0]) if "reason" in cell and cell["reason"].notna().any() else ""
+    reason = str(run["reason"]) if pd.notna(run.get("reason")) else ""
     needs = list(dict.fromkeys(re.findall(r"needs ([\w+-]+):", reason)))
     if status == "not runnable" and needs:
         text += ": needs " + ", ".join(needs)
-    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+    return text
 
 
 def _empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
@@ -837,17 +878,20 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     what was compared ('' when there is none, with the reason in its place)."""
     if ctx.scale_name == "paper":
         return None, ""
-    if p.get("quantity") or p.get("metric") not in (None, ctx.metric["name"]):
+    # another quantity than the metric (a time to an accuracy, a lowest utilisation) is not
+    # computed from it; a share is the relation itself, e.g. one phase's time over the total
+    if (p.get("quantity") and not str(p["quantity"]).startswith("share")) \
+            or p.get("metric") not in (None, ctx.metric["name"]):
         return None, "not computed here"
-    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
-                          ctx.metric.get("over"))
-    values = values[values["status"] == "ok"]
+    dimensions = set(ctx.spec.get("dimensions") or {})
 
     def at(point):
-        mapped = local_point(ctx, point)
+        mapped = local_point(ctx, {k: v for k, v in point.items() if k not in dimensions})
         if mapped is None:
             return None, "no counterpart here"
-        cell = values
+        values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
+                              ctx.metric.get("over"), {k: v for k, v in point.items() if k in dimensions})
+        cell = values[values["status"] == "ok"]
         for axis, v in mapped.items():
             cell = where(cell, axis, v) if axis in cell else cell.iloc[0:0]
         if cell.empty:
