@@ -125,7 +125,7 @@ def test_the_labels_name_every_version_and_each_substitution(paper_image):
     for package, version in REGISTRY["debian"].items():
         assert labels[f"org.dlobd.version.deb.{package}"] == version, package
     # and the image holds those Debian versions
-    done = run([*argv, "dpkg-query", "-W", *REGISTRY["debian"]])
+    done = run([*argv, "dpkg-query", "-W", "-f", "${Package}\t${Version}\n", *REGISTRY["debian"]])
     assert done.returncode == 0, done.stderr
     assert dict(line.split("\t") for line in done.stdout.splitlines()) == REGISTRY["debian"]
 
