@@ -64,13 +64,14 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
-# The real Spack install (make test-spack), the image build (make test-apptainer), the Slurm
-# path from the image (make test-slurm) and the CaffeOnSpark port's build (make test-caffeonspark)
-# have budgets of their own, not part of make test. The Slurm path from the hosts' provisioned
+# The real Spack install (make test-spack), the image builds (make test-apptainer, make
+# test-paper-profile), the Slurm path from the image (make test-slurm) and the CaffeOnSpark port's
+# build (make test-caffeonspark) have budgets of their own, not part of make test. The Slurm path from the hosts' provisioned
 # prefix is: test_slurm.py runs on the emulated hosts test_emulated_provision.py provisioned.
 test-integration: setup emulated-deps slurm-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts; Slurm on them
 	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
-	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_caffeonspark_port.py
+	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_caffeonspark_port.py \
+	  --ignore=tests/integration/test_paper_profile.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -301,7 +302,7 @@ test-unit: setup browser-deps build-deps slurm-deps ## unit tests (no cluster ne
 IMAGES ?= $(DLOBD_PREFIX)/images
 IMAGE_DEF ?= containers/modern.def
 
-.PHONY: apptainer-deps image bench-image test-apptainer
+.PHONY: apptainer-deps image bench-image test-apptainer test-paper-profile
 apptainer-deps: setup ## install the Debian packages Apptainer needs to build and run images (needs root and apt)
 	$(PLAYBOOK) playbooks/apptainer-deps.yml
 
@@ -314,6 +315,11 @@ bench-image: setup apptainer-deps ## image_build_cold_s (a full build), image_bu
 # Not part of make test: a cold build takes tens of minutes here (docs/spack-apptainer-slurm.md, Apptainer images).
 test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Hadoop/Spark/TF/MPI through the apptainer method's wrappers
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_apptainer_image.py -q
+
+# Not part of make test either: the paper profile's image (containers/paper-tfos-bigdl.def, from the
+# registries alone) built or reused, then HDFS, YARN 2.7.3 and Spark 2.1 started from it here.
+test-paper-profile: setup apptainer-deps ## build or reuse the paper profile's image, its %test and labels, the paper smoke tests on HDFS/YARN 2.7.3 and Spark 2.1 started from it
+	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_paper_profile.py -q -s
 
 ## ---------------------------------------------------------------- Slurm (slurm/, issue #14)
 

@@ -34,12 +34,13 @@ def main(argv=None) -> int:
     parser.add_argument("--images", type=Path, default=apptainer.default_images_dir())
     parser.add_argument("--definition", type=Path, default=apptainer.CONTAINERS_DIR / "modern.def")
     args = parser.parse_args(argv)
-    rootfs = args.images / f"rootfs-{apptainer.DEBIAN_SUITE}"
+    suite = apptainer.definition_suite(args.definition)
+    rootfs = args.images / f"rootfs-{suite}"
     # SIGTERM unwinds like Ctrl-C, as `dlobd image build` does: the build stops and cleans up
     signal.signal(signal.SIGTERM, apptainer.interrupted)
     try:
         if not (rootfs / ".dlobd-rootfs").exists():
-            _, seconds = timed(lambda: apptainer.make_rootfs(rootfs))
+            _, seconds = timed(lambda: apptainer.make_rootfs(rootfs, suite))
             print(f"rootfs_debootstrap_s: {seconds:.1f}", flush=True)
         bench_dir = args.images / f"bench-{time.strftime('%Y%m%dT%H%M%S')}"
         (image, built), cold = timed(lambda: apptainer.build(args.definition, bench_dir, rootfs))

@@ -169,7 +169,7 @@ def test_an_interrupted_build_removes_its_work_folder(tmp_path, monkeypatch):
     settings.mkdir(parents=True)
     (settings / "settings.yml").write_text("dlobd_profile_versions: {modern: {hadoop: '3.4.1'}}\n")
     monkeypatch.setattr(apptainer, "find_apptainer", lambda: tmp_path / "apptainer")
-    monkeypatch.setattr(apptainer, "make_rootfs", lambda dest: dest)
+    monkeypatch.setattr(apptainer, "make_rootfs", lambda dest, suite: dest)
     seen = []
 
     def interrupted(argv, env):
@@ -247,11 +247,16 @@ def test_each_image_is_labelled_with_the_versions_of_its_version_set():
     shared = playbook_settings()
     for definition in sorted(apptainer.CONTAINERS_DIR.glob("*.def")):
         profile, paper_env = apptainer.definition_profile(definition), apptainer.definition_paper_env(definition)
-        found = apptainer.labels(profile, "c0ffee", "0" * 64, paper_env=paper_env)
-        pinned = shared["dlobd_profile_versions"]["modern" if profile == "modern" else f"paper-{paper_env}"]
+        method = apptainer.definition_install_method(definition)
+        found = apptainer.labels(profile, "c0ffee", "0" * 64, paper_env=paper_env, install_method=method)
+        version_set = "modern" if profile == "modern" else f"paper-{paper_env}"
+        pinned = shared["dlobd_profile_versions"][version_set]
+        registry = shared["dlobd_registry_paper_sets"].get(version_set, {}) if method == "registry" else {}
         for name in ("hadoop", "spark", "java", "tensorflow", "tensorflowonspark", "bigdl", "mpi4py"):
-            assert found.get(f"org.dlobd.version.{name}") == (str(pinned[name]) if name in pinned else None), \
-                (definition.name, name)
+            expected = str(pinned[name]) if name in pinned else None
+            if name in registry.get("substitutes", {}):
+                expected = f"{registry['substitutes'][name]} (paper: {expected})"
+            assert found.get(f"org.dlobd.version.{name}") == expected, (definition.name, name)
     modern = apptainer.labels("modern", "c0ffee", "0" * 64)
     assert (modern["org.dlobd.version.hadoop"], modern["org.dlobd.version.java"]) == ("3.4.1", "17")
 
@@ -337,3 +342,35 @@ def test_make_rootfs_reuses_a_finished_rootfs(tmp_path):
     (rootfs / "dev").mkdir(parents=True)
     (rootfs / ".dlobd-rootfs").write_text("bookworm\n")
     assert apptainer.make_rootfs(rootfs) == rootfs
+
+
+def test_the_registry_paper_image_names_each_substitution_and_debian_package(tmp_path):
+    definition = apptainer.CONTAINERS_DIR / "paper-tfos-bigdl.def"
+    assert apptainer.definition_install_method(definition) == "registry"
+    assert apptainer.definition_install_method(apptainer.CONTAINERS_DIR / "paper-caffeonspark.def") is None
+    found = apptainer.labels("paper", "c0ffee", "0" * 64, paper_env="tfos-bigdl", install_method="registry")
+    assert found["org.dlobd.version.spark"] == "2.1.2 (paper: 2.1.0)"
+    assert found["org.dlobd.version.bigdl"] == "0.3.0 (paper: a1f3a88)"
+    assert (found["org.dlobd.version.hadoop"], found["org.dlobd.version.tensorflow"],
+            found["org.dlobd.version.tensorflowonspark"]) == ("2.7.3", "1.4.0", "1.0.8")
+    assert found["org.dlobd.version.deb.openjdk-8-jdk-headless"] == "8u504-ga-1"
+    assert found["org.dlobd.version.deb.python2.7"] == "2.7.18-8+deb11u1"
+    # the same set built by Spack is the paper's own
+    spack = apptainer.labels("paper", "c0ffee", "0" * 64, paper_env="tfos-bigdl", install_method="spack")
+    assert spack["org.dlobd.version.spark"] == "2.1.0" and "org.dlobd.version.deb.python2.7" not in spack
+
+
+def test_each_definition_names_its_rootfs_suite_and_its_settings_are_hashed(tmp_path):
+    assert apptainer.definition_suite(apptainer.CONTAINERS_DIR / "paper-tfos-bigdl.def") == "sid"
+    assert apptainer.definition_suite(apptainer.CONTAINERS_DIR / "modern.def") == "bookworm"
+    definition = tmp_path / "x.def"
+    definition.write_text("Bootstrap: localimage\n")
+    assert apptainer.definition_suite(definition) == apptainer.DEBIAN_SUITE
+    inputs = apptainer.definition_inputs(apptainer.CONTAINERS_DIR / "paper-tfos-bigdl.def")
+    assert {"playbooks", "containers/paper-tfos-bigdl.vars.yml", "requirements/constraints.txt"} <= set(inputs)
+
+
+def test_the_standalone_helper_finds_the_same_checkout_and_settings_as_the_package():
+    # apptainer.py imports none of the package (the hosts run it alone): its paths must agree
+    assert apptainer.ROOT == ROOT
+    assert apptainer.ROOT / apptainer.SETTINGS_FILE == SETTINGS_DEFAULTS / "settings.yml"

@@ -142,6 +142,9 @@ def ansible(tmp_path: Path, playbook: str, hosts: dict, extra: dict | None = Non
                           capture_output=True, text=True, env=env, timeout=300)
 
 
+# what the registry method's paper set changes (the tests of that set read them)
+REGISTRY_NAMES = ["java_packages", "java_image_home", "python_env_tfos_own", "hadoop_artifacts", "dl_libs_bigdl_0x_url",
+                  "preflight_registry_paper"]
 RENDER = """
 - hosts: all
   gather_facts: true
@@ -150,6 +153,11 @@ RENDER = """
     - dlobd
     - {role: hadoop, when: false}
     - {role: python_env, when: false}
+    - {role: apptainer, when: false}
+    - {role: java, when: false}
+    - {role: dl_libs, when: false}
+    - {role: spark, when: false}
+    - {role: preflight, when: false}
     - {role: spack, when: false}
     - {role: stack_env, when: false}
     - {role: tf_cnn_benchmarks, when: false}
@@ -168,8 +176,8 @@ RENDER = """
         names: [dlobd_version_set, dlobd_java_version, dlobd_java_min_version, dlobd_java_install_method,
                 dlobd_java_home, dlobd_hadoop_version, dlobd_spark_version, dlobd_tensorflow_version,
                 dlobd_tensorflowonspark_version, dlobd_mpi4py_version, dlobd_bigdl_version, dlobd_psutil_version,
-                dlobd_hadoop_home, hadoop_daemon_java_opts, spack_env, python_env_bounds]
-"""
+                dlobd_hadoop_home, hadoop_daemon_java_opts, spack_env, python_env_bounds, {registry_names}]
+""".replace("{registry_names}", ", ".join(REGISTRY_NAMES))
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +192,11 @@ def rendered(tmp_path_factory):
              # an inventory overrides any one version, as before the sets
              "paper-newer-spark": {"dlobd_profile": "paper", "dlobd_install_method": "spack",
                                    "dlobd_spark_version": "2.1.1"},
-             "modern-java-21": {"dlobd_java_version": 21}}
+             "modern-java-21": {"dlobd_java_version": 21},
+             # the registry method's paper set, and the apptainer method running the image it builds
+             **{f"paper-tfos-bigdl-{method}": {"dlobd_profile": "paper", "dlobd_install_method": method,
+                                               "dlobd_stack_settings": {"DLOBD_TFOS_PYTHON": "/usr/bin/python2.7"}}
+                for method in ("registry", "apptainer")}}
     done = ansible(tmp, RENDER, hosts, {**PROVISIONED, "out": str(tmp / "out"), "roles_dir": str(PLAYBOOKS / "roles")})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return {host: json.loads((tmp / "out" / f"{host}.json").read_text()) for host in hosts}
@@ -199,7 +211,7 @@ def test_the_modern_profile_renders_what_it_always_did(rendered):
     for name in ("modern-registry", "modern-spack"):
         host = rendered[name]
         jdk = f"/usr/lib/jvm/java-17-openjdk-{host['arch']}"
-        assert host["vars"] == {
+        assert {name: value for name, value in host["vars"].items() if name not in REGISTRY_NAMES} == {
             "dlobd_version_set": "modern", "dlobd_java_version": 17, "dlobd_java_min_version": 11,
             "dlobd_java_install_method": "registry", "dlobd_java_home": jdk,
             "dlobd_hadoop_version": "3.4.1", "dlobd_spark_version": "3.5.9", "dlobd_tensorflow_version": "2.15.1",
@@ -426,4 +438,33 @@ def test_the_spack_environment_s_tf_cnn_benchmarks_is_named_where_it_is_installe
     assert homes == {"modern-registry": None, "modern-apptainer": None, "modern-java-21": None,
                      "modern-spack": f"{PREFIX}/tf-cnn-benchmarks", "paper-tfos-bigdl": f"{PREFIX}/tf-cnn-benchmarks",
                      "paper-newer-spark": f"{PREFIX}/tf-cnn-benchmarks",
-                     "paper-caffeonspark": None, "paper-mmlspark": None}
+                     "paper-caffeonspark": None, "paper-mmlspark": None,
+                     "paper-tfos-bigdl-registry": None, "paper-tfos-bigdl-apptainer": None}
+
+
+def test_the_registry_method_installs_the_tfos_bigdl_set_from_the_registries(rendered):
+    got = rendered["paper-tfos-bigdl-registry"]["vars"]
+    jdk = f"/usr/lib/jvm/java-8-openjdk-{rendered['paper-tfos-bigdl-registry']['arch']}"
+    # Debian's JDK 8 and Python 2.7 at their pinned versions; the releases the registries lack
+    # replaced by the nearest ones they have
+    assert (got["dlobd_java_install_method"], got["dlobd_java_home"], got["java_packages"]) == (
+        "registry", jdk, ["openjdk-8-jdk-headless=8u504-ga-1"])
+    assert (got["dlobd_hadoop_version"], got["dlobd_spark_version"], got["dlobd_bigdl_version"]) == (
+        "2.7.3", "2.1.2", "0.3.0")
+    assert got["python_env_tfos_own"]["package"] == "python2.7" and got["python_env_tfos_own"]["pip"] == "20.3.4"
+    # Hadoop 2.7 has no hdfs-client or timeline service v2 artifacts
+    assert "hadoop-hdfs-client" not in got["hadoop_artifacts"] and "hadoop-common" in got["hadoop_artifacts"]
+    assert got["dl_libs_bigdl_0x_url"].endswith(
+        "/com/intel/analytics/bigdl/bigdl-SPARK_2.1/0.3.0/bigdl-SPARK_2.1-0.3.0-jar-with-dependencies.jar")
+    assert got["preflight_registry_paper"] is True
+    assert exports(rendered["paper-tfos-bigdl-registry"])["SPARK_VERSION"] == "2.1.2"
+
+
+def test_the_image_of_the_registry_method_carries_its_substitutes_to_the_apptainer_method(rendered):
+    got = rendered["paper-tfos-bigdl-apptainer"]["vars"]
+    assert (got["dlobd_spark_version"], got["dlobd_bigdl_version"], got["java_image_home"]) == (
+        "2.1.2", "0.3.0", f"/usr/lib/jvm/java-8-openjdk-{rendered['paper-tfos-bigdl-apptainer']['arch']}")
+    assert got["preflight_registry_paper"] is False
+    # the spack method builds the paper's own versions
+    spack = rendered["paper-tfos-bigdl"]["vars"]
+    assert (spack["dlobd_spark_version"], spack["dlobd_bigdl_version"]) == ("2.1.0", "a1f3a88")

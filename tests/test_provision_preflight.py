@@ -126,7 +126,9 @@ def results(tmp_path_factory, mirror, maven_settings):
             "java_missing": (ONE_NODE, None, "preflight.yml", (),
                              {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
             "old_paper_setting": (ONE_NODE, None, "preflight.yml", (), {"spack_paper_stack": "caffeonspark"}),
-            "paper_from_registry": (ONE_NODE, None, "preflight.yml", (), {"dlobd_profile": "paper"}),
+            # tfos-bigdl is the one paper set the registry method carries (on a new enough glibc)
+            "paper_from_registry": (ONE_NODE, None, "preflight.yml", (),
+                                    {"dlobd_profile": "paper", "dlobd_paper_env": "caffeonspark"}),
             "unknown_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"), {"dlobd_install_method": "conda"}),
             "unknown_hadoop_method": (ONE_NODE, None, "site.yml", ("--tags", "hadoop"),
                                       {"dlobd_hadoop_install_method": "conda"}),
@@ -212,10 +214,10 @@ def test_the_paper_profile_from_the_registries_is_refused_naming_the_methods_tha
     rc, out, _ = results["paper_from_registry"]
     assert rc != 0
     flat = " ".join(out.split())
-    assert ("dlobd_profile is paper (set in the command line (-e)), whose versions (Java 8, Hadoop 2.7.3, "
-            "Spark 2.1.0) come from its Spack environment or an image of it") in flat
+    assert ("dlobd_profile is paper (set in the command line (-e)), whose versions (Java 8, Hadoop 2.6.5, "
+            "Spark 1.6.2) come from its Spack environment or an image of it") in flat
     assert ("dlobd_install_method is registry (set in the dlobd role: its default), which installs the modern "
-            "profile's only: set dlobd_install_method to spack or apptainer") in flat
+            "profile's only and the paper sets paper-tfos-bigdl: set dlobd_install_method to spack or apptainer") in flat
 
 
 def test_unimplemented_install_method_fails(results):

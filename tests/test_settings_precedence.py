@@ -176,11 +176,30 @@ def test_a_value_a_setting_does_not_take_is_named_with_the_accepted_ones(tmp_pat
 
 
 def test_a_profile_its_method_cannot_carry_is_named_with_where_each_was_set(tmp_path):
-    rc, out = preflight(tmp_path, {**SETTINGS, "dlobd_install_method": "registry"})
+    rc, out = preflight(tmp_path, {**SETTINGS, "dlobd_install_method": "registry", "dlobd_paper_env": "caffeonspark"})
     assert rc != 0
     assert f"dlobd_profile is paper (set in {tmp_path / 'hosts.yml'} (all: vars:))" in out
     assert (f"dlobd_install_method is registry (set in {tmp_path / 'hosts.yml'} (all: vars:)), which installs "
-            "the modern profile's only: set dlobd_install_method to spack or apptainer") in out
+            "the modern profile's only and the paper sets paper-tfos-bigdl: set dlobd_install_method to "
+            "spack or apptainer") in out
+
+
+def test_the_registry_method_carries_the_tfos_bigdl_set_only_where_glibc_runs_its_jdk_8(tmp_path):
+    # this machine is Debian 12 (glibc 2.36): the method is accepted, the host is not, and the
+    # message names glibc and the image that has a new enough one
+    rc, out = preflight(tmp_path, {**SETTINGS, "dlobd_install_method": "registry", "dlobd_paper_env": "tfos-bigdl"})
+    assert rc != 0
+    assert "which installs the modern profile's only" not in out
+    glibc = os.confstr("CS_GNU_LIBC_VERSION").split()[-1]
+    assert (f"glibc is {glibc}; the registry method's Java 8 for version set paper-tfos-bigdl (Debian's "
+            "openjdk-8, from sid) needs glibc 2.38 or newer. Run the paper profile from its image instead "
+            "(make image IMAGE_DEF=containers/paper-tfos-bigdl.def") in out
+
+
+def test_the_apptainer_method_carries_the_tfos_bigdl_set_without_a_glibc_check(tmp_path):
+    rc, out = preflight(tmp_path, {**SETTINGS, "dlobd_install_method": "apptainer", "dlobd_paper_env": "tfos-bigdl"})
+    assert rc == 0, out[-2000:]
+    assert "needs glibc" not in out
 
 
 def test_no_whole_scale_need_only_some_points_have():

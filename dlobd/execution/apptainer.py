@@ -25,10 +25,12 @@ import tarfile
 import time
 from pathlib import Path
 
-from dlobd import SETTINGS_DEFAULTS
-from dlobd import ROOT
 
-
+# The hosts run this file as a script without the dlobd package (the apptainer role's
+# run-prefix), so it imports none of the package and finds its checkout from its own path.
+ROOT = Path(__file__).resolve().parents[2]
+# The shared settings' defaults in a checkout (the role dlobd's, as dlobd.SETTINGS_DEFAULTS names them)
+SETTINGS_FILE = Path("playbooks", "roles", "dlobd", "defaults", "main", "settings.yml")
 CONTAINERS_DIR = ROOT / "containers"
 # The stack's prefix inside every image: the same layout a registry-provisioned prefix has.
 IMAGE_PREFIX = "/opt/dlobd"
@@ -223,13 +225,15 @@ def version_set(profile: str, paper_env: str | None = None) -> str:
     return f"paper-{paper_env}"
 
 
-def versions(version_set: str, root: Path = ROOT) -> dict[str, str]:
+def versions(version_set: str, root: Path = ROOT, install_method: str | None = None) -> dict[str, str]:
     """Every component version the playbooks pin for a version set: its entry of the shared
     settings' `dlobd_profile_versions`, their other literal `dlobd_<x>_version` values and the
-    literal `<role>_..._version` values of the roles' defaults (derived values are left out)."""
-    import yaml
+    literal `<role>_..._version` values of the roles' defaults (derived values are left out). With
+    the registry method, a paper set's entry of `dlobd_registry_paper_sets` too: each substitute
+    release as `<release> (paper: <the set's>)`, each pinned Debian package as `deb.<package>`."""
+    import yaml  # here, not at the top: the hosts' Python that runs run-prefix may lack it
 
-    shared = root / SETTINGS_DEFAULTS.relative_to(ROOT) / "settings.yml"
+    shared = root / SETTINGS_FILE
     shared_settings = yaml.safe_load(shared.read_text()) or {}
     sets = shared_settings.get("dlobd_profile_versions") or {}
     if version_set not in sets:
@@ -243,15 +247,22 @@ def versions(version_set: str, root: Path = ROOT) -> dict[str, str]:
             if key.endswith("_version") and isinstance(value, (str, int, float)) and "{{" not in str(value):
                 found[key.removeprefix("dlobd_").removesuffix("_version")] = str(value)
     found.update({name: str(value) for name, value in sets[version_set].items()})
+    registry = (shared_settings.get("dlobd_registry_paper_sets") or {}).get(version_set, {}) \
+        if install_method == "registry" else {}
+    for name, value in (registry.get("substitutes") or {}).items():
+        found[name] = f"{value} (paper: {found[name]})"
+    found.update({f"deb.{package}": str(value) for package, value in (registry.get("debian") or {}).items()})
     return dict(sorted(found.items()))
 
 
-def labels(profile: str, commit: str, digest: str, root: Path = ROOT, paper_env: str | None = None) -> dict[str, str]:
+def labels(profile: str, commit: str, digest: str, root: Path = ROOT, paper_env: str | None = None,
+           install_method: str | None = None) -> dict[str, str]:
     """The image's %labels: profile, project commit, input digest, and every component version of
-    the version set the image is built for (the paper profile's: of Spack environment `paper_env`)."""
+    the version set the image is built for (the paper profile's: of Spack environment `paper_env`)
+    by the install method its build runs."""
     result = {"org.dlobd.profile": profile, "org.dlobd.commit": commit, "org.dlobd.inputs-sha256": digest}
     result.update({f"org.dlobd.version.{name}": value
-                   for name, value in versions(version_set(profile, paper_env), root).items()})
+                   for name, value in versions(version_set(profile, paper_env), root, install_method).items()})
     return result
 
 
@@ -287,6 +298,25 @@ def definition_paper_env(definition: Path) -> str | None:
     if not paper_env:
         raise ApptainerError(f"{settings_file}: no dlobd_paper_env (the Spack environment the image is built from)")
     return paper_env
+
+
+def definition_install_method(definition: Path) -> str | None:
+    """The install method a definition's build provisions with, where the settings beside it
+    (`<name>.vars.yml`) name one (dlobd_install_method); None where the definition passes it itself."""
+    import yaml
+
+    settings_file = definition.with_name(f"{definition.stem}.vars.yml")
+    if not settings_file.is_file():
+        return None
+    return (yaml.safe_load(settings_file.read_text()) or {}).get("dlobd_install_method")
+
+
+def definition_suite(definition: Path) -> str:
+    """The Debian suite of a definition's rootfs: its %arguments default `ROOTFS=rootfs-<suite>`."""
+    for line in Path(definition).read_text().splitlines():
+        if line.strip().startswith("ROOTFS=rootfs-"):
+            return line.strip().removeprefix("ROOTFS=rootfs-")
+    return DEBIAN_SUITE
 
 
 # ------------------------------------------------------------------ building
@@ -381,7 +411,7 @@ def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROO
     if image.exists():
         return image, False
     apptainer = find_apptainer()
-    rootfs = make_rootfs(rootfs_dir)
+    rootfs = make_rootfs(rootfs_dir, definition_suite(definition))
     images_dir.mkdir(parents=True, exist_ok=True)
     work = images_dir / f".build-{name}-{digest[:16]}"
     shutil.rmtree(work, ignore_errors=True)
@@ -390,7 +420,7 @@ def build(definition: Path, images_dir: Path, rootfs_dir: Path, root: Path = ROO
     rendered = work / definition.name
     rendered.write_text(definition.read_text().replace(
         "    # dlobd-labels", labels_block(labels(definition_profile(definition), project_commit(root), digest, root,
-                                             definition_paper_env(definition)))))
+                                             definition_paper_env(definition), definition_install_method(definition)))))
     site_cas = work / "ca-certificates"
     site_cas.mkdir()
     for cert in sorted(Path(ca_certificates).glob("*.crt")):
@@ -428,7 +458,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     b = sub.add_parser("build", help="build the image of a definition, or reuse the cached one")
     b.add_argument("definition", type=Path, nargs="?", default=CONTAINERS_DIR / "modern.def")
     b.add_argument("--rootfs", type=Path, default=None,
-                   help="the debootstrap rootfs (default: <images>/rootfs-bookworm)")
+                   help="the debootstrap rootfs (default: <images>/rootfs-<the definition's suite>)")
     p = sub.add_parser("path", help="print the cached image path of a definition (built or not)")
     p.add_argument("definition", type=Path, nargs="?", default=CONTAINERS_DIR / "modern.def")
     e = sub.add_parser("exec", help="run a command inside an image")
@@ -454,7 +484,8 @@ def run(args) -> int:
             # SIGTERM (a batch system's or a test's timeout) unwinds like Ctrl-C: the build cleans up
             signal.signal(signal.SIGTERM, interrupted)
             started = time.monotonic()
-            image, built = build(args.definition, images, args.rootfs or images / f"rootfs-{DEBIAN_SUITE}")
+            rootfs = args.rootfs or images / f"rootfs-{definition_suite(args.definition)}"
+            image, built = build(args.definition, images, rootfs)
             print(f"{'built' if built else 'reused'}: {image} ({time.monotonic() - started:.1f} s)")
         elif args.action == "path":
             definition = args.definition.resolve()

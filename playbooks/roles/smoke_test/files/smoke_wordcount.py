@@ -1,25 +1,29 @@
 """Smoke test of Spark on YARN: count the words of a text file in HDFS, write the counts back.
 
   spark-submit smoke_wordcount.py <hdfs input file> <hdfs output dir>
+
+Python 2.7 and 3 alike: the paper profile's Spark 2.1 runs its PySpark on Python 2.7.
 """
+
+from __future__ import print_function
 
 import sys
 
 from pyspark.sql import SparkSession
 
 
-def main(source: str, target: str) -> None:
+def main(source, target):
     spark = SparkSession.builder.appName("dlobd-smoke-wordcount").getOrCreate()
     counts = (
         spark.sparkContext.textFile(source)
-        .flatMap(str.split)
+        .flatMap(lambda line: line.split())
         .map(lambda word: (word, 1))
         .reduceByKey(lambda a, b: a + b)
         .sortByKey()
-        .map(lambda pair: f"{pair[0]}\t{pair[1]}")
+        .map(lambda pair: "%s\t%d" % pair)
     )
     counts.coalesce(1).saveAsTextFile(target)
-    print(f"master={spark.sparkContext.master} application={spark.sparkContext.applicationId}")
+    print("master=%s application=%s" % (spark.sparkContext.master, spark.sparkContext.applicationId))
     spark.stop()
 
 

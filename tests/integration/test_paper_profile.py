@@ -1,0 +1,161 @@
+"""The paper profile's TensorFlowOnSpark and BigDL set for real, from registries alone: the image of
+containers/paper-tfos-bigdl.def built (or reused from the cache when its inputs are unchanged), its
+%test and labels; then this machine provisioned with the apptainer method from it
+(playbooks/install.yml, dlobd_profile: paper), HDFS and YARN 2.7.3 started from the image
+(cluster-up.yml) and the smoke tests run on them (smoke-test.yml: HDFS put/get, every DataNode and
+NodeManager live, Spark 2.1's word count on YARN, BigDL's classes from its jar with Java 8).
+
+`make test-paper-profile` runs it; it is no part of `make test` (a cold image build takes tens of
+minutes here). Apptainer comes from $APPTAINER, PATH or $DLOBD_APPTAINER_TARBALL. DLOBD_TEST_IMAGES:
+the image cache (default $DLOBD_PREFIX/images).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from conftest import port_free
+from dlobd import ROOT, playbook_settings
+from dlobd.execution import apptainer
+
+pytestmark = pytest.mark.integration
+
+IMAGES = Path(os.environ.get("DLOBD_TEST_IMAGES") or apptainer.default_images_dir())
+DEFINITION = apptainer.CONTAINERS_DIR / "paper-tfos-bigdl.def"
+SETTINGS = playbook_settings()
+PAPER = SETTINGS["dlobd_profile_versions"]["paper-tfos-bigdl"]
+REGISTRY = SETTINGS["dlobd_registry_paper_sets"]["paper-tfos-bigdl"]
+# Shifted by more than the other integration tests' offsets (100-700): this test's daemons never
+# meet theirs on loopback.
+PORT_OFFSET = 900
+INVENTORY = ROOT / "playbooks/inventories/local/hosts.yml"
+ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
+
+
+def run(argv, **kwargs):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def paper_image() -> Path:
+    found = run([sys.executable, "-m", "dlobd.cli", "image", "--images", IMAGES, "build", DEFINITION], cwd=ROOT)
+    assert found.returncode == 0, found.stdout[-3000:] + found.stderr[-3000:]
+    path = Path(re.search(r"^(?:built|reused): (\S+\.sif)", found.stdout, re.M).group(1))
+    assert path.exists()
+    return path
+
+
+class Stack:
+    """A prefix provisioned from the image with the apptainer method, and the playbooks run on it."""
+
+    def __init__(self, prefix: Path, log_dir: Path, image: Path):
+        self.prefix, self.log_dir = prefix, log_dir
+        self.ports = {name: port + PORT_OFFSET for name, port in SETTINGS["dlobd_ports"].items()}
+        busy = [port for port in self.ports.values() if not port_free(port)]
+        assert not busy, f"ports {busy} are in use: this test's cluster needs them"
+        # the settings the image was built with (what it holds), run with the apptainer method
+        image_settings = yaml.safe_load(DEFINITION.with_name(f"{DEFINITION.stem}.vars.yml").read_text())
+        self.extra = {**image_settings, "dlobd_install_method": "apptainer", "dlobd_prefix": str(prefix),
+                      "dlobd_ports": self.ports, "apptainer_image": str(image),
+                      "apptainer_binary": str(apptainer.find_apptainer())}
+
+    def playbook(self, name: str, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+        done = run([ANSIBLE_PLAYBOOK, "-i", INVENTORY, ROOT / "playbooks" / name, *args,
+                    "-e", json.dumps(self.extra)], cwd=ROOT, env=env, timeout=3600)
+        n = len(list(self.log_dir.glob("*.log")))
+        (self.log_dir / f"{n:02d}-{name.removesuffix('.yml')}.log").write_text(done.stdout + done.stderr)
+        return done
+
+    def daemons(self) -> list[psutil.Process]:
+        return [proc for proc in psutil.process_iter(["cmdline"])
+                if any(a.startswith("-Ddlobd.daemon=") for a in proc.info["cmdline"] or [])
+                and any(str(self.prefix) in a for a in proc.info["cmdline"] or [])]
+
+
+@pytest.fixture(scope="module")
+def stack(paper_image, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("paper-profile")
+    (tmp / "logs").mkdir()
+    stack = Stack(tmp / "prefix", tmp / "logs", paper_image)
+    # the image has no MPI or gRPC benchmarks (they run from the modern image)
+    done = stack.playbook("install.yml", "--skip-tags", "mpi,grpc_bench")
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    try:
+        yield stack
+    finally:
+        stack.playbook("cluster-down.yml")
+        for proc in stack.daemons():
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def cluster(stack):
+    started = time.monotonic()
+    done = stack.playbook("cluster-up.yml")
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    print(f"paper_cluster_up_s: {time.monotonic() - started:.1f}")
+    return stack
+
+
+def test_the_image_test_section_passes(paper_image):
+    argv = apptainer.run_prefix(paper_image)
+    done = run([argv[0], "test", *argv[2:]])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("ok: Java 8, Hadoop 2.7.3, Spark 2.1.2 (paper: 2.1.0), TensorFlow 1.4.0 and TensorFlowOnSpark 1.0.8 "
+            "in Python 2.7, BigDL 0.3.0 (paper: a1f3a88)") in done.stdout
+
+
+def test_the_labels_name_every_version_and_each_substitution(paper_image):
+    argv = apptainer.run_prefix(paper_image)
+    labels = json.loads(run([argv[0], "inspect", "--json", "--labels", paper_image]).stdout)["data"]["attributes"]["labels"]
+    assert labels["org.dlobd.profile"] == "paper"
+    assert labels["org.dlobd.inputs-sha256"] == apptainer.content_hash(DEFINITION)
+    assert labels["org.dlobd.version.spark"] == f"{REGISTRY['substitutes']['spark']} (paper: {PAPER['spark']})"
+    assert labels["org.dlobd.version.bigdl"] == f"{REGISTRY['substitutes']['bigdl']} (paper: {PAPER['bigdl']})"
+    for name in ("hadoop", "tensorflow", "tensorflowonspark", "java"):
+        assert labels[f"org.dlobd.version.{name}"] == str(PAPER[name]), name
+    for package, version in REGISTRY["debian"].items():
+        assert labels[f"org.dlobd.version.deb.{package}"] == version, package
+    # and the image holds those Debian versions
+    done = run([*argv, "dpkg-query", "-W", "-f", "${Package}\t${Version}\n", *REGISTRY["debian"]])
+    assert done.returncode == 0, done.stderr
+    assert dict(line.split("\t") for line in done.stdout.splitlines()) == REGISTRY["debian"]
+
+
+def test_a_second_build_reuses_the_cached_image(paper_image):
+    started = time.monotonic()
+    again = run([sys.executable, "-m", "dlobd.cli", "image", "--images", IMAGES, "build", DEFINITION], cwd=ROOT)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"reused: {paper_image} ")
+    assert time.monotonic() - started < 60
+
+
+def test_the_stack_environment_names_the_paper_versions_and_their_substitutes(stack):
+    env = (stack.prefix / "etc/dlobd-env.sh").read_text()
+    assert "export HADOOP_VERSION=2.7.3\n" in env
+    assert f"export SPARK_VERSION={REGISTRY['substitutes']['spark']}\n" in env
+    assert "export PYSPARK_PYTHON=/usr/bin/python2.7\n" in env
+    assert "export DLOBD_TFOS_PYTHON=/usr/bin/python2.7\n" in env
+    done = run([stack.prefix / "bin/hdfs", "version"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Hadoop 2.7.3\n")
+    done = run([stack.prefix / "bin/dlobd-env", "spark-submit", "--version"])
+    assert "version 2.1.2" in done.stdout + done.stderr, done.stderr[-2000:]
+
+
+def test_the_paper_smoke_tests_pass_on_hdfs_and_yarn_started_from_the_image(cluster):
+    done = cluster.playbook("smoke-test.yml")
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    for task in ("HDFS | compare the bytes", "YARN | check every worker's NodeManager is running",
+                 "Spark | check the job ran on YARN and its counts are right",
+                 "BigDL | compile the class check and load BigDL classes from its jar (Java 8)"):
+        assert re.search(rf"TASK \[smoke_test : {re.escape(task)}\] \*+\n(ok|changed): ", done.stdout), task
