@@ -39,8 +39,7 @@ import jsonschema
 import yaml
 
 from dlobd import ROOT
-from dlobd.cluster import provenance
-from dlobd.cluster import fabric
+from dlobd.cluster import fabric, provenance
 from dlobd.cluster.remote import free_ports, ssh_argv
 
 CLUSTERS = ROOT / "config" / "clusters.yaml"

@@ -23,10 +23,9 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dlobd.cluster import provenance
-from dlobd.spec import networks
-from dlobd.cluster import capabilities
 from dlobd import NotRunnable
+from dlobd.cluster import capabilities, provenance
+from dlobd.spec import networks
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10

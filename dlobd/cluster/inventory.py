@@ -45,8 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlobd import ROOT
-from dlobd.cluster import fabric  # one check of a dlobd_hardware declaration: the fabric role's
-from dlobd.cluster import provenance
+from dlobd.cluster import (
+    fabric,  # one check of a dlobd_hardware declaration: the fabric role's
+    provenance,
+)
 
 PLAYBOOKS = ROOT / "playbooks"
 SETTINGS_PLAYBOOK = PLAYBOOKS / "inventory-settings.yml"

@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 import psutil
+
 from dlobd import ROOT
 
 # The cluster of an Ansible inventory (dlobd.cluster.inventory.Cluster) that prefix(), stack_setting(),

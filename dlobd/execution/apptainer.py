@@ -25,7 +25,6 @@ import tarfile
 import time
 from pathlib import Path
 
-
 # The hosts run this file as a script without the dlobd package (the apptainer role's
 # run-prefix), so it imports none of the package and finds its checkout from its own path.
 ROOT = Path(__file__).resolve().parents[2]

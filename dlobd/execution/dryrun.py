@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 from dlobd import ROOT
-from dlobd.cluster import provenance
-from dlobd.execution import runs
-from dlobd.cluster import inventory
 from dlobd import spec as dspec
+from dlobd.cluster import inventory, provenance
+from dlobd.execution import runs
 from dlobd.stacks import runner
 
 

@@ -12,15 +12,11 @@ from __future__ import annotations
 import json
 import sys
 
-from dlobd.cluster import provenance
-from dlobd import stacks
-from dlobd.spec import point_id
-from dlobd.cluster import inventory
-from dlobd.execution import dryrun
+from dlobd import ROOT, stacks
 from dlobd import spec as dspec
-from dlobd.execution import runs
-from dlobd import ROOT
-from dlobd.cluster import capabilities
+from dlobd.cluster import capabilities, inventory, provenance
+from dlobd.execution import dryrun, runs
+from dlobd.spec import point_id
 
 
 def launcher_missing(stack_name: str) -> list[str]:

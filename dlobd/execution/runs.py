@@ -13,13 +13,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlobd import NotRunnable
-from dlobd.cluster import provenance
+from dlobd import NotRunnable, stacks
+from dlobd.cluster import capabilities, provenance
 from dlobd.execution import slurmenv
-from dlobd import stacks
 from dlobd.spec import point_id  # one definition of the point directory name
 from dlobd.stacks.runner import RUN_JSON, LaunchResult, RunContext, data_label, now_iso
-from dlobd.cluster import capabilities
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "hung", "not runnable", "unparseable")

@@ -36,17 +36,20 @@ from pathlib import Path
 import psutil
 import yaml
 
-from dlobd import playbook_settings
-from dlobd.execution import runs
+from dlobd import ROOT, playbook_settings, spec
 from dlobd.cluster import provenance
-from dlobd import spec
-from dlobd.stacks import runner
+from dlobd.execution import runs
 from dlobd.execution.slurmenv import (
-    INTERRUPTIONS, INTERRUPT_FILE, JobError, JobPlan,
-    execution, expand_nodelist, interrupted_outcome, prefix_image,
+    INTERRUPT_FILE,
+    INTERRUPTIONS,
+    JobError,
+    JobPlan,
+    execution,
+    expand_nodelist,
+    interrupted_outcome,
+    prefix_image,
 )
-from dlobd import ROOT
-
+from dlobd.stacks import runner
 
 PLAYBOOKS = ROOT / "playbooks"
 # Ports of a job: a block of PORT_STRIDE ports per job id in [PORT_LOW, PORT_HIGH), above the

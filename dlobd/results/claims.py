@@ -21,15 +21,45 @@ import pandas as pd
 import yaml
 
 from dlobd import ROOT
-from dlobd.spec import metrics, substitutions
-from dlobd.spec import REPEAT
-from dlobd.spec.claimlang import (
-    ARITH, COMPARE, ROW_DIMENSIONS, SERIES_FUNCTIONS, TIME_COLUMNS, Arith, AxisOf,
-    Call, CheckError, ClaimSyntaxError, Compare, Exists, Logic, Neg, Not,
-    Num, Quant, RangeOf, Ref, SetOf, Slope, TimeTo, Word,
-    fmt, has_data, parse_check, show,
+from dlobd.results.verdicts import (
+    MISSING,
+    VERDICTS,
+    Verdict,
+    is_missing,
+    summary_text,
+    unique_pairs,
+    verdicts_frame,
 )
-from dlobd.results.verdicts import MISSING, VERDICTS, Verdict, is_missing, summary_text, unique_pairs, verdicts_frame
+from dlobd.spec import REPEAT, metrics, substitutions
+from dlobd.spec.claimlang import (
+    ARITH,
+    COMPARE,
+    ROW_DIMENSIONS,
+    SERIES_FUNCTIONS,
+    TIME_COLUMNS,
+    Arith,
+    AxisOf,
+    Call,
+    CheckError,
+    ClaimSyntaxError,
+    Compare,
+    Exists,
+    Logic,
+    Neg,
+    Not,
+    Num,
+    Quant,
+    RangeOf,
+    Ref,
+    SetOf,
+    Slope,
+    TimeTo,
+    Word,
+    fmt,
+    has_data,
+    parse_check,
+    show,
+)
 
 EXPERIMENTS_DIR = ROOT / "experiments"
 

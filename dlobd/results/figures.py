@@ -19,16 +19,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.lines  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import matplotlib.lines  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from dlobd.spec import metrics, substitutions  # noqa: E402
-from dlobd.spec import expand
-from dlobd.spec import _matches
+from dlobd.spec import _matches, expand, metrics, substitutions  # noqa: E402
 
 ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}

@@ -10,10 +10,9 @@ from pathlib import Path
 import jinja2
 
 from dlobd import ROOT, spec
-from dlobd.cluster import fabric, inventory
+from dlobd.cluster import capabilities, fabric, inventory
 from dlobd.execution import plan
 from dlobd.results.appendix import natural_key, write_generated
-from dlobd.cluster import capabilities
 
 OUT = Path("docs") / "new-cluster.md"
 # The settings a role records where the inventory runs it, which the plan sees as given

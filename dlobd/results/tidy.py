@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlobd import stacks
 from dlobd.execution import runs
 from dlobd.spec import metrics
-from dlobd import stacks
 from dlobd.stacks import runner
 
 FIXED_COLUMNS = ["metric", "value", "unit", "step", "epoch"]

@@ -12,7 +12,6 @@ import pandas as pd
 from dlobd.spec import substitutions
 from dlobd.spec.claimlang import fmt
 
-
 VERDICTS = ("holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable")
 
 MISSING = math.nan

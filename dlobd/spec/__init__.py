@@ -34,8 +34,7 @@ import jsonschema
 import yaml
 
 from dlobd import ROOT
-from dlobd.spec import metrics, networks
-from dlobd.spec import claimlang
+from dlobd.spec import claimlang, metrics, networks
 
 SCHEMA_PATH = Path(__file__).with_name("experiment.schema.json")
 

@@ -17,8 +17,6 @@ import lark
 
 from dlobd.spec import metrics
 
-
-
 GRAMMAR = r"""
 ?start: expr
 

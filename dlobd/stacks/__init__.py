@@ -28,9 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dlobd.spec.metrics import ROW_FIELDS
 from dlobd.cluster import hadoop
-from dlobd.spec.metrics import row
+from dlobd.spec.metrics import ROW_FIELDS, row
 from dlobd.stacks import runner
 
 STACKS = ("bigdl", "caffe", "caffeonspark", "grpcbench", "hibench_spark", "hr_reduce", "mmlspark", "scaffe",

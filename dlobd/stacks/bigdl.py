@@ -55,11 +55,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlobd import NotRunnable
 from dlobd.cluster import hadoop, provenance
 from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting
-from dlobd.stacks import runner
-from dlobd import NotRunnable
+from dlobd.stacks import (
+    NO_LINES,
+    LogError,
+    ParseResult,
+    line_parser,
+    positive_whole,
+    runner,
+    setting,
+)
 
 LOG_FILES = ("stderr.log", "stdout.log", "containers/*/stderr")
 

@@ -69,14 +69,20 @@ from pathlib import Path
 
 import jinja2
 
-from dlobd.cluster import hadoop, provenance
-from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, setting, yarn_application_span
-from dlobd.stacks.shared.caffe_solver import GLOG, THREAD, GlogClock, SolverLines
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
-from dlobd.stacks.shared.caffe_nets import NETS, models
 from dlobd import NotRunnable
+from dlobd.cluster import capabilities, hadoop, provenance
+from dlobd.spec.metrics import row
+from dlobd.stacks import (
+    NO_LINES,
+    LogError,
+    ParseResult,
+    line_parser,
+    runner,
+    setting,
+    yarn_application_span,
+)
+from dlobd.stacks.shared.caffe_nets import NETS, models
+from dlobd.stacks.shared.caffe_solver import GLOG, THREAD, GlogClock, SolverLines
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
 

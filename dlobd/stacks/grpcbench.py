@@ -61,14 +61,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from dlobd.cluster import provenance
-from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd import NotRunnable
+from dlobd.cluster import capabilities, provenance
 from dlobd.cluster.remote import free_ports, ssh_argv
 from dlobd.spec import networks
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
-from dlobd import NotRunnable
+from dlobd.spec.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
 
 LOG_FILES = ("stdout.log", "strace/*.txt")
 

@@ -53,13 +53,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dlobd import ROOT
+from dlobd import ROOT, NotRunnable
 from dlobd.cluster import hadoop, provenance
 from dlobd.spec.metrics import row
-from dlobd.stacks import (CUT_LINE, NO_LINES, LogError, ParseResult, line_parser, positive_whole, setting,
-                          whole_number)
-from dlobd.stacks import runner
-from dlobd import NotRunnable
+from dlobd.stacks import (
+    CUT_LINE,
+    NO_LINES,
+    LogError,
+    ParseResult,
+    line_parser,
+    positive_whole,
+    runner,
+    setting,
+    whole_number,
+)
 
 REPORT = "report/hibench.report"
 LOG_FILES = (REPORT,)

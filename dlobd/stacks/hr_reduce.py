@@ -44,12 +44,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from dlobd import NotRunnable
 from dlobd.cluster import provenance
 from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
-from dlobd.stacks import runner
-from dlobd.stacks.shared.mpi import MPIS, hostfile_text, mpi_tool, mpirun_prefix, rank_placement, write_hostfile
-from dlobd import NotRunnable
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
+from dlobd.stacks.shared.mpi import (
+    MPIS,
+    hostfile_text,
+    mpi_tool,
+    mpirun_prefix,
+    rank_placement,
+    write_hostfile,
+)
 
 LOG_FILES = ("stdout.log",)
 

@@ -67,12 +67,17 @@ import re
 import shlex
 from pathlib import Path
 
-from dlobd.cluster import hadoop, provenance
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, yarn_application_span
-from dlobd.stacks.shared.cntk_log import CntkEpochs
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
 from dlobd import NotRunnable
+from dlobd.cluster import capabilities, hadoop, provenance
+from dlobd.stacks import (
+    NO_LINES,
+    LogError,
+    ParseResult,
+    line_parser,
+    runner,
+    yarn_application_span,
+)
+from dlobd.stacks.shared.cntk_log import CntkEpochs
 
 LOG_FILES = ("stderr.log", "stdout.log")
 

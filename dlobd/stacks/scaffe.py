@@ -40,17 +40,15 @@ from pathlib import Path
 
 import jinja2
 
-from dlobd.cluster import provenance
-from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
+from dlobd import NotRunnable
+from dlobd.cluster import capabilities, provenance
 from dlobd.cluster.remote import ssh_argv
-from dlobd.stacks.shared.caffe_solver import GLOG, GlogClock, SolverLines
+from dlobd.spec.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
 from dlobd.stacks.shared.caffe_nets import NETS, models
+from dlobd.stacks.shared.caffe_solver import GLOG, GlogClock, SolverLines
 from dlobd.stacks.shared.cntk_log import CntkEpochs
 from dlobd.stacks.shared.mpi import hostfile_text, mpirun_prefix, rank_placement
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
-from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "stderr.log")
 

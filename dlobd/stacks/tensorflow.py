@@ -57,16 +57,19 @@ import sys
 import time
 from pathlib import Path
 
-from dlobd import ROOT
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
-from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
-from dlobd.stacks.shared.tf_cluster import PLAN_FILE, SUPERVISOR_FAILED, Task, place, run_tasks, transport
+from dlobd import ROOT, NotRunnable
+from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.cluster.remote import free_ports
-from dlobd.cluster import provenance
-from dlobd.cluster import hadoop
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
-from dlobd import NotRunnable
+from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
+from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
+from dlobd.stacks.shared.tf_cluster import (
+    PLAN_FILE,
+    SUPERVISOR_FAILED,
+    Task,
+    place,
+    run_tasks,
+    transport,
+)
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 

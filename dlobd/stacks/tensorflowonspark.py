@@ -88,14 +88,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from dlobd.cluster import hadoop, provenance
+from dlobd import NotRunnable
+from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.spec import networks
 from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, text_lines
+from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
 from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
-from dlobd import NotRunnable
 
 LOG_FILES = ("stdout.log", "stderr.log", "executors/*/stdout", "executors/*/stderr",
              "containers/*/stdout", "containers/*/stderr")

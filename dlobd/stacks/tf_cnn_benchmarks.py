@@ -57,15 +57,12 @@ import math
 import re
 from pathlib import Path
 
-from dlobd.cluster import provenance
-from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser
-from dlobd.cluster.remote import free_ports
-from dlobd.cluster import hadoop
-from dlobd.stacks.shared import tf_cluster
-from dlobd.cluster import capabilities
-from dlobd.stacks import runner
 from dlobd import NotRunnable
+from dlobd.cluster import capabilities, hadoop, provenance
+from dlobd.cluster.remote import free_ports
+from dlobd.spec.metrics import row
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
+from dlobd.stacks.shared import tf_cluster
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
 
