@@ -206,9 +206,11 @@ def test_missing_image_input_is_named(tmp_path):
         apptainer.content_hash(definition, tmp_path, ("nothing-here",))
 
 
-def test_the_project_image_inputs_exist_and_the_cache_path_carries_the_hash(tmp_path):
-    digest = apptainer.content_hash(apptainer.CONTAINERS_DIR / "modern.def")
-    assert apptainer.image_path(tmp_path, "modern", digest) == tmp_path / f"modern-{digest[:16]}.sif"
+@pytest.mark.parametrize("definition", sorted(apptainer.CONTAINERS_DIR.glob("*.def")), ids=lambda p: p.stem)
+def test_the_project_image_inputs_exist_and_the_cache_path_carries_the_hash(tmp_path, definition):
+    # every %files source of every definition, so a moved module cannot break an image build late
+    digest = apptainer.content_hash(definition)
+    assert apptainer.image_path(tmp_path, definition.stem, digest) == tmp_path / f"{definition.stem}-{digest[:16]}.sif"
 
 
 def version_sets_tree(tmp_path: Path) -> Path:
