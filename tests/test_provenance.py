@@ -1,5 +1,10 @@
 """Provenance helpers that read the provisioned environment."""
 
+import os
+import stat
+
+import pytest
+
 from dlobd.cluster import provenance
 
 
@@ -51,3 +56,54 @@ def test_run_json_carries_each_hosts_fingerprint_and_the_calibration(tmp_path, m
                              "10.9.0.2": {"schema": 1, "host": "w2"}, "10.9.0.3": None}
     assert got["calibration"]["error"].startswith(f"127.0.0.1:{prefix}/etc/calibration.json: not JSON")
     assert [c[-1] for c in calls] == [f"cat {prefix}/etc/fabric.json 2>/dev/null || echo __absent__"] * 2
+
+
+# ---------------------------------------------------------------- versions under the apptainer method
+# The stacks' Java, Python and MPI are the image's, asked through the prefix's wrappers (here small
+# scripts that answer as the image's commands do), never the host's own on its PATH.
+
+def script(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def image_prefix(tmp_path, monkeypatch):
+    prefix = tmp_path / "prefix"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc/dlobd-env.sh").write_text(
+        f"export DLOBD_INSTALL_METHOD=apptainer\n"
+        f"export JAVA_HOME={prefix}/libexec/apptainer/jvm\n"
+        f"export DLOBD_PYTHON={prefix}/python/bin/python\n"
+        f"export DLOBD_PYTHON_HOME={prefix}/python\n"
+        "export HADOOP_VERSION=2.7.3 SPARK_VERSION=2.1.2\n")
+    # Java 8 prints its version on stderr, after whatever the container runtime says first
+    script(prefix / "libexec/apptainer/jvm/bin/java",
+           "echo 'INFO:    underlay of /etc/localtime required more than 50 bind mounts' >&2\n"
+           "echo 'openjdk version \"1.8.0_504\"' >&2\n")
+    script(prefix / "python/bin/python", "echo 2.7.18\n")
+    monkeypatch.setenv("DLOBD_PREFIX", str(prefix))
+    provenance.provisioned_env.cache_clear()
+    provenance.versions.cache_clear()
+    yield prefix
+    provenance.provisioned_env.cache_clear()
+    provenance.versions.cache_clear()
+
+
+def test_java_python_and_mpi_are_the_images_through_the_prefix(image_prefix):
+    found = provenance.versions()
+    assert found["java"] == 'openjdk version "1.8.0_504"'
+    assert found["python"] == "2.7.18"
+    assert found["mpi"] is None  # no MPI wrapper in this prefix: the host's mpirun is not the stacks'
+    assert (found["hadoop"], found["spark"]) == ("2.7.3", "2.1.2")
+
+
+def test_an_mpi_wrapper_in_the_prefix_is_asked(image_prefix):
+    script(image_prefix / "bin/mpirun", "echo 'mpirun (Open MPI) 4.1.6'\necho 'Report bugs' \n")
+    assert provenance.versions()["mpi"] == "mpirun (Open MPI) 4.1.6"
+
+
+def test_a_java_that_fails_gives_no_version(image_prefix):
+    os.remove(image_prefix / "libexec/apptainer/jvm/bin/java")
+    assert provenance.versions()["java"] is None

@@ -241,8 +241,13 @@ def _image_dist_version(python: str, name: str) -> str | None:
                   "try: print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError: pass", name], timeout=60)
     return found.splitlines()[-1] if found else None
 
-def _stack_python() -> str:
-    """The version of the Python the stacks run with (their venv), else this one."""
+def _stack_python() -> str | None:
+    """The version of the Python the stacks run with (their venv; under the apptainer method the
+    image's, which its wrapper says), else this one."""
+    if stack_setting("DLOBD_INSTALL_METHOD") == "apptainer":
+        found = _run([stack_setting("DLOBD_PYTHON") or "", "-c", "import platform; print(platform.python_version())"],
+                     timeout=60)
+        return found.splitlines()[-1] if found else None
     home = stack_setting("DLOBD_PYTHON_HOME")
     try:
         for line in Path(home, "pyvenv.cfg").read_text().splitlines():
@@ -253,15 +258,25 @@ def _stack_python() -> str:
         pass
     return platform.python_version()
 
+def _version_line(output: str | None) -> str | None:
+    """The line of a `--version` output that names it (Apptainer may print notices first)."""
+    lines = (output or "").splitlines()
+    return next((line for line in lines if "version" in line.lower()), lines[0] if lines else None)
+
+
 @functools.lru_cache(maxsize=1)
 def versions() -> dict:
     env = {**os.environ, **prefix_env()}
     pre = str(prefix())
-    java = _run(["java", "-version"])
+    # the stacks' Java and MPI, not whichever the host has first on its PATH: under the apptainer
+    # method the image's (its wrappers in the prefix), and none where the image has no MPI
+    java = _run([os.path.join(env["JAVA_HOME"], "bin", "java") if env.get("JAVA_HOME") else "java", "-version"],
+                timeout=60)
     hadoop_home = env.get("HADOOP_HOME") or pre
-    mpi = _run(["mpirun", "--version"])
+    in_image = env.get("DLOBD_INSTALL_METHOD") == "apptainer"
+    mpi = _run([os.path.join(pre, "bin", "mpirun") if in_image else "mpirun", "--version"], timeout=60)
     return {
-        "java": java.splitlines()[0] if java else None,
+        "java": _version_line(java),
         "hadoop": env.get("HADOOP_VERSION")
         or _jar_version(os.path.join(hadoop_home, "**", "hadoop-common-[0-9]*.jar")),
         "spark": env.get("SPARK_VERSION") or dist_version("pyspark"),
@@ -270,7 +285,7 @@ def versions() -> dict:
         "tensorflowonspark": dist_version("tensorflowonspark"),
         "bigdl": env.get("DLOBD_BIGDL_VERSION")
         or _jar_version(os.path.join(pre, "**", "bigdl-dllib-*.jar")),
-        "mpi": mpi.splitlines()[0] if mpi else None,
+        "mpi": _version_line(mpi),
     }
 
 def nics() -> list[dict]:
