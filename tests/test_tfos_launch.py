@@ -6,6 +6,7 @@ run of the launcher (tests/data/logs/README.md), whose event log is stored gzip-
 """
 
 import ast
+import dataclasses
 import gzip
 import json
 import os
@@ -33,6 +34,7 @@ from dlobd import NotRunnable
 FIXTURE = Path(__file__).parent / "data" / "logs" / "tensorflowonspark-yarn" / "spark-mnist-1-node"
 ENV = {"DLOBD_PYTHON": "/stack/bin/python", "SPARK_HOME": "/stack/spark", "DLOBD_DATA_DIR": "/data"}
 URI = "hdfs://127.0.0.1:19820/dlobd/data/x"
+LOCAL = Path("/data/x")
 
 
 def spec(name):
@@ -49,7 +51,7 @@ def context(tmp_path, experiment, point):
 
 
 def command_for(ctx, network="loopback"):
-    return tfos.build_command(ctx, "spark-submit", URI, tfos.placement(network, ENV))
+    return tfos.build_command(ctx, "spark-submit", URI, tfos.placement(network, ENV), LOCAL)
 
 
 def confs(command):
@@ -136,7 +138,7 @@ def test_rdma_path_runs_the_verbs_python(tmp_path, monkeypatch):
     monkeypatch.setattr(tfos.provenance, "workers", lambda: ["10.1.0.5"])
     env = {**ENV, "DLOBD_TF_RDMA_PYTHON": "/opt/tf-verbs/bin/python", "TFOS_SERVER_HOST": "10.1.0.1"}
     ctx = context(tmp_path, "dlobd-fig5b", {"workload": "mnist", "network": "rdma", "gpus": 2})
-    cmd = tfos.build_command(ctx, "spark-submit", URI, tfos.placement("rdma", env))
+    cmd = tfos.build_command(ctx, "spark-submit", URI, tfos.placement("rdma", env), LOCAL)
     conf = confs(cmd)
     assert option(cmd, "--protocol") == "grpc+verbs"
     assert conf["spark.pyspark.python"] == conf["spark.pyspark.driver.python"] == "/opt/tf-verbs/bin/python"
@@ -296,7 +298,7 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
     ctx = paper_context(tmp_path, experiment, point)
     where = tfos.placement(point["network"], PAPER_ENV)
     assert where.tf1 and where.node_host is None  # several workers: TFoS 1.0 picks each one's address
-    cmd = tfos.build_command(ctx, "spark-submit", URI, where)
+    cmd = tfos.build_command(ctx, "spark-submit", URI, where, LOCAL)
     conf = confs(cmd)
     rdma = point["network"] == "rdma"
     python = "/opt/tf1-verbs/bin/python" if rdma else "/opt/py35-tf14/bin/python"
@@ -557,3 +559,15 @@ def test_the_address_map_takes_the_default_routes_found_at_provisioning(monkeypa
     monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
     assert tfos.placement("ipoib", PAPER_ENV).address_map == (("10.40.0.6", "10.1.0.6"), ("10.50.0.5", "10.1.0.5"))
     assert tfos.placement("ipoib", ENV).address_map == ()  # TFoS 2.x takes TFOS_SERVER_HOST
+
+
+@pytest.mark.parametrize("tf1", [False, True], ids=["train.py", "train_tf1.py"])
+def test_evaluate_scores_the_local_test_set_and_is_off_by_default(tmp_path, tf1):
+    ctx = context(tmp_path, "dlobd-fig9", {"framework": "tensorflowonspark", "network": "loopback"})
+    where = tfos.placement("loopback", ENV)
+    where = dataclasses.replace(where, tf1=tf1)
+    assert "--eval-dir" not in tfos.build_command(ctx, "spark-submit", URI, where, LOCAL)
+    ctx.fixed["evaluate"] = True
+    cmd = tfos.build_command(ctx, "spark-submit", URI, where, LOCAL)
+    assert option(cmd, "--eval-dir") == "/data/x" and option(cmd, "--data-dir") == URI
+    assert cmd.index("--eval-dir") > cmd.index(str(tfos.TRAIN_TF1 if tf1 else tfos.TRAIN))

@@ -669,19 +669,24 @@ def submit_argv(ctx: runner.RunContext, spark_submit: str, executors: int, conf:
     return command + hadoop.spark_conf(ctx)
 
 
-def subset_and_address(ctx: runner.RunContext, name: str, where: Placement) -> list[str]:
-    """The options both TFoS programs take alike: the first records to train on, the address
+def subset_and_address(ctx: runner.RunContext, name: str, where: Placement, local_data: Path) -> list[str]:
+    """The options both TFoS programs take alike: the first records to train on, the test set
+    the chief scores after each epoch (fixed `evaluate: true`; from the local copy every host
+    holds, and inside the training phase, so the figures' points leave it off), the address
     every TF node uses."""
     options = []
     images = per_workload(ctx.fixed.get("train_images"), name)
     if images:
         options += ["--train-images", str(int(images))]
+    if ctx.fixed.get("evaluate"):
+        options += ["--eval-dir", str(local_data)]
     if where.node_host:
         options += ["--node-host", where.node_host]
     return options
 
 
-def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, where: Placement,
+                      local_data: Path) -> list[str]:
     """The paper profile's spark-submit of train_tf1.py: one executor per TF worker and per
     parameter server, Spark 2.1's settings, driver and executors on where.python."""
     name, model, _ = workload(ctx)
@@ -701,16 +706,17 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
                 "--num-gpus", str(lay["gpus"]), "--batch-size", str(lay["batch"]),
                 "--epochs", str(lay["epochs"]), "--partitions", str(2 * lay["workers"]),
                 "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
-    command += subset_and_address(ctx, name, where)
+    command += subset_and_address(ctx, name, where, local_data)
     if where.address_map:
         command += ["--address-map", ",".join(f"{a}={b}" for a, b in where.address_map)]
     return command
 
 
-def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, where: Placement) -> list[str]:
+def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, where: Placement,
+                  local_data: Path) -> list[str]:
     """The spark-submit command line of one point: YARN, client mode, one TF node per executor."""
     if where.tf1:
-        return build_command_tf1(ctx, spark_submit, data_uri, where)
+        return build_command_tf1(ctx, spark_submit, data_uri, where, local_data)
     name, model, _ = workload(ctx)
     nodes = tf_nodes(ctx.point, ctx.fixed)
     conf = {**spark_conf(ctx, where), "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m"}
@@ -722,7 +728,7 @@ def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, wher
                 "--batch-size", str(int(ctx.fixed.get("batch", 64))),
                 "--epochs", str(int(ctx.fixed.get("epochs", 1))), "--partitions", str(2 * nodes),
                 "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
-    return command + subset_and_address(ctx, name, where)
+    return command + subset_and_address(ctx, name, where, local_data)
 
 
 def launch(ctx: runner.RunContext) -> runner.LaunchResult:
@@ -734,7 +740,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     local = Path(env["DLOBD_DATA_DIR"]) / dataset
     # the executors read the training set from HDFS (spark mode: sc.binaryFiles/binaryRecords)
     data_uri = hadoop.hdfs_uri(f"{HDFS_DATA}/{dataset}")
-    command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where)
+    command = build_command(ctx, str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), data_uri, where, local)
     if not ctx.dry_run:
         with open(ctx.attempt_dir / "prepare.log", "x", encoding="utf-8") as log:
             log.write(f"{runner.now_iso()} staging {local} into HDFS {HDFS_DATA}/{dataset}\n")
