@@ -143,6 +143,14 @@ class Spec:
         """The stack module that runs this spec at `scale` (a scale may override the spec's)."""
         return self.scale(scale).get("stack", self.data["stack"])
 
+    def point_stack(self, scale: str, point: dict) -> str:
+        """The stack module of one point: the value of its `stack_axis`, else the scale's (as
+        runs.launch chooses it)."""
+        axis = self.data.get("stack_axis")
+        if axis and axis in point:
+            return str(point[axis])
+        return (self.source_spec.data.get("scales", {}).get(scale) or {}).get("stack") or self.data["stack"]
+
     def runs_from(self, scale: str) -> str | None:
         """The spec whose runs at `scale` are this spec's (the scale's `runs_from`), or None."""
         return (self.source_spec.data.get("scales", {}).get(scale) or {}).get("runs_from")

@@ -149,12 +149,7 @@ def report_html():
 
 
 def stack_for(experiment, point, scale):
-    """The stack module of a point: the value of its `stack_axis`, else the scale's `stack`
-    (as runs.launch chooses it), else the spec's."""
-    data = SPECS[experiment].data
-    axis = data.get("stack_axis")
-    scale_stack = (scale_of(experiment, scale) or {}).get("stack")
-    return str(point[axis]) if axis and axis in point else scale_stack or data["stack"]
+    return SPECS[experiment].point_stack(scale, point)
 
 
 def launched_markers(wildcards):
