@@ -258,7 +258,9 @@ def figure_pool():
     global _FIGURE_POOL
     if _FIGURE_POOL is None:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["dlobd.results.figures"])
+        # each worker runs the script that started Snakemake again (multiprocessing's __mp_main__),
+        # which imports snakemake.cli: imported once in the server, that is instant in the workers
+        context.set_forkserver_preload(["snakemake.cli", "dlobd.results.figures"])
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
     return _FIGURE_POOL
 
