@@ -253,7 +253,9 @@ def figure_pool():
     global _FIGURE_POOL
     if _FIGURE_POOL is None:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["dlobd.results.figures"])
+        # each worker runs the script that started Snakemake again (multiprocessing's __mp_main__),
+        # which imports snakemake.cli: imported once in the server, that is instant in the workers
+        context.set_forkserver_preload(["snakemake.cli", "dlobd.results.figures"])
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
     return _FIGURE_POOL
 
@@ -261,8 +263,11 @@ def figure_pool():
 def start_figure_pool():
     """Start the drawing processes now, in the background: they import matplotlib while the
     results are parsed instead of on the way of the first figure. Called before any job runs,
-    so no job thread creates a second pool."""
-    threading.Thread(target=figure_pool().submit, args=(int,), daemon=True).start()
+    so no job thread creates a second pool. One task per worker: the pool starts a worker
+    only for a task that finds none idle."""
+    pool = figure_pool()
+    threading.Thread(target=lambda: [pool.submit(int) for _ in range(workflow.cores)],
+                     daemon=True).start()
 
 
 def step_figure(wildcards, input, output, log):
