@@ -21,6 +21,7 @@ COMMANDS = {
     "image": ("dlobd.execution.apptainer", "Apptainer images of containers/: build (or reuse), exec, info"),
     "calibrate": ("dlobd.cluster.calibrate", "measure the cluster's links: TCP and RDMA latency and bandwidth"),
     "compare-paths": ("dlobd.results.comparepaths", "the same points run through two execution paths: statuses side by side"),
+    "compare-profiles": ("dlobd.results.compareprofiles", "the same points on the modern and the paper profile's software: values side by side"),
 }
 
 

@@ -115,6 +115,19 @@ def test_bigdl_lenet_full_mnist():
     assert r.meta["records_per_iteration"] == 128.0 and r.meta["test_records"] == 10000
 
 
+def test_bigdl_0_3_lenet_on_yarn_from_the_paper_profile_image():
+    """BigDL 0.3.0 (the paper profile's stand-in for commit a1f3a88) on Spark 2.1.2 and YARN 2.7.3,
+    Java 8: its DistriOptimizer words a step `Trained 128 records in 0.48 seconds.`, 2.x's too."""
+    r = parse("bigdl", "paper-profile/bigdl-0.3.0-lenet-mnist/stderr.log")
+    assert (r.status, r.finished, r.reason) == ("ok", True, None)
+    assert len(values(r, "throughput_records_per_s")) == 600  # 6 epochs of 12800 records / batch 128
+    assert values(r, "throughput_records_per_s", step=1) == [264.27908]
+    assert values(r, "loss", step=1) == [2.3278065]
+    assert values(r, "top1_accuracy") == [0.8205, 0.8725, 0.8945, 0.9125, 0.9215, 0.9265]
+    assert values(r, "epoch_time_s")[0] == pytest.approx(12.043026903)
+    assert r.meta["epoch_records"] == 12800 and r.meta["test_records"] == 2000
+
+
 def test_bigdl_vgg_cifar10_synthetic():
     r = parse("bigdl", "bigdl/vgg-cifar10-synthetic/stderr.log")
     assert (r.status, r.finished) == ("ok", True)

@@ -32,6 +32,7 @@ from dlobd.stacks import runner
 from dlobd import NotRunnable
 
 FIXTURE = Path(__file__).parent / "data" / "logs" / "tensorflowonspark-yarn" / "spark-mnist-1-node"
+PAPER_RUN = Path(__file__).parent / "data" / "logs" / "paper-profile" / "tfos-1.0.8-mnist"
 ENV = {"DLOBD_PYTHON": "/stack/bin/python", "SPARK_HOME": "/stack/spark", "DLOBD_DATA_DIR": "/data"}
 URI = "hdfs://127.0.0.1:19820/dlobd/data/x"
 LOCAL = Path("/data/x")
@@ -156,15 +157,18 @@ def test_loopback_refuses_executors_on_other_hosts(monkeypatch):
 
 # ---------------------------------------------------------------- breakdown of a real run
 
-@pytest.fixture
-def run(tmp_path):
-    """The fixture run with its event log as Spark wrote it (uncompressed)."""
-    out = tmp_path / "run"
-    shutil.copytree(FIXTURE, out)
+def unpacked(stored: Path, out: Path) -> Path:
+    """A copy of a stored run with its event log as Spark wrote it (uncompressed)."""
+    shutil.copytree(stored, out)
     packed = next((out / "spark-events").glob("*.gz"))
     packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
     packed.unlink()
     return out
+
+
+@pytest.fixture
+def run(tmp_path):
+    return unpacked(FIXTURE, tmp_path / "run")
 
 
 def phases(result):
@@ -227,6 +231,21 @@ def test_without_yarn_records_training_is_the_chief_clock(run):
     assert r.status == "ok" and r.finished
     rows = [(x["phase"], x["task"]) for x in r.rows if x["metric"] == "time_breakdown_s"]
     assert sorted(rows) == [("tfos_shutdown", "driver"), ("tfos_startup", "driver"), ("training", "chief:0")]
+
+
+def test_breakdown_of_the_paper_profiles_real_yarn_run(tmp_path):
+    """TFoS 1.0.8 and TensorFlow 1.4.0 in Python 2.7, Spark 2.1.2 on YARN 2.7.3 (the paper profile's
+    image): train_tf1.py's two workers and a parameter server, scored on the test set each epoch."""
+    r = parse_run("tensorflowonspark", unpacked(PAPER_RUN, tmp_path / "run"))
+    assert (r.status, r.finished) == ("ok", True), r.reason
+    assert phases(r) == pytest.approx({"yarn_scheduling": 15.267, "data_loading": 6.177, "tfos_startup": 3.371,
+                                      "training": 20.6518, "spark_jobs": 0.2912, "tfos_shutdown": 5.471}, abs=1e-6)
+    total = [x["value"] for x in r.rows if x["metric"] == "end_to_end_s"]
+    assert total == [pytest.approx(51.229, abs=1e-6)] and sum(phases(r).values()) == pytest.approx(total[0])
+    accuracy = [(x["task"], x["epoch"], x["value"]) for x in r.rows if x["metric"] == "top1_accuracy"]
+    assert accuracy == [("chief:0", 1, 0.899), ("chief:0", 2, 0.9073), ("chief:0", 3, 0.9122)]
+    assert {x["task"] for x in r.rows if x["metric"] == "images_per_s"} == {"chief:0", "worker:0"}
+    assert (r.meta["strategy"], r.meta["num_ps"], r.meta["tensorflow"]) == ("ps", "1", "1.4.0")
 
 
 # ---------------------------------------------------------------- the paper profile: TFoS 1.0.8, TF 1.x

@@ -1,0 +1,62 @@
+"""dlobd compare-profiles: the same points on the modern and on the paper profile's software,
+their values side by side. The modern side is dlobd-fig6c's reference run (BigDL 2.4.0, 10
+epochs of 2,560 MNIST images); the paper side the paper profile's real BigDL 0.3.0 run of
+tests/data/logs (6 epochs of 12,800: the integration test's settings, not the figure's), so
+the values differ for both reasons, which the test does not judge."""
+
+import shutil
+from pathlib import Path
+
+from dlobd import cli
+from dlobd.execution import runs
+
+ROOT = Path(__file__).resolve().parent.parent
+MODERN = ROOT / "data/reference/local/local/dlobd-fig6c/network-loopback/attempt-001"
+PAPER = ROOT / "tests/data/logs/paper-profile/bigdl-0.3.0-lenet-mnist"
+POINT = "local/local/dlobd-fig6c/network-loopback/attempt-001"
+
+
+def runs_dir(base: Path, attempt: Path) -> Path:
+    """A runs directory holding one attempt (its run record and the driver's log)."""
+    target = base / POINT
+    target.mkdir(parents=True)
+    for name in ("run.json", "stderr.log"):
+        shutil.copy(attempt / name, target / name)
+    return base
+
+
+def test_a_point_ok_on_both_profiles_shows_each_side_s_software_and_values(tmp_path, capsys):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    assert cli.main(["compare-profiles", str(modern), str(paper)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("local/dlobd-fig6c/network-loopback:")
+    assert out[at + 1].startswith("    modern software: ") and out[at + 1].endswith("bigdl 2.4.0")
+    assert "hadoop 2.7.3, spark 2.1.2" in out[at + 2] and out[at + 2].endswith("bigdl 0.3.0")
+    # the last epoch's accuracy of each: 0.8385 after 10 epochs, 0.9265 after 6
+    assert out[at + 3] == "    top1_accuracy: modern 0.8385 | paper 0.9265  (paper/modern 1.1)"
+    assert out[-1] == "points: 1, compared (ok on both): 1"
+
+
+def test_a_point_not_ok_on_a_side_is_listed_with_its_reason_not_compared(tmp_path, capsys):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    record = runs.read_attempt(paper / POINT, paper).record
+    runs.write_run_json(runs.new_attempt(paper, "local", "local", "dlobd-fig6c", record["point"]),
+                        {**record, "status": "failed", "reason": "exit status 1"})
+    assert cli.main(["compare-profiles", str(modern), str(paper)]) == 0
+    out = capsys.readouterr().out
+    # the newest attempt is a failure, the older ok one is chosen, as the results choose it
+    assert "top1_accuracy: modern 0.8385 | paper 0.9265" in out
+    shutil.rmtree(paper / POINT)
+    assert cli.main(["compare-profiles", str(modern), str(paper)]) == 0
+    out = capsys.readouterr().out
+    assert "local/dlobd-fig6c/network-loopback: modern ok | paper failed  not compared" in out
+    assert "    paper reason: exit status 1" in out
+    assert out.rstrip().endswith("points: 1, compared (ok on both): 0")
+
+
+def test_an_unknown_experiment_or_a_missing_directory_is_named(tmp_path, capsys):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    assert cli.main(["compare-profiles", str(modern), str(paper), "--experiment", "dlobd-fig99"]) == 2
+    assert "no experiment spec dlobd-fig99 under experiments/" in capsys.readouterr().out
+    assert cli.main(["compare-profiles", str(tmp_path / "nowhere"), str(paper)]) == 2
+    assert f"{tmp_path / 'nowhere'}: not a directory of runs" in capsys.readouterr().out
