@@ -321,6 +321,44 @@ test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Had
 test-paper-profile: setup apptainer-deps ## build or reuse the paper profile's image, its %test and labels, the paper smoke tests on HDFS/YARN 2.7.3 and Spark 2.1 started from it
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_paper_profile.py -q -s
 
+## ---------------------------------------------------------------- the paper profile at local scale
+
+# The papers' own software (PAPER_DEF: Java 8, Hadoop 2.7.3, Spark 2.1, TensorFlowOnSpark 1.0.8 on
+# TensorFlow 1.4, BigDL 0.3) from its image, provisioned with the apptainer method into a prefix of
+# its own; the local points of the experiments whose stacks it holds run into PAPER_RUNS, with their
+# own results, figures and report under PAPER_OUT; then dlobd compare-profiles sets them beside
+# MODERN_RUNS. Its daemons take the ports of the modern cluster: stop that one first.
+PAPER_DEF ?= containers/paper-tfos-bigdl.def
+PAPER_PREFIX ?= $(DLOBD_PREFIX)-paper
+PAPER_RUNS ?= data/runs-paper
+PAPER_OUT ?= data/paper-profile
+PAPER_IDS ?= dlobd-fig9 dlobd-fig5b dlobd-fig6c dlobd-fig7a dlobd-fig7b slides-tfos-ipoib-rdma slides-bigdl-epoch slides-bigdl-scalability slides-acc-vgg-bigdl
+MODERN_RUNS ?= data/reference
+PAPER_PHASE = $(PYTHON) benchmarks/reproduce/phases.py --state $(PAPER_OUT)/state
+PAPER_PLAYBOOK = env ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) \
+  -e @$(PAPER_DEF:.def=.vars.yml) -e dlobd_install_method=apptainer -e dlobd_prefix=$(PAPER_PREFIX) \
+  $(if $(APPTAINER),-e apptainer_binary=$(APPTAINER)) $(if $(DLOBD_APPTAINER_TARBALL),-e apptainer_tarball=$(DLOBD_APPTAINER_TARBALL))
+
+.PHONY: reproduce-paper bench-paper-profile
+reproduce-paper: setup apptainer-deps ## the paper profile's software from its image: its experiments' local points, figures, report, and compare-profiles against MODERN_RUNS
+	mkdir -p $(PAPER_OUT)/state
+	$(PAPER_PHASE) begin
+	$(PAPER_PHASE) run image -- nice -n 10 $(BIN)/dlobd image --images $(IMAGES) build $(PAPER_DEF)
+	$(PAPER_PHASE) run provision -- sh -c '$(PAPER_PLAYBOOK) -e apptainer_image=$$($(BIN)/dlobd image --images $(IMAGES) path $(PAPER_DEF)) \
+	  --skip-tags mpi,grpc_bench,hibench playbooks/install.yml'
+	$(PAPER_PHASE) run cluster-up -- $(PAPER_PLAYBOOK) playbooks/cluster-up.yml
+	$(PAPER_PHASE) run smoke-test -- $(PAPER_PLAYBOOK) playbooks/smoke-test.yml || { $(PAPER_PLAYBOOK) playbooks/cluster-down.yml; exit 1; }
+	status=0; $(PAPER_PHASE) run experiments -- env DLOBD_PREFIX=$(PAPER_PREFIX) $(SNAKEMAKE) --keep-going \
+	    --config runs_dir=$(PAPER_RUNS) state_dir=$(PAPER_OUT)/state results_dir=$(PAPER_OUT)/results \
+	    figures_dir=$(PAPER_OUT)/figures report_dir=$(PAPER_OUT)/report launch=True \
+	    'experiments=[$(subst $(space),$(comma),$(strip $(PAPER_IDS)))]' || status=$$?; \
+	  $(PAPER_PHASE) run cluster-down -- $(PAPER_PLAYBOOK) playbooks/cluster-down.yml && exit $$status
+	$(BIN)/dlobd compare-profiles $(MODERN_RUNS) $(PAPER_RUNS) | tee $(PAPER_OUT)/compare-profiles.txt
+	@echo "report of the paper profile's runs: $(abspath $(PAPER_OUT)/report/index.html)"
+
+bench-paper-profile: ## wall time of the last `make reproduce-paper` by phase and experiment
+	@$(PAPER_PHASE) report
+
 ## ---------------------------------------------------------------- Slurm (slurm/, issue #14)
 
 # The artifact inside one Slurm allocation (slurm/dlobd.sbatch, dlobd/execution/slurmjob.py). For tests, a

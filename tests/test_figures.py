@@ -80,6 +80,15 @@ def test_grouped_bars_draw_the_reduced_values(tmp_path, log):
         assert part in text
 
 
+def test_runs_of_the_paper_profile_say_so_in_the_footer(tmp_path, log):
+    table = _table(tmp_path, SPEC, "local", [{"network": "loopback", "cores": 1}], log)
+    assert "PAPER SOFTWARE" not in _texts(figures.draw(SPEC, "local", SPEC["scales"]["local"], table,
+                                                       tmp_path / "modern.png"))
+    table["profile"] = "paper"
+    text = _texts(figures.draw(SPEC, "local", SPEC["scales"]["local"], table, tmp_path / "paper.png"))
+    assert "PAPER SOFTWARE (the papers' releases), local hardware" in text
+
+
 def test_paper_values_get_their_own_panel_at_local_scale(tmp_path, log):
     table = _table(tmp_path, SPEC, "local", [{"network": "loopback", "cores": 1}], log)
     fig = figures.draw(SPEC, "local", SPEC["scales"]["local"], table, tmp_path / "f.png")

@@ -144,7 +144,7 @@ def test_results_table_has_the_contract_columns(tmp_path, log):
     cols = list(table.columns)
     assert cols[:3] == ["experiment", "network", "cores"]
     assert cols[3:8] == ["metric", "value", "unit", "step", "epoch"]
-    assert cols[-6:] == ["run_id", "status", "reason", "cluster", "scale", "data_label"]
+    assert cols[-7:] == ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile"]
     assert "wall_clock_s" in cols and "point.cores" not in cols and "attempts" not in cols
     failed = table[table["status"] == "failed"]
     assert len(failed) == 1 and failed.iloc[0]["reason"] == "exit status 1"

@@ -124,7 +124,7 @@ def test_record_not_runnable_reuses_same_reason_only(tmp_path):
     rec = json.loads((a / "run.json").read_text())
     assert rec["status"] == "not runnable" and rec["reason"] == "needs infiniband"
     assert rec["run_id"] == "local/local/dlobd-fig7b/cores-1_network-rdma/attempt-001"
-    assert rec["labels"] == {"data": "synthetic", "network": "rdma"}
+    assert rec["labels"] == {"data": "synthetic", "network": "rdma", "profile": "modern"}
     assert rec["system"]["cpus"] >= 1 and rec["versions"]["python"]
     assert runs.record_not_runnable(tmp_path, "local", "local", SPEC, point, "needs infiniband") == a
     b = runs.record_not_runnable(tmp_path, "local", "local", SPEC, point, "needs gpu")

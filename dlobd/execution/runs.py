@@ -315,7 +315,8 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
 
 def _labels(spec_data: dict, scale: str, point: dict) -> dict:
     dataset = spec_data.get("scales", {}).get(scale, {}).get("dataset", spec_data.get("dataset"))
-    labels = {"data": data_label(dataset)}
+    # which software ran: the papers' releases (the paper profile) or today's, for every number drawn
+    labels = {"data": data_label(dataset), "profile": provenance.stack_setting("DLOBD_PROFILE") or "modern"}
     if "network" in point:
         labels["network"] = str(point["network"])
     return labels

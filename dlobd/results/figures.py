@@ -294,6 +294,10 @@ class Context:
         found = sorted({str(d) for d in t["data_label"].dropna()}) if "data_label" in t else []
         return found or [str(self.scale.get("dataset") or self.spec.get("dataset"))]
 
+    def paper_software(self) -> bool:
+        """Whether a drawn point ran the paper profile's software."""
+        return "profile" in self.ok and (self.ok["profile"] == "paper").any()
+
     def emulated(self) -> bool:
         """Whether a drawn point ran on an emulated network (a failed one draws no data)."""
         t = self.ok
@@ -307,6 +311,8 @@ class Context:
         cluster = ", ".join(ran_on) if ran_on else (cluster_spec or "(no runs)")
         data = ", ".join(self.data_labels())
         parts = [f"scale: {self.scale_name}", f"cluster: {cluster}", f"data: {data}"]
+        if self.paper_software():
+            parts.insert(0, "PAPER SOFTWARE (the papers' releases), local hardware")
         if any("synthetic" in d for d in self.data_labels()):
             parts.append("SYNTHETIC DATA")
         if self.emulated():

@@ -22,7 +22,7 @@ from dlobd.spec import metrics
 from dlobd.stacks import runner
 
 FIXED_COLUMNS = ["metric", "value", "unit", "step", "epoch"]
-TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label"]
+TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile"]
 MONITOR_DIR = "monitor"
 _NET_COLUMN = re.compile(r"^net_(.+)_(rx|tx)_bytes$")
 
@@ -128,6 +128,8 @@ def parse_point(point_dir, runs_dir, stack, as_point: dict | None = None) -> pd.
     frame["scale"] = rec["scale"]
     frame["data_label"] = (rec.get("labels") or {}).get("data") or runner.data_label(
         rec.get("dataset"))
+    # runs recorded before the label have none (all of them ran the modern profile's software)
+    frame["profile"] = (rec.get("labels") or {}).get("profile")
     frame["attempts"] = len(found)
     return frame
 
