@@ -23,6 +23,7 @@ multiple of 100) at which all of them are free on loopback, so a developer's run
 the default ports (or another session's test cluster) is left alone. `cluster.ports` has them.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -38,6 +39,7 @@ import psutil
 import pytest
 
 from dlobd import ROOT, playbook_settings
+from dlobd.cluster import provenance
 from dlobd.execution import apptainer
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -167,17 +169,25 @@ def cluster(provisioned):
     return provisioned
 
 
+@contextlib.contextmanager
+def stack_environment(prefix: Path, monkeypatch):
+    """runs.launch reading the stack environment of `prefix` (DLOBD_PREFIX), its cached
+    provenance dropped on the way in and out."""
+    monkeypatch.setenv("DLOBD_PREFIX", str(prefix))
+    provenance.provisioned_env.cache_clear()
+    provenance.versions.cache_clear()
+    try:
+        yield
+    finally:
+        provenance.provisioned_env.cache_clear()
+        provenance.versions.cache_clear()
+
+
 @pytest.fixture
 def stack_cluster(cluster, monkeypatch):
     """`cluster`, with the stack environment (DLOBD_PREFIX) pointing at it for runs.launch."""
-    from dlobd.cluster import provenance
-
-    monkeypatch.setenv("DLOBD_PREFIX", str(cluster.prefix))
-    provenance.provisioned_env.cache_clear()
-    provenance.versions.cache_clear()
-    yield cluster
-    provenance.provisioned_env.cache_clear()
-    provenance.versions.cache_clear()
+    with stack_environment(cluster.prefix, monkeypatch):
+        yield cluster
 
 
 @dataclass

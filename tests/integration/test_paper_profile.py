@@ -28,9 +28,8 @@ import psutil
 import pytest
 import yaml
 
-from conftest import port_free
+from conftest import port_free, stack_environment
 from dlobd import ROOT, playbook_settings, spec, stacks
-from dlobd.cluster import provenance
 from dlobd.execution import apptainer, runs
 
 pytestmark = pytest.mark.integration
@@ -178,13 +177,9 @@ def test_the_paper_smoke_tests_pass_on_hdfs_and_yarn_started_from_the_image(clus
 
 @pytest.fixture
 def paper_env(cluster, monkeypatch):
-    """The cluster, with runs.launch reading the stack environment of its prefix (DLOBD_PREFIX)."""
-    monkeypatch.setenv("DLOBD_PREFIX", str(cluster.prefix))
-    provenance.provisioned_env.cache_clear()
-    provenance.versions.cache_clear()
-    yield cluster
-    provenance.provisioned_env.cache_clear()
-    provenance.versions.cache_clear()
+    """The cluster, with runs.launch reading the stack environment of its prefix."""
+    with stack_environment(cluster.prefix, monkeypatch):
+        yield cluster
 
 
 def launched(data: dict, point: dict, runs_dir: Path) -> Path:
