@@ -271,6 +271,11 @@ def main_fun(a, ctx):
         steps = max(1, a.records // (a.batch_size * n_workers))
 
         def next_batch():
+            # the feed's end (a None in the queue) may close a partial batch; a call after it
+            # would wait on the empty queue until the executor is killed, before the node's
+            # epoch and summary lines (seen on TFoS 1.0.8 when the other worker took more partitions)
+            if feed.should_stop():
+                return None
             rows = feed.next_batch(a.batch_size)
             return rows_to_arrays(a.model, rows) if rows else None
     else:
