@@ -234,13 +234,20 @@ def test_no_panel_is_empty_but_for_a_note(drawn):
     assert "no panel for nodes=3: n/r: needs multi-host" in footer(drawn["slides-resnet50"][2])
 
 
-def test_no_utilisation_figure_has_empty_panels(results_dir, tmp_path):
+@pytest.fixture(scope="module")
+def utilisation(results_dir, tmp_path_factory):
+    """experiment -> its resource-use Figure, for each experiment owning results."""
+    tmp = tmp_path_factory.mktemp("utilisation")
+    return {e: figures.draw_utilisation(merged(e), SCALE, results.read_results(csv_of(results_dir, e)),
+                                        tmp / f"{e}.png")
+            for e in sorted({SPECS[e].source_spec.id for e in SPECS})}
+
+
+def test_no_utilisation_figure_has_empty_panels(utilisation):
     # an experiment without monitor samples (not run here, or run without the monitor) says
     # why in a box; every panel that is drawn has lines
     empty = []
-    for e in sorted({SPECS[e].source_spec.id for e in SPECS}):
-        fig = figures.draw_utilisation(merged(e), SCALE, results.read_results(csv_of(results_dir, e)),
-                                       tmp_path / f"{e}.png")
+    for e, fig in utilisation.items():
         shown = [ax for ax in fig.axes if ax.axison]
         boxed = [t.get_text() for ax in fig.axes if not ax.axison for t in ax.texts]
         if any(not ax.lines for ax in shown) or not (shown or boxed):
@@ -299,6 +306,7 @@ def text_boxes(fig, renderer) -> list[tuple[str, object, object, list]]:
     """(what, its axes or None, window extent, corners) of every drawn text of a figure: title,
     footer, panel titles, axis labels, tick labels, notes and legends (a legend as one box)."""
     out = [("title" if t is fig._suptitle else "footer", None, t) for t in fig.texts]
+    out += [("legend", None, legend) for legend in fig.legends]
     for i, ax in enumerate(fig.axes):
         shown = [("panel title", t) for t in (ax.title, ax._left_title, ax._right_title)]
         shown += [("note", t) for t in ax.texts]
@@ -384,8 +392,8 @@ def overlaps(fig) -> list[str]:
     canvas.draw()
     renderer = canvas.get_renderer()
     boxes = text_boxes(fig, renderer)
-    out = [f"{a} × {b}" for (a, _, _, ca), (b, _, _, cb) in itertools.combinations(boxes, 2)
-           if crossing(ca, cb)]
+    out = [f"{a} × {b}" for (a, _, ba, ca), (b, _, bb, cb) in itertools.combinations(boxes, 2)
+           if ba.overlaps(bb) and crossing(ca, cb)]
     page = fig.bbox.padded(TOUCH_PX)
     out += [f"{what} past the edge" for what, _, box, _ in boxes
             if not (page.contains(box.x0, box.y0) and page.contains(box.x1, box.y1))]
@@ -397,10 +405,12 @@ def overlaps(fig) -> list[str]:
     return out
 
 
-def test_no_text_runs_over_another_or_a_note_over_data(drawn):
+def test_no_text_runs_over_another_or_a_note_over_data(drawn, utilisation):
     # rule 6: readable at 100%; e.g. rdmatf-fig6's notes of a network that did not run here stood
     # across the other network's error bars, and a short log panel's 2, 3, 4 and 6 ran together
-    found = [f"{e}: {pair}" for e, (_, _, fig) in drawn.items() for pair in overlaps(fig)]
+    figs = [(e, fig) for e, (_, _, fig) in drawn.items()] + [(f"{e} resource use", fig)
+                                                             for e, fig in utilisation.items()]
+    found = [f"{e}: {pair}" for e, fig in figs for pair in overlaps(fig)]
     assert not found, f"{len(found)} overlaps:\n" + "\n".join(found)
 
 
