@@ -234,6 +234,14 @@ def test_no_panel_is_empty_but_for_a_note(drawn):
     assert "no panel for nodes=3: n/r: needs multi-host" in footer(drawn["slides-resnet50"][2])
 
 
+def test_a_line_without_a_value_is_said_in_the_footer_not_at_each_x(drawn):
+    # rule 6: rdmatf-fig6's emulated 1G network needs several hosts; its notes at each x stood
+    # across the loopback line's error bars
+    fig = drawn["rdmatf-fig6"][2]
+    assert "no line for network=eth-1g-emulated: n/r: needs multi-host" in footer(fig)
+    assert not [t for ax in fig.axes for t in ax.texts if "eth-1g-emulated" in t.get_text()]
+
+
 @pytest.fixture(scope="module")
 def utilisation(results_dir, tmp_path_factory):
     """experiment -> its resource-use Figure, for each experiment owning results."""
