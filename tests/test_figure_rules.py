@@ -3,6 +3,7 @@ the reference runs (data/reference) before they are saved: a figure says what ra
 footer and legend name only what is plotted, models look unlike measurements, and no text
 is too small to read at 100%."""
 
+import itertools
 import math
 import re
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.figure
 import matplotlib.text
 import pandas as pd
 import pytest
@@ -232,13 +234,28 @@ def test_no_panel_is_empty_but_for_a_note(drawn):
     assert "no panel for nodes=3: n/r: needs multi-host" in footer(drawn["slides-resnet50"][2])
 
 
-def test_no_utilisation_figure_has_empty_panels(results_dir, tmp_path):
+def test_a_line_without_a_value_is_said_in_the_footer_not_at_each_x(drawn):
+    # rule 6: rdmatf-fig6's emulated 1G network needs several hosts; its notes at each x stood
+    # across the loopback line's error bars
+    fig = drawn["rdmatf-fig6"][2]
+    assert "no line for network=eth-1g-emulated: n/r: needs multi-host" in footer(fig)
+    assert not [t for ax in fig.axes for t in ax.texts if "eth-1g-emulated" in t.get_text()]
+
+
+@pytest.fixture(scope="module")
+def utilisation(results_dir, tmp_path_factory):
+    """experiment -> its resource-use Figure, for each experiment owning results."""
+    tmp = tmp_path_factory.mktemp("utilisation")
+    return {e: figures.draw_utilisation(merged(e), SCALE, results.read_results(csv_of(results_dir, e)),
+                                        tmp / f"{e}.png")
+            for e in sorted({SPECS[e].source_spec.id for e in SPECS})}
+
+
+def test_no_utilisation_figure_has_empty_panels(utilisation):
     # an experiment without monitor samples (not run here, or run without the monitor) says
     # why in a box; every panel that is drawn has lines
     empty = []
-    for e in sorted({SPECS[e].source_spec.id for e in SPECS}):
-        fig = figures.draw_utilisation(merged(e), SCALE, results.read_results(csv_of(results_dir, e)),
-                                       tmp_path / f"{e}.png")
+    for e, fig in utilisation.items():
         shown = [ax for ax in fig.axes if ax.axison]
         boxed = [t.get_text() for ax in fig.axes if not ax.axison for t in ax.texts]
         if any(not ax.lines for ax in shown) or not (shown or boxed):
@@ -286,3 +303,137 @@ def test_no_value_label_of_a_paper_panel_runs_into_its_title(drawn):
                 crossing += [(e, t.get_text()) for t in ax.texts if t.xycoords == "data"
                              and t.get_window_extent(renderer).y1 > top + 0.5]
     assert not crossing
+
+
+# rule 6: how far (pixels) two boxes may touch before they overlap: glyph boxes include some
+# spacing above and below the letters
+TOUCH_PX = 1.5
+
+
+def text_boxes(fig, renderer) -> list[tuple[str, object, object, list]]:
+    """(what, its axes or None, window extent, corners) of every drawn text of a figure: title,
+    footer, panel titles, axis labels, tick labels, notes and legends (a legend as one box)."""
+    out = [("title" if t is fig._suptitle else "footer", None, t) for t in fig.texts]
+    out += [("legend", None, legend) for legend in fig.legends]
+    for i, ax in enumerate(fig.axes):
+        shown = [("panel title", t) for t in (ax.title, ax._left_title, ax._right_title)]
+        shown += [("note", t) for t in ax.texts]
+        # (a twin's shared axis, and the axes of a table or a reason's box, are not drawn)
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)) if ax.axison else ():
+            if not axis.get_visible():
+                continue
+            shown += [(f"{name} label", axis.label), (f"{name} offset", axis.get_offset_text())]
+            low, high = sorted(axis.get_view_interval())
+            shown += [(f"{name} tick", label) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                      if low <= tick.get_loc() <= high for label in (tick.label1, tick.label2)]
+        out += [(f"axes {i} {what}", ax, t) for what, t in shown]
+        if ax.get_legend():
+            out.append((f"axes {i} legend", ax, ax.get_legend()))
+    boxes = []
+    for what, ax, artist in out:
+        text = artist.get_text() if hasattr(artist, "get_text") else None
+        if artist.get_visible() and (text is None or text.strip()):
+            box = artist.get_window_extent(renderer)
+            boxes.append((what if text is None else f"{what} {text[:30]!r}", ax, box,
+                          corners(box, artist.get_rotation() if text is not None else 0)))
+    return boxes
+
+
+def corners(box, rotation: float) -> list[tuple[float, float]]:
+    """The corners of a text turned by `rotation` degrees inside its window extent: a slanted
+    tick label's extent is far larger than its letters."""
+    theta = math.radians(rotation % 90)
+    c, s = math.cos(theta), math.sin(theta)
+    if s < 1e-6 or abs(c - s) < 1e-3:  # upright, or too near 45° to tell the sides apart
+        return [(box.x0, box.y0), (box.x1, box.y0), (box.x1, box.y1), (box.x0, box.y1)]
+    w = (box.width * c - box.height * s) / (c * c - s * s)
+    h = (box.height * c - box.width * s) / (c * c - s * s)
+    return [(box.x0 + h * s, box.y0), (box.x1, box.y0 + w * s), (box.x1 - h * s, box.y1),
+            (box.x0, box.y0 + h * c)]
+
+
+def crossing(a: list, b: list) -> bool:
+    """Whether two convex outlines overlap by more than TOUCH_PX along every separating axis."""
+    for poly in (a, b):
+        for (x0, y0), (x1, y1) in zip(poly, poly[1:] + poly[:1]):
+            nx, ny = y0 - y1, x1 - x0
+            norm = math.hypot(nx, ny) or 1
+            pa = [(x * nx + y * ny) / norm for x, y in a]
+            pb = [(x * nx + y * ny) / norm for x, y in b]
+            if min(max(pa), max(pb)) - max(min(pa), min(pb)) <= TOUCH_PX:
+                return False
+    return True
+
+
+def data_paths(ax):
+    """(display path, whether its inside counts, marker radius in points, whether its line is
+    drawn) of what an axes plots on its data: lines with their markers, error bars, bars (not
+    reference lines across it)."""
+    for line in ax.lines:
+        if line.get_transform() == ax.transData:
+            marker = line.get_marker() not in (None, "None", "none", "")
+            yield (line.get_transform().transform_path(line.get_path()), False,
+                   line.get_markersize() / 2 if marker else 0,
+                   line.get_linestyle() not in ("None", "none", ""))
+    for coll in ax.collections:
+        for path in coll.get_paths():
+            yield coll.get_transform().transform_path(path), False, 0, True
+    for patch in ax.patches:
+        yield patch.get_transform().transform_path(patch.get_path()), True, 0, True
+
+
+def runs_over_data(box, paths, dpi: float) -> bool:
+    """Whether a box, less TOUCH_PX, meets a line, a marker or the inside of a bar."""
+    inner = box.padded(-TOUCH_PX)
+    for path, filled, marker_pt, drawn in paths:
+        if drawn and path.intersects_bbox(inner, filled=filled):
+            return True
+        if marker_pt and any(inner.padded(marker_pt * dpi / 72).contains(x, y) for x, y in path.vertices):
+            return True
+    return False
+
+
+def overlaps(fig) -> list[str]:
+    """Pairs of texts of a figure that run over each other, texts cut off at its edge, and
+    notes and legends that run over data (of their axes and any twin drawn in the same place)."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = text_boxes(fig, renderer)
+    out = [f"{a} × {b}" for (a, _, ba, ca), (b, _, bb, cb) in itertools.combinations(boxes, 2)
+           if ba.overlaps(bb) and crossing(ca, cb)]
+    page = fig.bbox.padded(TOUCH_PX)
+    out += [f"{what} past the edge" for what, _, box, _ in boxes
+            if not (page.contains(box.x0, box.y0) and page.contains(box.x1, box.y1))]
+    for ax in fig.axes:
+        paths = [p for other in fig.axes if other.get_position().bounds == ax.get_position().bounds
+                 for p in data_paths(other)]
+        out += [f"{what} over data" for what, owner, box, _ in boxes if owner is ax
+                and (" note " in what or what.endswith("legend")) and runs_over_data(box, paths, fig.dpi)]
+    return out
+
+
+def test_no_text_runs_over_another_or_a_note_over_data(drawn, utilisation):
+    # rule 6: readable at 100%; e.g. rdmatf-fig6's notes of a network that did not run here stood
+    # across the other network's error bars, and a short log panel's 2, 3, 4 and 6 ran together
+    figs = [(e, fig) for e, (_, _, fig) in drawn.items()] + [(f"{e} resource use", fig)
+                                                             for e, fig in utilisation.items()]
+    found = [f"{e}: {pair}" for e, fig in figs for pair in overlaps(fig)]
+    assert not found, f"{len(found)} overlaps:\n" + "\n".join(found)
+
+
+def test_the_overlap_check_sees_crossing_texts_and_notes_over_data():
+    # slanted labels whose upright extents overlap but whose letters do not pass; slanted
+    # labels that touch, a note across a line and labels that run into each other do not
+    fig = matplotlib.figure.Figure(figsize=(4, 3), dpi=100)
+    ax = fig.add_axes((0.3, 0.35, 0.65, 0.6))
+    ax.plot([0, 1], [0, 1])
+    ax.set_xticks([0, 0.2], ["a long label", "another long one"], rotation=30, ha="right")
+    assert overlaps(fig) == []
+    ax.set_xticks([0, 0.1], ["a long label", "another long one"], rotation=30, ha="right")
+    assert overlaps(fig) == ["axes 0 x tick 'a long label' × axes 0 x tick 'another long one'"]
+    ax.set_xticks([0, 1], ["a", "b"])
+    ax.annotate("a note across the line", (0.5, 0.5), ha="center")
+    ax.set_yticks([0, 0.02], ["zero", "almost zero"])
+    assert sorted(overlaps(fig)) == ["axes 0 note 'a note across the line' over data",
+                                     "axes 0 y tick 'zero' × axes 0 y tick 'almost zero'"]

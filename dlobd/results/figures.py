@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import LogLocator, MaxNLocator  # noqa: E402
 
 from dlobd.spec import _matches, expand, metrics, substitutions  # noqa: E402
 
@@ -178,6 +178,7 @@ class Context:
         self.paper_area = None
         self.outer = None
         self.left_out: list[str] = []  # panels without a value, and why: '<panel>: <statuses>'
+        self.no_line: list[str] = []  # lines without a value, and why: '<series>: <statuses>'
 
     def main_area(self, fig: Figure):
         """The part of the figure for the reproduced data (all of it without paper panel)."""
@@ -355,6 +356,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         notes[0] += "  ·  " + _non_ok_summary(ctx)
     if ctx.left_out:
         notes[0] += "  ·  no panel for " + "; ".join(ctx.left_out)
+    if ctx.no_line:
+        notes[0] += "  ·  no line for " + "; ".join(ctx.no_line)
     pv = ctx.paper_values()
     if ctx.paper_panel:
         texts = []
@@ -430,10 +433,31 @@ def _panel_keys(ctx: Context, frame: pd.DataFrame) -> list[tuple]:
         return keys
     for key in keys:
         if key not in drawn:
-            runs = cells[key].drop_duplicates("run_id")
-            why = ", ".join(dict.fromkeys(_status_text(run) for _, run in runs.iterrows())) or "no run"
-            ctx.left_out.append(f"{_panel_title(ctx, key)}: {why}")
+            ctx.left_out.append(f"{_panel_title(ctx, key)}: {_why_empty(cells[key])}")
     return drawn
+
+
+def _why_empty(cell: pd.DataFrame) -> str:
+    """The statuses of the runs of points without a value: 'n/r: needs multi-host', 'failed'."""
+    runs = cell.drop_duplicates("run_id")
+    return ", ".join(dict.fromkeys(_status_text(run) for _, run in runs.iterrows())) or "no run"
+
+
+def _lines_left_out(ctx: Context, values: pd.DataFrame, pkeys: list[tuple], series: list[str]) -> set:
+    """The (panel, series) of the lines without a value, said in the footer (ctx.no_line): their
+    notes would stand at every x, across the other lines' points and error bars."""
+    panels = list(ctx.plot.get("panels") or [])
+    out = set()
+    for pkey in pkeys if series else []:
+        pframe = _select(values, panels, pkey)
+        for skey in ctx.series_keys(pframe, series):
+            cell = _select(pframe, series, skey)
+            if not ((cell["status"] == "ok") & cell["value"].notna()).any():
+                out.add((pkey, skey))
+                where = ", ".join(f"{ctx.axis_name(n)}={label_of(v)}" for n, v in zip(series, skey))
+                ctx.no_line.append(", ".join(filter(None, [_panel_title(ctx, pkey), where]))
+                                   + f": {_why_empty(cell)}")
+    return out
 
 
 def _panel_title(ctx: Context, key: tuple) -> str:
@@ -511,6 +535,7 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
     values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
                           ctx.metric.get("over"))
     pkeys = _panel_keys(ctx, values)
+    silent = _lines_left_out(ctx, values, pkeys, series) if lines else set()
     fig_axes = _reuse_axes(fig, ctx, len(pkeys))
     for ax, pkey in zip(fig_axes, pkeys):
         pframe = _select(values, list(ctx.plot.get("panels") or []), pkey)
@@ -518,6 +543,8 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
         skeys = ctx.series_keys(pframe, series)
         width = 0.8 / max(len(skeys), 1)
         for i, skey in enumerate(skeys):
+            if (pkey, skey) in silent:
+                continue
             sframe = _select(pframe, series, skey)
             ys, pos, spread = [], [], []
             for j, xv in enumerate(xs):
@@ -753,7 +780,9 @@ def breakdown_bars(fig: Figure, ctx: Context) -> None:
     ax.margins(y=0.08)
     _axis_scales(ax, ctx)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, title=stack_dim, title_fontsize=7)
+        # a fixed corner: 'best' would move the legend again once the top is raised
+        ax.legend(fontsize=7, title=stack_dim, title_fontsize=7, loc="upper right")
+        _room_for_legend(fig, ax)
 
 
 def table(fig: Figure, ctx: Context) -> None:
@@ -951,8 +980,9 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
     compare across scales; absolute values get a log axis of their own."""
     pvs = ctx.paper_values()
     groups = [g for g in ([p for p in pvs if p.get("as")], [p for p in pvs if not p.get("as")]) if g]
+    # a panel of one or two values still needs the width of its title
     area = ctx.paper_area.subgridspec(1, len(groups), wspace=0.25,
-                                      width_ratios=[max(len(g), 2) for g in groups])
+                                      width_ratios=[max(len(g), 3) for g in groups])
     for k, group in enumerate(groups):
         ax = fig.add_subplot(area[k])
         relation = bool(group[0].get("as"))
@@ -960,10 +990,12 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             unit = get_unit(ctx, p)
             paper = implied_ratio(p) if relation else p["value"]
             ax.bar(i - 0.2, paper, width=0.38, fc="none", ec=PAPER_COLOR, hatch="///", lw=1)
+            top = paper
             if p.get("high") is not None:
                 hi = implied_ratio(p, p["high"]) if relation else p["high"]
                 ax.plot([i - 0.2, i - 0.2], sorted([paper, hi]), color=PAPER_COLOR, lw=2)
-            ax.annotate(stated_text(p, unit), (i - 0.2, max(paper, 0)), xytext=(0, 2),
+                top = max(paper, hi)  # the label above the range's line, not across it
+            ax.annotate(stated_text(p, unit), (i - 0.2, max(top, 0)), xytext=(0, 2),
                         textcoords="offset points", ha="center", va="bottom", fontsize=7,
                         color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
             here, why = local_counterpart(ctx, p)
@@ -992,13 +1024,13 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
         if relation:
             shown = [implied_ratio(p) for p in group]
             if max(shown) / max(min(shown), 1e-9) > 20:   # shapes of very different size
-                ax.set_yscale("log")
+                _log_y(ax)
             ax.axhline(1, color="#7f7f7f", lw=0.6, ls=":")
             ax.set_ylabel("y[at] / y[baseline]", fontsize=7)
             ax.set_title("each over its baseline: paper hatched, here solid", fontsize=7.5,
                          color=PAPER_COLOR)
         else:
-            ax.set_yscale("log")
+            _log_y(ax)
             units = {get_unit(ctx, p) for p in group}
             ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
             ax.set_title("paper's stated values hatched" + (
@@ -1008,11 +1040,23 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
         _fit_value_labels(fig, ax)
 
 
+def _log_y(ax) -> None:
+    """A log y axis for a short panel: between decades only 2 and 5 are marked, and of them
+    only 2 labelled, else the labels of 2, 3, 4 and 6 run into each other."""
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(LogLocator(subs=(2, 5)))
+
+
+def _renderer(fig: Figure):
+    """The renderer that measures the texts of a figure not yet drawn."""
+    return fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else \
+        FigureCanvasAgg(fig).get_renderer()
+
+
 def _fit_value_labels(fig: Figure, ax) -> None:
     """Raise the top of an axis until the labels above its bars end inside it: past the top
     they would run into the panel's title."""
-    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else \
-        FigureCanvasAgg(fig).get_renderer()
+    renderer = _renderer(fig)
     labels = [t for t in ax.texts if getattr(t, "xycoords", None) == "data"]
     for _ in range(6):
         box = ax.get_window_extent(renderer)
@@ -1023,6 +1067,19 @@ def _fit_value_labels(fig: Figure, ax) -> None:
         low, high = ax.get_ylim()
         ax.set_ylim(low, high * (high / low) ** share if ax.get_yscale() == "log"
                     else high + (high - low) * share)
+
+
+def _room_for_legend(fig: Figure, ax) -> None:
+    """Raise the top of an axis until the bars under its legend end below it: a bar as wide as
+    the axes leaves it no place beside them."""
+    renderer = _renderer(fig)
+    box, legend = ax.get_window_extent(renderer), ax.get_legend().get_window_extent(renderer)
+    free = (legend.y0 - box.y0) / box.height - 0.03
+    tallest = max((bar.get_y() + bar.get_height() for bar in ax.patches
+                   if bar.get_window_extent(renderer).x1 > legend.x0), default=0)
+    low, high = ax.get_ylim()
+    if 0 < free and tallest > low + free * (high - low) and ax.get_yscale() == "linear":
+        ax.set_ylim(low, low + (tallest - low) / free)
 
 
 def get_unit(ctx: Context, paper_value: dict) -> str:
