@@ -251,6 +251,15 @@ def test_holds_reports_paper_and_reproduced_values():
     assert ("y[device=gpu, nodes=1]", 100.0) in v.inputs
 
 
+def test_a_verdict_names_the_software_its_runs_ran():
+    check = "approx(y[device=cpu-openblas, nodes=1] / y[device=gpu, nodes=1], 10, rtol=0.01)"
+    assert verdict(check, FIG4).software == "modern"  # runs without the label: all modern
+    points = [({"device": "cpu-openblas", "nodes": 1}, 1000.0), ({"device": "gpu", "nodes": 1}, 100.0)]
+    assert verdict(check, table(points, profile="paper")).software == "paper"
+    failed = [({"device": "gpu", "nodes": 1}, ("failed", "exit 1"))]
+    assert verdict(check, table(failed, profile="paper")).software is None  # no ok run: nothing judged
+
+
 def test_differs_shows_both_numbers():
     v = verdict("approx(y[device=cpu-openblas, nodes=1] / y[device=gpu, nodes=1], 12, rtol=0.05)", FIG4)
     assert v.verdict == "differs"

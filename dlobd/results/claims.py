@@ -119,6 +119,15 @@ class _Table:
             self.runs.append(rows.iloc[0].to_dict())
         valued = self.frame[self.frame["value"].notna()]
         self.values = dict(iter(valued.groupby(["run_id", "metric"], sort=False)))
+
+    @property
+    def software(self) -> str | None:
+        """The profile whose software its ok runs ran: paper, else modern (runs recorded before
+        the profile label were all modern); None without an ok run."""
+        ok = [r for r in self.runs if r.get("status") == "ok"]
+        if not ok:
+            return None
+        return "paper" if any(r.get("profile") == "paper" for r in ok) else "modern"
         self.runs.sort(key=lambda r: _attempt(r["run_id"]))
 
     @property
@@ -703,7 +712,8 @@ def _judged(claim: dict, spec: dict, context: _Context, check: str, base: dict) 
 def _verdict(claim: dict, context: _Context) -> Verdict:
     spec = context.tables[None][0]
     base = {"claim_id": claim["id"], "experiment": spec.get("id"), "paper": spec.get("paper"),
-            "kind": claim.get("kind"), "text": claim.get("text"), "scale": context.scale}
+            "kind": claim.get("kind"), "text": claim.get("text"), "scale": context.scale,
+            "software": context.tables[None][1].software}
     if not claim.get("check"):
         return Verdict(verdict="not checkable",
                        reason=claim.get("not_checkable") or "the claim has no check", **base)

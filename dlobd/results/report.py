@@ -34,7 +34,7 @@ VERDICT_ORDER = ["holds", "differs", substitutions.NOT_COMPARABLE, "not run", "n
 # the columns of verdicts.verdicts_frame the verdict table shows
 VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
                   "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text",
-                  "substituted")
+                  "substituted", "software")
 
 
 # the experiment pages, beside index.html

@@ -38,6 +38,7 @@ class Verdict:
     check_alt: str | None = None
     alt: "Verdict | None" = None
     substituted: list = field(default_factory=list)     # ['network=rdma (here: loopback)']
+    software: str | None = None     # the profile whose runs it was judged on: paper or modern
 
     @property
     def alt_verdict(self) -> str | None:
@@ -80,8 +81,9 @@ def verdicts_frame(verdicts: list[Verdict]) -> pd.DataFrame:
         "alt_verdict": v.alt_verdict, "alt_reason": v.alt.reason if v.alt else None,
         "alt_reproduced": _pairs_text(v.alt.reproduced) if v.alt else None,
         "check_alt": v.check_alt, "text": v.text, "substituted": "; ".join(v.substituted),
+        "software": v.software,
     } for v in verdicts]
     return pd.DataFrame(rows, columns=[
         "paper", "experiment", "claim_id", "kind", "scale", "verdict", "reason", "paper_values",
         "reproduced", "check", "alt_verdict", "alt_reason", "alt_reproduced", "check_alt", "text",
-        "substituted"])
+        "substituted", "software"])
