@@ -179,10 +179,20 @@ class Context:
         self.outer = None
         self.left_out: list[str] = []  # panels without a value, and why: '<panel>: <statuses>'
         self.no_line: list[str] = []  # lines without a value, and why: '<series>: <statuses>'
+        self.timed: list[tuple] = []  # the paper panel's times to a target accuracy (main_area)
 
     def main_area(self, fig: Figure):
         """The part of the figure for the reproduced data (all of it without paper panel)."""
         self.height_in = fig.get_figheight()
+        # the times to the target accuracy of the paper panel; a panel of none is left out and the
+        # footer, sized by the margins below, says why
+        self.timed = timed_points(self) if self.paper_panel else []
+        if self.timed and all(paper is None and here is None for _, paper, here, _ in self.timed):
+            whys = [f"{point_text(self, point).replace(chr(10), ' ')}: {why}"
+                    for point, _, _, why in self.timed if why]
+            self.left_out.append(f"{target_text(self)} (the paper states no time, only a relation"
+                                 + (f"; {'; '.join(whys)})" if whys else ")"))
+            self.timed = []
         if not self.paper_panel:
             self.outer = fig.add_gridspec(1, 1, **_margins(self))
             return self.outer[0]
@@ -368,7 +378,11 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
             if p.get("up_to"):
                 at += f", max over {p['up_to']}"
             what = f"{p['quantity']} " if p.get("quantity") else ""
-            texts.append(f"[{at}] {what}{stated_text(p, get_unit(ctx, p))} ({p['where']})")
+            stated = stated_text(p, get_unit(ctx, p))
+            if reaches_target(ctx, p):  # drawn as the time it states, so said as that time
+                at = ", ".join(f"{k}={label_of(v)}" for k, v in p["at"].items() if k != ctx.plot["x"])
+                stated = f"{stated} reached at {p['at'][ctx.plot['x']]:g} s"
+            texts.append(f"[{at}] {what}{stated} ({p['where']})")
         notes.append("paper's stated values (paper's cluster, lower panel): " + "; ".join(texts))
     footer = []
     for note in notes:
@@ -906,30 +920,90 @@ def local_point(ctx: Context, point: dict) -> dict | None:
     return out
 
 
+def target_accuracy(ctx: Context) -> float | None:
+    """The accuracy a time-to-accuracy figure times: the scale's target_accuracy, else the paper's."""
+    for scale in (ctx.scale, (ctx.spec.get("scales") or {}).get("paper") or {}):
+        target = (scale.get("fixed") or {}).get("target_accuracy")
+        if target is not None:
+            return float(target)
+    return None
+
+
+def is_time_to_target(ctx: Context, p: dict) -> bool:
+    """Whether a paper value states a time to the figure's target accuracy ('time to 70% top-1')."""
+    return str(p.get("quantity", "")).startswith("time to") and target_accuracy(ctx) is not None
+
+
+def run_length(ctx: Context, rows: pd.DataFrame) -> str:
+    """How long a run trained: the scale's epochs or iterations, else its last validation's."""
+    fixed = ctx.scale.get("fixed") or {}
+    for key, unit in (("epochs", "epochs"), ("iterations", "iterations")):
+        if fixed.get(key):
+            return f"{fixed[key]} {unit}"
+    for key, unit in (("epoch", "epochs"), ("step", "iterations")):
+        if key in rows and rows[key].notna().all():
+            return f"{int(rows[key].max())} {unit}"
+    return f"{len(rows)} validations"
+
+
+def time_to_target_at(ctx: Context, point: dict) -> tuple[float | None, str]:
+    """Wall-clock time at which this scale's run at a paper point (through the axis_map) first
+    validates at or past the target accuracy, mean over its runs; else why there is none. The
+    first validation at or past the target, not an interpolation between two: the time the run
+    is known to have reached it, as the claims' time_to reads it."""
+    mapped = local_point(ctx, point)
+    if mapped is None:
+        return None, "no counterpart here"
+    target, metric = target_accuracy(ctx), ctx.metric["name"]
+    rows = run_rows(ctx.ok)
+    rows = rows[(rows["metric"] == metric) & rows["wall_clock_s"].notna()] if not rows.empty else rows
+    for axis, v in mapped.items():
+        rows = where(rows, axis, v) if axis in rows else rows.iloc[0:0]
+    if rows.empty:
+        return None, "not run here"
+    times = []
+    for _, run in rows.groupby("run_id", sort=False):
+        run = run.sort_values("wall_clock_s", kind="stable")
+        reached = run[run["value"].astype(float) >= target]
+        if reached.empty:
+            return None, (f"not reached in {run_length(ctx, run)} "
+                          f"(best {run['value'].astype(float).max():.3g})")
+        times.append(float(reached["wall_clock_s"].iloc[0]))
+    return sum(times) / len(times), ""
+
+
 def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     """This scale's value of the quantity a paper value states, in the same form, and
     what was compared ('' when there is none, with the reason in its place)."""
     if ctx.scale_name == "paper":
         return None, ""
-    # another quantity than the metric (a time to an accuracy, a lowest utilisation) is not
-    # computed from it; a share is the relation itself, e.g. one phase's time over the total
-    if (p.get("quantity") and not str(p["quantity"]).startswith("share")) \
-            or p.get("metric") not in (None, ctx.metric["name"]):
-        return None, "not computed here"
+    timed = is_time_to_target(ctx, p)
+    # another metric (a phase's time) is reduced as the claims reduce it, by its own reducer
+    name = p.get("metric") or ctx.metric["name"]
+    how, over = ((ctx.metric["reduce"], ctx.metric.get("over")) if name == ctx.metric["name"]
+                 else (metrics.get(name).reducer, None))
     dimensions = set(ctx.spec.get("dimensions") or {})
 
     def at(point):
+        if timed:
+            return time_to_target_at(ctx, point)
         mapped = local_point(ctx, {k: v for k, v in point.items() if k not in dimensions})
         if mapped is None:
             return None, "no counterpart here"
-        values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
-                              ctx.metric.get("over"), {k: v for k, v in point.items() if k in dimensions})
-        cell = values[values["status"] == "ok"]
+        values = point_values(ctx.table, ctx.axes, name, how, over,
+                              {k: v for k, v in point.items() if k in dimensions})
         for axis, v in mapped.items():
-            cell = where(cell, axis, v) if axis in cell else cell.iloc[0:0]
+            values = where(values, axis, v) if axis in values else values.iloc[0:0]
+        cell = values[values["status"] == "ok"]
         if cell.empty:
-            return None, "not run here"
+            return None, f"no {name} rows here" if (values["status"] == "no value").any() else "not run here"
         return float(cell["value"].astype(float).mean()), ""
+
+    # another quantity of the metric (a lowest utilisation) has no reduction here; a share is
+    # the relation itself, e.g. one phase's time over the total
+    if p.get("quantity") and not str(p["quantity"]).startswith("share") and not timed:
+        _, why = at(p["at"])
+        return None, why or f"{p['quantity']}: no reduction of the {name} samples to it here"
 
     up_to = p.get("up_to")
     choices = ctx.matrix.get(up_to, [None]) if up_to in ctx.matrix else [None]
@@ -972,17 +1046,87 @@ def _point_label(p: dict) -> str:
     return "\n".join(textwrap.wrap(", ".join(parts), 22))
 
 
+def reaches_target(ctx: Context, p: dict) -> bool:
+    """Whether a paper value is a curve reaching the target accuracy at a time ('70% at 2132 s')."""
+    target = target_accuracy(ctx)
+    return (target is not None and ctx.plot.get("x") in p["at"] and not p.get("as")
+            and p.get("metric") in (None, ctx.metric["name"]) and p["value"] >= target)
+
+
+def timed_points(ctx: Context) -> list[tuple[dict, float | None, float | None, str]]:
+    """The paper's points of a time-to-accuracy figure, each with the time the paper states it
+    reached the target (None when it states only a relation of the times) and this scale's time
+    to it, or why there is none."""
+    if target_accuracy(ctx) is None or not any(
+            reaches_target(ctx, p) or is_time_to_target(ctx, p) for p in ctx.paper_values()):
+        return []
+    x = ctx.plot["x"]
+    matrix = ((ctx.spec.get("scales") or {}).get("paper") or {}).get("matrix") or ctx.matrix
+    points = [dict(zip(matrix, combo)) for combo in itertools.product(*matrix.values())]
+    stated = [p for p in ctx.paper_values() if reaches_target(ctx, p)]
+    local = ctx.scale_name != "paper"
+    return [(point, next((float(p["at"][x]) for p in stated
+                          if all(same(p["at"].get(k), v) for k, v in point.items())), None),
+             *(time_to_target_at(ctx, point) if local else (None, "")))
+            for point in points]
+
+
+def target_text(ctx: Context) -> str:
+    return f"time to {target_accuracy(ctx) * 100:g}% top-1"
+
+
+def point_text(ctx: Context, point: dict) -> str:
+    """'ipoib' and, at a scale that substitutes it, 'here: loopback' under it."""
+    label = ", ".join(label_of(v) for v in point.values())
+    substituted = stand_in(ctx, {"at": point}) if ctx.scale_name != "paper" else ""
+    return "\n".join([label, *textwrap.wrap(substituted, 18)])
+
+
+def time_to_target_panel(ax, ctx: Context, timed: list[tuple[dict, float | None, float | None, str]]) -> None:
+    """Time to the target accuracy at each of the paper's points, as a time: the paper's stated
+    time hatched, this scale's run solid (its first validation at or past the target)."""
+    for i, (_, paper, here, why) in enumerate(timed):
+        if paper is not None:
+            ax.bar(i - 0.2, paper, width=0.38, fc="none", ec=PAPER_COLOR, hatch="///", lw=1)
+            ax.annotate(f"paper {paper:g} s", (i - 0.2, paper), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=7, color=PAPER_COLOR)
+        else:
+            ax.annotate("paper: no time stated", (i - 0.2, 0.02), xycoords=ax.get_xaxis_transform(),
+                        ha="center", va="bottom", fontsize=7, color=PAPER_COLOR, rotation=90)
+        if here is not None:
+            ax.bar(i + 0.2, here, width=0.38, color="#1f77b4")
+            ax.annotate(f"local {here:.3g} s", (i + 0.2, here), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=7, color="#1f77b4")
+        elif why and not ctx.not_run_reason:
+            ax.annotate("\n".join(textwrap.wrap("local: " + why, 20)), (i + 0.2, 0.02),
+                        xycoords=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7,
+                        color="#7f7f7f", rotation=90)
+    ax.set_xticks(range(len(timed)), [point_text(ctx, t[0]) for t in timed], fontsize=7)
+    ax.set_xlim(-0.6, len(timed) - 0.4)
+    ax.tick_params(axis="y", labelsize=7)
+    _log_y(ax)
+    ax.set_ylabel(f"{target_text(ctx)} (s, log)", fontsize=7)
+    ax.set_title(f"{target_text(ctx)}: paper hatched, local solid\n(first validation at or past it)",
+                 fontsize=7.5, color=PAPER_COLOR)
+    ax.margins(y=0.25)
+
+
 def paper_panel(fig: Figure, ctx: Context) -> None:
     """The paper's stated values beside this scale's values of the same quantity, under the
     reproduced data: hatched hollow bars the paper's, solid bars ours (at the point the
     scale's axis_map maps the paper's point to). Relations (ratios, reductions, gains) are
     drawn as y[at] / y[over], so each pair is its series over its baseline and shapes
-    compare across scales; absolute values get a log axis of their own."""
-    pvs = ctx.paper_values()
+    compare across scales; absolute values get a log axis of their own, and times to a target
+    accuracy a panel of times."""
+    timed = ctx.timed
+    # a time at which a curve reaches the target is drawn as that time, in the panel of times
+    pvs = [p for p in ctx.paper_values() if not reaches_target(ctx, p)]
     groups = [g for g in ([p for p in pvs if p.get("as")], [p for p in pvs if not p.get("as")]) if g]
     # a panel of one or two values still needs the width of its title
-    area = ctx.paper_area.subgridspec(1, len(groups), wspace=0.25,
-                                      width_ratios=[max(len(g), 3) for g in groups])
+    widths = [max(len(g), 3) for g in groups] + ([max(len(timed), 3)] if timed else [])
+    area = ctx.paper_area.subgridspec(1, len(widths), wspace=0.25, width_ratios=widths)
+    if timed:
+        time_to_target_panel(fig.add_subplot(area[len(groups)]), ctx, timed)
     for k, group in enumerate(groups):
         ax = fig.add_subplot(area[k])
         relation = bool(group[0].get("as"))
