@@ -60,3 +60,12 @@ def test_an_unknown_experiment_or_a_missing_directory_is_named(tmp_path, capsys)
     assert "no experiment spec dlobd-fig99 under experiments/" in capsys.readouterr().out
     assert cli.main(["compare-profiles", str(tmp_path / "nowhere"), str(paper)]) == 2
     assert f"{tmp_path / 'nowhere'}: not a directory of runs" in capsys.readouterr().out
+
+
+def test_a_log_its_parser_cannot_read_is_named_not_compared(tmp_path, capsys):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    (paper / POINT / "stderr.log").write_text("")  # the driver's log lost
+    assert cli.main(["compare-profiles", str(modern), str(paper)]) == 0
+    out = capsys.readouterr().out
+    assert "local/dlobd-fig6c/network-loopback: not compared: paper unparseable: " in out
+    assert out.rstrip().endswith("points: 1, compared (ok on both): 0")

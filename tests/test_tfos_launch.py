@@ -248,6 +248,18 @@ def test_breakdown_of_the_paper_profiles_real_yarn_run(tmp_path):
     assert (r.meta["strategy"], r.meta["num_ps"], r.meta["tensorflow"]) == ("ps", "1", "1.4.0")
 
 
+def test_tfos_1_0_shutting_down_before_the_chiefs_last_step_leaves_no_spark_jobs_phase():
+    """TFoS 1.0.8 logs 'Shutting down cluster' as its shutdown job starts, while the one worker
+    still drains its feed (dlobd-fig5b's paper-profile run with one worker, data/reference-paper)."""
+    run = ROOT / "data/reference-paper/local/local/dlobd-fig5b/gpus-1_network-loopback_workload-cifar10/attempt-001"
+    r = parse_run("tensorflowonspark", run)
+    assert (r.status, r.finished) == ("ok", True), r.reason
+    assert r.meta["shutdown_before_last_step_s"] == pytest.approx(0.11834)
+    assert phases(r) == pytest.approx({"yarn_scheduling": 7.899, "data_loading": 4.499, "tfos_startup": 2.775,
+                                      "training": 6.72334, "spark_jobs": 0.0, "tfos_shutdown": 5.36166}, abs=1e-6)
+    assert sum(phases(r).values()) == pytest.approx([x["value"] for x in r.rows if x["metric"] == "end_to_end_s"][0])
+
+
 # ---------------------------------------------------------------- the paper profile: TFoS 1.0.8, TF 1.x
 
 GROUP_VARS = playbook_settings()

@@ -43,7 +43,8 @@ class Value:
 def summary(frame: pd.DataFrame, metric: str, dimensions: list[str]) -> dict[str, float]:
     """The metric's value per value of the spec's dimensions (a phase, a rank) in one parsed point:
     the last epoch's (or step's) where the rows have them, else their mean."""
-    rows = frame[frame["metric"] == metric].dropna(subset=["value"])
+    rows = frame[frame["metric"] == metric].assign(value=lambda f: pd.to_numeric(f["value"], errors="coerce"))
+    rows = rows.dropna(subset=["value"])
     dims = [d for d in dimensions if d in rows and rows[d].notna().any()]
     out = {}
     groups = rows.groupby(dims, dropna=False) if dims else [((), rows)]
@@ -65,8 +66,12 @@ def compare_point(row: comparepaths.Row, modern_dir: Path, paper_dir: Path, spec
     metric = this.data["metric"]["name"]
     stack_name = this.point_stack(scale, row.a.record.get("point", {}))
     dimensions = sorted(this.dimensions())
-    modern = summary(parsed(row.a, modern_dir, stack_name), metric, dimensions)
-    paper = summary(parsed(row.b, paper_dir, stack_name), metric, dimensions)
+    sides = [parsed(row.a, modern_dir, stack_name), parsed(row.b, paper_dir, stack_name)]
+    unread = [f"{side} {frame['status'].iloc[0]}: {frame['reason'].iloc[0]}"
+              for side, frame in zip(("modern", "paper"), sides) if frame["status"].iloc[0] != "ok"]
+    if unread:
+        raise ValueError("; ".join(unread))
+    modern, paper = (summary(frame, metric, dimensions) for frame in sides)
     return [Value(label, modern.get(label), paper.get(label)) for label in sorted(set(modern) | set(paper))]
 
 
@@ -94,11 +99,16 @@ def report(rows: list[comparepaths.Row], modern_dir: Path, paper_dir: Path, spec
                 if attempt and attempt.record["status"] != "ok":
                     lines.append(f"    {side} reason: {attempt.record.get('reason')}")
             continue
+        try:
+            values = compare_point(row, modern_dir, paper_dir, specs)
+        except ValueError as exc:  # a log its parser cannot read: said, not compared
+            lines.append(f"{head}: not compared: {exc}")
+            continue
         compared += 1
         lines.append(f"{head}:")
         lines.append(f"    modern software: {versions(row.a)}")
         lines.append(f"    paper software:  {versions(row.b)}")
-        for value in compare_point(row, modern_dir, paper_dir, specs):
+        for value in values:
             ratio = "" if value.ratio is None else f"  (paper/modern {value.ratio:.3g})"
             lines.append(f"    {value.label}: modern {_number(value.modern)} | paper {_number(value.paper)}{ratio}")
     lines.append(f"points: {len(rows)}, compared (ok on both): {compared}")

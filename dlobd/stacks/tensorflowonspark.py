@@ -356,6 +356,13 @@ def parse_records(run_dir, result: ParseResult) -> None:
         why = "no breakdown of the run on YARN: missing " + "; ".join(missing)
         result.reason = "; ".join(filter(None, [result.reason, why]))
         return
+    # TFoS 1.0.x logs 'Shutting down cluster' as its shutdown job starts, which hands the nodes
+    # their end of feed and waits for them: the chief may still drain its queue then. Those last
+    # steps are training; spark_jobs is empty and the shutdown phase starts after them.
+    overlap = (at["training_end"] - at["shutdown_start"]).total_seconds()
+    if overlap > 0:
+        at["shutdown_start"] = at["training_end"]
+        result.meta["shutdown_before_last_step_s"] = round(overlap, 6)
     for (a, _), (b, _) in zip(BOUNDARIES, BOUNDARIES[1:]):
         if at[b] < at[a]:
             raise LogError(f"{b} ({at[b].isoformat(timespec='milliseconds')}) comes before {a} "

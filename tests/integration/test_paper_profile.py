@@ -166,6 +166,18 @@ def test_the_stack_environment_names_the_paper_versions_and_their_substitutes(st
     assert "version 2.1.2" in done.stdout + done.stderr, done.stderr[-2000:]
 
 
+def test_the_paper_image_under_a_modern_inventory_is_refused(stack, tmp_path):
+    """An image holds one profile's software: the apptainer role reads its labels and stops."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    wrong = {**stack.extra, "dlobd_profile": "modern", "dlobd_prefix": str(tmp_path / "prefix")}
+    done = run([ANSIBLE_PLAYBOOK, "-i", INVENTORY, ROOT / "playbooks/install.yml", "--tags", "apptainer",
+                "-e", json.dumps(wrong)], cwd=ROOT, env=env, timeout=600)
+    assert done.returncode != 0
+    assert (f"the image {stack.extra['apptainer_image']} holds the paper profile's software (Hadoop 2.7.3), but "
+            "the inventory asks for dlobd_profile modern (Hadoop 3.4.1): give the image built from "
+            "containers/modern.def") in " ".join(done.stdout.split()), done.stdout[-3000:]
+
+
 def test_the_paper_smoke_tests_pass_on_hdfs_and_yarn_started_from_the_image(cluster):
     done = cluster.playbook("smoke-test.yml")
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
