@@ -91,7 +91,7 @@ def test_a_parameter_server_point_runs_and_parses(stack_cluster, tmp_path):
     record = json.loads((attempt / "run.json").read_text())
     assert record["status"] == "ok", (record["reason"], (attempt / "stdout.log").read_text())
     assert record["labels"] == {"network": "loopback", "protocol": "grpc", "strategy": "ps",
-                                "data": "synthetic"}
+                                "data": "synthetic", "profile": "modern"}
     assert set(record["hosts"][0]["roles"]) == {"chief:0", "ps:0", "worker:0", "worker:1"}
     assert sorted(p.name for p in (attempt / "tasks").iterdir()) == [
         "chief-0.log", "ps-0.log", "worker-0.log", "worker-1.log"]
