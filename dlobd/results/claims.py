@@ -119,6 +119,7 @@ class _Table:
             self.runs.append(rows.iloc[0].to_dict())
         valued = self.frame[self.frame["value"].notna()]
         self.values = dict(iter(valued.groupby(["run_id", "metric"], sort=False)))
+        self.runs.sort(key=lambda r: _attempt(r["run_id"]))
 
     @property
     def software(self) -> str | None:
@@ -128,7 +129,6 @@ class _Table:
         if not ok:
             return None
         return "paper" if any(r.get("profile") == "paper" for r in ok) else "modern"
-        self.runs.sort(key=lambda r: _attempt(r["run_id"]))
 
     @property
     def empty(self) -> bool:
