@@ -55,6 +55,7 @@ from dlobd.spec.claimlang import (
     Slope,
     TimeTo,
     Word,
+    first_reached,
     fmt,
     has_data,
     parse_check,
@@ -395,14 +396,12 @@ class _Evaluator:
         times = self._times(rows, run, text)
         if times is None:
             return self._input(text, MISSING)
-        ordered = rows.assign(_t=times).dropna(subset=["_t"]).sort_values("_t", kind="stable")
-        reached = ordered[COMPARE[node.op](ordered["value"], target)]
-        if reached.empty:
-            best = ordered["value"].max() if node.op in (">", ">=") else ordered["value"].min()
+        reached, best = first_reached(times, rows["value"], node.op, target)
+        if reached is None:
             self.unreached.append(f"{text}: {metric} never reached {node.op} {fmt(target)} in "
-                                  f"run {run_id} (best {fmt(float(best))})")
+                                  f"run {run_id} (best {fmt(best)})")
             return self._input(text, MISSING)
-        return self._input(text, float(reached["_t"].iloc[0]))
+        return self._input(text, reached)
 
     def _times(self, rows: pd.DataFrame, run: pd.DataFrame, text: str):
         """Elapsed time of each row: its own wall_clock_s, else the run's wall_clock_s rows

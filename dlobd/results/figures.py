@@ -27,6 +27,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import LogLocator, MaxNLocator  # noqa: E402
 
 from dlobd.spec import _matches, expand, metrics, substitutions  # noqa: E402
+from dlobd.spec.claimlang import first_reached  # noqa: E402
 
 ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
@@ -963,12 +964,10 @@ def time_to_target_at(ctx: Context, point: dict) -> tuple[float | None, str]:
         return None, "not run here"
     times = []
     for _, run in rows.groupby("run_id", sort=False):
-        run = run.sort_values("wall_clock_s", kind="stable")
-        reached = run[run["value"].astype(float) >= target]
-        if reached.empty:
-            return None, (f"not reached in {run_length(ctx, run)} "
-                          f"(best {run['value'].astype(float).max():.3g})")
-        times.append(float(reached["wall_clock_s"].iloc[0]))
+        reached, best = first_reached(run["wall_clock_s"].astype(float), run["value"].astype(float), ">=", target)
+        if reached is None:
+            return None, f"not reached in {run_length(ctx, run)} (best {best:.3g})"
+        times.append(reached)
     return sum(times) / len(times), ""
 
 

@@ -97,6 +97,16 @@ COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator
 ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
+def first_reached(times, values, op: str, target: float) -> tuple[float | None, float]:
+    """What time_to reads from one run's samples (pandas Series of times and values): the time
+    of the first sample, in time order (ties as given), whose value is `op target`, else None;
+    and the best value the run reached (the largest for > and >=, else the smallest)."""
+    ordered = values.to_frame("value").assign(_t=times).dropna(subset=["_t"]).sort_values("_t", kind="stable")
+    reached = ordered[COMPARE[op](ordered["value"], target)]
+    best = float(ordered["value"].max() if op in (">", ">=") else ordered["value"].min())
+    return (None if reached.empty else float(reached["_t"].iloc[0])), best
+
+
 
 class ClaimSyntaxError(ValueError):
     """A check that does not parse: position, what was found and what was expected."""
