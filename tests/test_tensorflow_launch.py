@@ -174,8 +174,8 @@ def test_rdma_channel_with_a_tf_build_that_has_it(monkeypatch, tmp_path):
     rdma_python.write_text("")
     monkeypatch.setenv("DLOBD_TF_RDMA_PYTHON", str(rdma_python))
     monkeypatch.setattr(capabilities, "missing", lambda needs: [])
-    link, python = tf.transport("verbs")
-    assert (link.settings["protocol"], python) == ("grpc+verbs", str(rdma_python))
+    link, tf1 = tf.transport("verbs")
+    assert (link.settings["protocol"], tf1.python) == ("grpc+verbs", str(rdma_python))
     tasks = ps_plan(["127.0.0.1"], protocol=link.settings["protocol"])
     assert json.loads(tasks[0].env["TF_CONFIG"])["rpc_layer"] == "grpc+verbs"
     assert tasks[0].argv[tasks[0].argv.index("--protocol") + 1] == "grpc+verbs"
@@ -254,16 +254,21 @@ def test_launch_records_the_failed_task(monkeypatch, tmp_path):
     assert Path(record["command"][-1]) == (attempt / tf.PLAN_FILE).resolve()
 
 
-def test_on_the_paper_profile_grpc_runs_in_the_sites_tf_build(monkeypatch, tmp_path):
+def test_on_the_paper_profile_grpc_runs_in_a_tf1(monkeypatch, tmp_path):
     """The paper profile's stacks' Python has no TensorFlow: a gRPC point runs in the TF 1.x build
-    that has the RDMA channels (the papers compared the channels within one build), and without
-    one it is not runnable, naming the setting."""
+    that has the RDMA channels (the papers compared the channels within one build), else in
+    TensorFlowOnSpark's Python, and with neither it is not runnable, naming both settings."""
     settings = {"DLOBD_PROFILE": "paper"}
     monkeypatch.setattr(provenance, "stack_setting", lambda name: settings.get(name))
-    with pytest.raises(NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
+    with pytest.raises(NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON or DLOBD_TFOS_PYTHON: the paper profile"):
         tf.transport("loopback")
+    settings["DLOBD_TFOS_PYTHON"] = str(tmp_path / "python2.7")
+    link, tf1 = tf.transport("loopback")
+    assert (link.settings["protocol"], tf1) == ("grpc", tf_cluster.TF1Build(str(tmp_path / "python2.7"),
+                                                                            tf_cluster.TFOS_BUILD))
     settings["DLOBD_TF_RDMA_PYTHON"] = str(tmp_path / "python")
-    link, python = tf.transport("loopback")
-    assert (link.settings["protocol"], python) == ("grpc", str(tmp_path / "python"))
+    link, tf1 = tf.transport("loopback")
+    assert (link.settings["protocol"], tf1) == ("grpc", tf_cluster.TF1Build(str(tmp_path / "python"),
+                                                                            tf_cluster.RDMA_BUILD))
     settings["DLOBD_PROFILE"] = "modern"
     assert tf.transport("loopback")[1] is None

@@ -20,6 +20,7 @@ from dlobd.cluster import provenance
 from dlobd.execution import runs
 from dlobd import spec as dspec
 from dlobd.stacks import tensorflow as tf
+from dlobd.stacks.shared import tf_cluster
 from datafiles import write_idx
 from inventories import write_other
 from pysyntax import load_program, newer_syntax
@@ -194,10 +195,23 @@ def test_every_paper_point_runs_train_tf1_in_the_site_tf1_build(tmp_path, paper_
     assert hosts <= {f"10.{2 if point['network'] == 'eth-1g' else 1}.0.{i}" for i in range(1, 9)}
 
 
-def test_a_paper_point_without_the_tf1_build_names_the_setting(tmp_path, paper_site):
+def test_a_paper_point_without_a_tf1_names_both_settings(tmp_path, paper_site):
     del paper_site["DLOBD_TF_RDMA_PYTHON"]
-    with pytest.raises(NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON: the paper profile runs"):
+    with pytest.raises(NotRunnable, match="needs DLOBD_TF_RDMA_PYTHON or DLOBD_TFOS_PYTHON: the paper profile"):
         tf.launch(paper_context(tmp_path, "rdmatf-fig1", {"network": "eth-1g", "workers": 2}))
+
+
+def test_a_paper_grpc_point_without_the_rdma_build_runs_in_tfos_python(tmp_path, paper_site):
+    """No site TF 1.x build: a gRPC point runs train_tf1.py in TensorFlowOnSpark's Python (its
+    TensorFlow 1.4 has gRPC), labelled so; an RDMA point still needs the build."""
+    del paper_site["DLOBD_TF_RDMA_PYTHON"]
+    paper_site["DLOBD_TFOS_PYTHON"] = "/sw/tfos/bin/python2.7"
+    result = tf.launch(paper_context(tmp_path, "rdmatf-fig1", {"network": "eth-1g", "workers": 2}))
+    assert result.status == "dry run", result.reason
+    commands = [remote_command(p["command"]) for p in result.extra["processes"]]
+    assert all(c[:2] == ["/sw/tfos/bin/python2.7", str(tf.WORKLOAD_TF1)] for c in commands)
+    assert result.labels["tf_build"] == tf_cluster.TFOS_BUILD
+    assert sorted(p["name"].split(":")[0] for p in result.extra["processes"]) == ["chief", "ps", "worker", "worker"]
 
 
 def test_the_modern_profile_keeps_train_distributed(tmp_path, paper_site):

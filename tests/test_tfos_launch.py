@@ -546,12 +546,12 @@ def test_on_the_paper_profile_the_cluster_s_tfos_is_the_site_python_s(tmp_path, 
     tfos, rdma = (f"{s} {pythons[s]}" for s in ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON"))
     if given:
         assert caps["tensorflowonspark"] == (True, f"tensorflowonspark in {tfos}, {rdma}")
-        assert caps["tensorflow"] == (True, f"tensorflow in {rdma}")
+        assert caps["tensorflow"] == (True, f"tensorflow in {rdma}, {tfos}")
     else:
         assert caps["tensorflowonspark"] == (False, "the paper profile's tensorflowonspark runs in the Python "
                                              "DLOBD_TFOS_PYTHON or DLOBD_TF_RDMA_PYTHON names (dlobd_stack_settings): unset")
         assert caps["tensorflow"] == (False, "the paper profile's tensorflow runs in the Python "
-                                      "DLOBD_TF_RDMA_PYTHON names (dlobd_stack_settings): unset")
+                                      "DLOBD_TF_RDMA_PYTHON or DLOBD_TFOS_PYTHON names (dlobd_stack_settings): unset")
 
 
 TF1_PYTHON = os.environ.get("DLOBD_TEST_TF1_PYTHON")

@@ -99,10 +99,10 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     if profile == "paper":
         # the paper profile's stacks' Python has no TensorFlow: TensorFlowOnSpark runs in the Python
         # the site gives (DLOBD_TFOS_PYTHON; role python_env checks its versions), its RDMA points
-        # and native TensorFlow in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON); the launchers
-        # say per point which one it needs
+        # in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON); native TensorFlow in that build, else
+        # in TensorFlowOnSpark's Python (gRPC only); the launchers say per point which one it needs
         for name, settings in (("tensorflowonspark", ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON")),
-                               ("tensorflow", ("DLOBD_TF_RDMA_PYTHON",))):
+                               ("tensorflow", ("DLOBD_TF_RDMA_PYTHON", "DLOBD_TFOS_PYTHON"))):
             given = [(s, p) for s in settings if (p := _home(s))]
             found = [f"{s} {p}" for s, p in given if p.is_file()]
             caps[name] = ((bool(found), f"{name} in " + ", ".join(found)) if found else
@@ -232,13 +232,13 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
         caps[name] = (True, f"installed by site.yml ({cluster.settings.get('DLOBD_INSTALL_METHOD')} "
                             "method); not checked from here")
     if profile == "paper":
-        # not in the stacks' Python there: native TensorFlow runs in the site's TF 1.x build (the
-        # TensorFlowOnSpark launcher says per point which Python it lacks)
-        value = cluster.settings.get("DLOBD_TF_RDMA_PYTHON")
-        caps["tensorflow"] = (bool(value), f"the paper profile's tensorflow runs in DLOBD_TF_RDMA_PYTHON={value} "
-                                           "(dlobd_stack_settings; not checked from here)" if value else
-                              "the paper profile's tensorflow runs in the Python DLOBD_TF_RDMA_PYTHON names, "
-                              "which is not in the inventory's dlobd_stack_settings")
+        # not in the stacks' Python there: native TensorFlow runs in the site's TF 1.x build, else
+        # in TensorFlowOnSpark's Python (the launchers say per point which Python they lack)
+        given = [f"{s}={v}" for s in ("DLOBD_TF_RDMA_PYTHON", "DLOBD_TFOS_PYTHON") if (v := cluster.settings.get(s))]
+        caps["tensorflow"] = (bool(given), f"the paper profile's tensorflow runs in {given[0]} "
+                                           "(dlobd_stack_settings; not checked from here)" if given else
+                              "the paper profile's tensorflow runs in the Python DLOBD_TF_RDMA_PYTHON or "
+                              "DLOBD_TFOS_PYTHON names, neither of which is in the inventory's dlobd_stack_settings")
     for name, setting in SOFTWARE_SETTINGS.items():
         value = cluster.settings.get(setting)
         caps[name] = (bool(value), f"{setting}={value} (dlobd-env.sh on the launch host, from "

@@ -34,14 +34,15 @@ and epochs from the fixed parameters. The network axis resolves through
 config/networks.yaml: TCP values run TF's grpc; verbs/MPI channels and RDMA-gRPC need a TF
 build that has them (capability tf-rdma, DLOBD_TF_RDMA_PYTHON runs the tasks) and are
 not runnable otherwise; on the paper profile, whose stacks' Python has no TensorFlow, that build
-runs the gRPC points too (not runnable without it). A supervisor (`python -m dlobd.stacks.tensorflow supervise`) is
+runs the gRPC points too, else TensorFlowOnSpark's Python (DLOBD_TFOS_PYTHON) with its TensorFlow
+1.4 from PyPI, which has gRPC (not runnable with neither; label tf_build names which ran). A supervisor (`python -m dlobd.stacks.tensorflow supervise`) is
 the one command of the run: it writes each task's output to tasks/<job>-<index>.log,
 waits for the training tasks, ends the servers and fails naming the first task that
 failed.
 
-TF 1.x: whenever the tasks run in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON: an RDMA
-channel, or any channel on the paper profile) they run workloads/tensorflow/train_tf1.py
-instead, which that build can run: between-graph replication with parameter servers, the
+TF 1.x: whenever the tasks run in a TF 1.x (the site's build, DLOBD_TF_RDMA_PYTHON, for an RDMA
+channel; on the paper profile that build or TensorFlowOnSpark's Python for every channel) they
+run workloads/tensorflow/train_tf1.py instead, which TF 1.x can run: between-graph replication with parameter servers, the
 same arguments, tasks and DLOBD lines as the ps strategy's (the workers train, each until the
 shared global step reaches the run's steps, the chief initializes the variables and watches;
 fixed `parameter_servers`, at paper scale 1 where the spec states none, labelled as the
@@ -98,7 +99,7 @@ def parse(text: str) -> ParseResult:
 
 
 WORKLOAD = ROOT / "workloads" / "tensorflow" / "train_distributed.py"
-# the program of the tasks that run in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON)
+# the program of the tasks that run in a TF 1.x (tf_cluster.transport)
 WORKLOAD_TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
 UNSTATED = "not stated by the paper: the launcher's choice"
 MODELS = {"resnet50": "resnet50", "inception3": "inception_v3", "inception_v3": "inception_v3",
@@ -267,10 +268,10 @@ def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str, stack
 def launch(ctx: runner.RunContext) -> runner.LaunchResult:
 
     network = str(ctx.point.get("network", "loopback"))
-    link, rdma_python = transport(network)
+    link, tf1 = transport(network)
     protocol = link.settings["protocol"]
     env = hadoop.stack_env()
-    python = rdma_python or env.get("DLOBD_PYTHON")
+    python = tf1.python if tf1 else env.get("DLOBD_PYTHON")
     if not provenance.present(python):
         raise NotRunnable("no stacks' Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     spec_model = str(ctx.point.get("model", ctx.spec.get("model")))
@@ -289,9 +290,10 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     for key in WORKER_KEYS:
         runner.unstated(ctx.scale, key, ctx.point.get(key, ctx.fixed.get(key)))
     labels = {}
-    if rdma_python:
-        # the site's TF 1.x build: train_tf1.py, parameter servers
+    if tf1:
+        # a TF 1.x: train_tf1.py, parameter servers
         workers, ps, labels = tf1_layout(ctx.point, ctx.fixed, ctx.scale)
+        labels["tf_build"] = tf1.source
         strategy = "ps" if ps else "local"
         tasks = build_plan_tf1(ctx.point, ctx.fixed, model, workers, ps, hosts, free_ports(workers + ps + 1),
                                python, protocol, data_dir, str(adir), provenance.prefix_env())
@@ -307,7 +309,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         if labels:
             result.labels = labels
         return result
-    result.versions = {"stack": f"tensorflow build with RDMA channels ({rdma_python})" if rdma_python
+    result.versions = {"stack": f"tensorflow 1.x in {tf1.python} ({tf1.source})" if tf1
                        else f"tensorflow {provenance.versions()['tensorflow']}"}
     result.labels = {"network": network, "protocol": protocol, "strategy": strategy,
                      "data": runner.data_label(dataset), **({"emulated": "true"} if link.emulated else {}),

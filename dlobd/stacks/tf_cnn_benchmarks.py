@@ -248,9 +248,9 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     if found is None or not provenance.present(found):
         raise NotRunnable(capabilities.TF_CNN_BENCHMARKS_WHERE + (f" (no {found})" if found else ""))
     network = str(ctx.point.get("network", "ipoib"))
-    link, rdma_python = tf_cluster.transport(network, "tf_cnn_benchmarks")
+    link, tf1 = tf_cluster.transport(network, "tf_cnn_benchmarks")
     env = hadoop.stack_env()
-    python = rdma_python or env.get("DLOBD_PYTHON")
+    python = tf1.python if tf1 else env.get("DLOBD_PYTHON")
     if not provenance.present(python):
         raise NotRunnable("no Python with TensorFlow (DLOBD_PYTHON; run `make provision`)")
     model = str(ctx.point.get("model", ctx.spec.get("model")))

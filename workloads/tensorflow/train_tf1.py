@@ -1,10 +1,11 @@
 """Native distributed TensorFlow 1.x training with parameter servers, configured by TF_CONFIG.
 
 train_distributed.py's counterpart for a TensorFlow 1.x build: the native TensorFlow launcher
-(dlobd/stacks/tensorflow.py) runs this program instead whenever the tasks run in the site's TF
-1.x build named by DLOBD_TF_RDMA_PYTHON, i.e. for the verbs and MPI channels (grpc+verbs,
-grpc+mpi exist only in TF 1.x-era source builds), for RDMA-gRPC, and for every channel of the
-paper profile, whose stacks' Python has no TensorFlow. That build cannot run train_distributed.py
+(dlobd/stacks/tensorflow.py) runs this program instead whenever the tasks run in a TF 1.x: the
+site's build named by DLOBD_TF_RDMA_PYTHON for the verbs and MPI channels (grpc+verbs, grpc+mpi
+exist only in TF 1.x-era source builds) and RDMA-gRPC, and for every channel of the paper
+profile, whose stacks' Python has no TensorFlow, that build or TensorFlowOnSpark's Python 2.7 with
+TensorFlow 1.4. That build cannot run train_distributed.py
 (tf.distribute strategies, ClusterCoordinator, Keras 2). This program is written for Python 2.7
 and 3.5 alike (no f-strings, no annotations, no reliance on dict order). It prints the same DLOBD
 lines as dlobd_tf.py (which needs Python 3.6+, TensorFlow 2 and psutil) through dlobd_tf1.py, the

@@ -49,30 +49,46 @@ def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) ->
         task.argv, task.env = ssh_argv(task.host, cwd, {**stack_vars, **env}, argv), {}
 
 
-def transport(network: str, stack: str = "tensorflow"):
-    """The point's TF protocol and, for an RDMA channel or on the paper profile, the python of
-    the TF build that runs it (None: the stacks' Python)."""
+@dataclass(frozen=True)
+class TF1Build:
+    """The Python of a TensorFlow 1.x that runs a point's tasks (train_tf1.py), and whence it is."""
+    python: str
+    source: str
+
+
+RDMA_BUILD = "DLOBD_TF_RDMA_PYTHON: the site's TensorFlow 1.x build with the RDMA channels"
+TFOS_BUILD = ("DLOBD_TFOS_PYTHON: TensorFlowOnSpark's Python on the paper profile, whose "
+              "TensorFlow 1.4.0 from PyPI has gRPC only")
+
+
+def transport(network: str, stack: str = "tensorflow") -> tuple:
+    """The point's TF protocol and, for an RDMA channel or on the paper profile, the TF 1.x build
+    that runs it (None: the stacks' Python)."""
 
     link = networks.resolve(stack, network)
     lacking = capabilities.missing(link.needs)
     if lacking:
         raise NotRunnable(f"network {network} (TF protocol {link.settings['protocol']}): "
                                + "; ".join(lacking))
-    python = None
+    rdma = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
     if link.transport != "tcp":
         # the verbs and MPI channels, or gRPC over RDMA, exist only in source builds of TF
-        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
-    elif provenance.stack_setting("DLOBD_PROFILE") == "paper":
-        # the paper profile's stacks' Python has no TensorFlow: gRPC runs in the same TF 1.x build
-        # as the RDMA channels, as the papers compared them
-        python = provenance.stack_setting("DLOBD_TF_RDMA_PYTHON")
-        if not python:
-            raise NotRunnable(PAPER_TF)
-    return link, python
+        return link, TF1Build(rdma, RDMA_BUILD)
+    if provenance.stack_setting("DLOBD_PROFILE") != "paper":
+        return link, None
+    # the paper profile's stacks' Python has no TensorFlow: gRPC runs in the TF 1.x build of the
+    # RDMA channels where the site has one, as the papers compared the channels within one build;
+    # else in TensorFlowOnSpark's Python, whose TensorFlow 1.4 has gRPC
+    if rdma:
+        return link, TF1Build(rdma, RDMA_BUILD)
+    tfos = provenance.stack_setting("DLOBD_TFOS_PYTHON")
+    if not tfos:
+        raise NotRunnable(PAPER_TF)
+    return link, TF1Build(tfos, TFOS_BUILD)
 
 
-PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON: the paper profile runs native TensorFlow's every channel, "
-            "gRPC too, in that TF 1.x build (dlobd_stack_settings); its stacks' Python has no TensorFlow")
+PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON or DLOBD_TFOS_PYTHON: the paper profile runs native "
+            "TensorFlow in a TF 1.x (dlobd_stack_settings); its stacks' Python has no TensorFlow")
 
 
 def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.LaunchResult:
