@@ -121,7 +121,9 @@ bench-reproduce: ## wall time of the last `make reproduce` by phase and experime
 ## ---------------------------------------------------------------- pipeline (Snakefile)
 
 SNAKEMAKE := $(BIN)/snakemake --profile profiles/local
-SNAKE_CONFIG := --config runs_dir=$(RUNS) state_dir=$(STATE)
+# the paper profile's runs beside RUNS' (make reproduce-paper's RUNS-paper; data/reference-paper
+# beside data/reference): the report sets their points beside RUNS' where that directory exists
+SNAKE_CONFIG = --config runs_dir=$(RUNS) state_dir=$(STATE) $(if $(wildcard $(RUNS)-paper),paper_runs_dir=$(RUNS)-paper)
 
 .PHONY: figures
 figures: setup ## rebuild figures, claim verdicts and the report from the raw logs under RUNS (default data/runs)
@@ -332,7 +334,9 @@ PAPER_DEF ?= containers/paper-tfos-bigdl.def
 PAPER_PREFIX ?= $(DLOBD_PREFIX)-paper
 PAPER_RUNS ?= data/runs-paper
 PAPER_OUT ?= data/paper-profile
-PAPER_IDS ?= dlobd-fig9 dlobd-fig5b dlobd-fig6c dlobd-fig7a dlobd-fig7b slides-tfos-ipoib-rdma slides-bigdl-epoch slides-bigdl-scalability slides-acc-vgg-bigdl
+PAPER_IDS ?= dlobd-fig9 dlobd-fig5b dlobd-fig6c dlobd-fig7a dlobd-fig7b dlobd-fig11 rdmatf-fig1 rdmatf-fig5 \
+  rdmatf-fig6 slides-tfos-ipoib-rdma slides-bigdl-epoch slides-bigdl-scalability slides-acc-vgg-bigdl \
+  slides-inception3-4nodes
 MODERN_RUNS ?= data/reference
 PAPER_PHASE = $(PYTHON) benchmarks/reproduce/phases.py --state $(PAPER_OUT)/state
 PAPER_PLAYBOOK = env ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) \

@@ -33,6 +33,7 @@ include: "workflow/rules/run.smk"
 include: "workflow/rules/results.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
+include: "workflow/rules/profiles.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -45,6 +46,7 @@ localrules:
     figure,
     utilisation,
     claims,
+    profiles,
     report,
 
 

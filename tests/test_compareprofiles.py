@@ -4,11 +4,14 @@ epochs of 2,560 MNIST images); the paper side the paper profile's real BigDL 0.3
 tests/data/logs (6 epochs of 12,800: the integration test's settings, not the figure's), so
 the values differ for both reasons, which the test does not judge."""
 
+import html
+import re
 import shutil
 from pathlib import Path
 
-from dlobd import cli
+from dlobd import cli, spec
 from dlobd.execution import runs
+from dlobd.results import compareprofiles, comparepaths, report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODERN = ROOT / "data/reference/local/local/dlobd-fig6c/network-loopback/attempt-001"
@@ -69,3 +72,39 @@ def test_a_log_its_parser_cannot_read_is_named_not_compared(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "local/dlobd-fig6c/network-loopback: not compared: paper unparseable: " in out
     assert out.rstrip().endswith("points: 1, compared (ok on both): 0")
+
+
+def profiles_report(tmp_path, modern: Path, paper: Path) -> tuple[str, str]:
+    """The report of dlobd-fig6c with the profiles rule's table of the two runs directories: its
+    index and the experiment's page."""
+    specs = spec.load_all()
+    found = compareprofiles.points(comparepaths.compare(modern, paper), modern, paper, specs)
+    table = tmp_path / "profiles.csv"
+    compareprofiles.frame(found).to_csv(table, index=False)
+    index = report.write_report(tmp_path / "report" / "index.html", specs={"dlobd-fig6c": specs["dlobd-fig6c"].data},
+                                scales=["local"], figures_dir=tmp_path / "figures", results_dir=tmp_path / "results",
+                                verdict_ids=[], data_ids={}, runs_dir=modern, profiles=(table, paper))
+    page = html.unescape((index.parent / "experiments" / "dlobd-fig6c-local.html").read_text())
+    return html.unescape(index.read_text()), page[page.index('<table class="profiles"'):page.index("</table>", page.index('<table class="profiles"'))]
+
+
+def test_the_report_sets_a_point_of_both_profiles_side_by_side(tmp_path):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    index, table = profiles_report(tmp_path, modern, paper)
+    assert f"runs under\n<code>{paper}</code>" in table
+    assert "hadoop 3.4.1" in table and "bigdl 2.4.0" in table and "hadoop 2.7.3, spark 2.1.2" in table
+    cells = re.findall(r"<td>([^<]*)</td>", table)
+    assert cells == ["top1_accuracy", "0.8385", "0.9265", "1.1"]
+    assert "share 1 point with these runs; 1 ok on both are compared" in index
+    assert 'href="experiments/dlobd-fig6c-local.html#profiles">dlobd-fig6c</a>' in index
+
+
+def test_the_report_names_why_a_point_of_both_profiles_is_not_compared(tmp_path):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    record = runs.read_attempt(paper / POINT, paper).record
+    shutil.rmtree(paper / POINT)
+    runs.write_run_json(runs.new_attempt(paper, "local", "local", "dlobd-fig6c", record["point"]),
+                        {**record, "status": "failed", "reason": "exit status 1"})
+    index, table = profiles_report(tmp_path, modern, paper)
+    assert "not compared: modern ok, paper failed<br><span class=\"meta\">paper failed: exit status 1</span>" in table
+    assert "share 1 point with these runs; 0 ok on both are compared" in index

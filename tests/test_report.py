@@ -238,3 +238,15 @@ def test_network_comparisons_carry_the_expected_speedup_of_the_model(tmp_path, m
     assert cells[3] == "ipoib and grpc+rdma ride the same InfiniBand link: its rate does not separate them"
     assert "here, grpc+rdma: RDMA between 127.0.0.1 and 127.0.0.1: 1.06 µs, 96.38 Gb/s" in cells[4]
     assert "paper, ipoib: SDSC-Comet-FDR (SC'18 slides, RDMA-gRPC micro-benchmark)'s InfiniBand link, rate not stated" in cells[4]
+
+
+def test_a_scale_s_profile_notes_show_beside_the_runs_of_that_profile_only():
+    scale = {"notes": ["shrunk"], "profile_notes": {"modern": ["TFoS 2.2.5: no parameter server"],
+                                                    "paper": ["TFoS 1.0.8: one parameter server"]}}
+    paper_run = {"used": True, "labels": {"profile": "paper"}}
+    unlabelled = {"used": True, "labels": {"data": "mnist"}}  # recorded before runs named their profile
+    assert report.scale_notes(scale, [paper_run]) == [
+        "shrunk", "on the paper profile's software: TFoS 1.0.8: one parameter server"]
+    assert report.scale_notes(scale, [unlabelled, {**paper_run, "used": False}]) == [
+        "shrunk", "on the modern profile's software: TFoS 2.2.5: no parameter server"]
+    assert report.scale_notes(scale, []) == ["shrunk"]

@@ -81,37 +81,81 @@ def versions(attempt: runs.Attempt) -> str:
     return ", ".join(named) or "not recorded"
 
 
+@dataclass
+class Point:
+    """One point under both profiles: its values side by side, or why they are not compared."""
+    key: tuple[str, str, str]           # scale, experiment, point
+    statuses: tuple[str, str]           # modern, paper
+    software: tuple[str, str]           # what each side's run.json names
+    values: list[Value]
+    reasons: dict[str, str]             # side -> its reason, for a side not ok
+    unparsed: str | None = None         # why a log of a side that is ok could not be read
+
+    @property
+    def not_compared(self) -> str | None:
+        if self.statuses != ("ok", "ok"):
+            return "; ".join(f"{side} {status}: {self.reasons.get(side) or 'no run'}"
+                             for side, status in zip(("modern", "paper"), self.statuses) if status != "ok")
+        return self.unparsed
+
+
+def points(rows: list[comparepaths.Row], modern_dir: Path, paper_dir: Path, specs: dict) -> list[Point]:
+    out = []
+    for row in rows:
+        if row.key[1] not in specs:
+            continue
+        software = tuple(versions(a) if a else "" for a in (row.a, row.b))
+        statuses = (row.status_a, row.status_b)
+        reasons = {side: a.record.get("reason") for side, a in (("modern", row.a), ("paper", row.b))
+                   if a and a.record["status"] != "ok"}
+        if statuses != ("ok", "ok"):
+            out.append(Point(row.key, statuses, software, [], reasons))
+            continue
+        try:
+            out.append(Point(row.key, statuses, software, compare_point(row, modern_dir, paper_dir, specs), reasons))
+        except ValueError as exc:  # a log its parser cannot read: said, not compared
+            out.append(Point(row.key, statuses, software, [], reasons, str(exc)))
+    return out
+
+
+COLUMNS = ["scale", "experiment", "point", "modern_status", "paper_status", "modern_software",
+           "paper_software", "quantity", "modern", "paper", "ratio", "not_compared"]
+
+
+def frame(found: list[Point]) -> pd.DataFrame:
+    """One row per compared value, one per point not compared (the report's table)."""
+    rows = []
+    for p in found:
+        head = [*p.key, *p.statuses, *p.software]
+        rows += ([head + [v.label, v.modern, v.paper, v.ratio, None] for v in p.values]
+                 or [head + [None, None, None, None, p.not_compared]])
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def report(rows: list[comparepaths.Row], modern_dir: Path, paper_dir: Path, specs: dict) -> str:
+def report(found: list[Point], modern_dir: Path, paper_dir: Path) -> str:
     lines = [f"modern: {modern_dir}", f"paper:  {paper_dir}",
              "local scale on this machine for both: the profiles differ in software only"]
-    compared = 0
-    for row in rows:
-        if row.key[1] not in specs:
+    for p in found:
+        head = "/".join(p.key)
+        if p.statuses != ("ok", "ok"):
+            lines.append(f"{head}: modern {p.statuses[0]} | paper {p.statuses[1]}  not compared")
+            lines += [f"    {side} reason: {reason}" for side, reason in p.reasons.items()]
             continue
-        head = "/".join(row.key)
-        if row.status_a != "ok" or row.status_b != "ok":
-            lines.append(f"{head}: modern {row.status_a} | paper {row.status_b}  not compared")
-            for side, attempt in (("modern", row.a), ("paper", row.b)):
-                if attempt and attempt.record["status"] != "ok":
-                    lines.append(f"    {side} reason: {attempt.record.get('reason')}")
+        if p.not_compared:
+            lines.append(f"{head}: not compared: {p.not_compared}")
             continue
-        try:
-            values = compare_point(row, modern_dir, paper_dir, specs)
-        except ValueError as exc:  # a log its parser cannot read: said, not compared
-            lines.append(f"{head}: not compared: {exc}")
-            continue
-        compared += 1
         lines.append(f"{head}:")
-        lines.append(f"    modern software: {versions(row.a)}")
-        lines.append(f"    paper software:  {versions(row.b)}")
-        for value in values:
+        lines.append(f"    modern software: {p.software[0]}")
+        lines.append(f"    paper software:  {p.software[1]}")
+        for value in p.values:
             ratio = "" if value.ratio is None else f"  (paper/modern {value.ratio:.3g})"
             lines.append(f"    {value.label}: modern {_number(value.modern)} | paper {_number(value.paper)}{ratio}")
-    lines.append(f"points: {len(rows)}, compared (ok on both): {compared}")
+    compared = sum(1 for p in found if p.values)
+    lines.append(f"points: {len(found)}, compared (ok on both): {compared}")
     return "\n".join(lines)
 
 
@@ -135,5 +179,6 @@ def run(args) -> int:
     if unknown:
         print(f"compare-profiles: no experiment spec {', '.join(unknown)} under experiments/")
         return 2
-    print(report([r for r in rows if r.key[1] in wanted], args.modern_runs, args.paper_runs, specs))
+    found = points([r for r in rows if r.key[1] in wanted], args.modern_runs, args.paper_runs, specs)
+    print(report(found, args.modern_runs, args.paper_runs))
     return 0

@@ -134,6 +134,15 @@ def fabric_rows(spec: dict, run_list: list[dict]) -> dict:
             "expected": expected.expectations(spec, record)}
 
 
+def scale_notes(scale_data: dict, run_list: list[dict]) -> list[str]:
+    """The scale's notes, and its notes for the software profile of each profile its used runs
+    ran (runs before the profile label ran the modern profile)."""
+    ran = {(r.get("labels") or {}).get("profile") or "modern" for r in run_list if r.get("used")}
+    own = scale_data.get("profile_notes") or {}
+    return [*(scale_data.get("notes") or []),
+            *(f"on the {profile} profile's software: {note}" for profile in sorted(ran) for note in own.get(profile, []))]
+
+
 def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
                        report_dir) -> list[dict]:
     out = []
@@ -183,7 +192,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                                     if sampled and did == eid else None),
                 "pdf": os.path.relpath(pdf, pages_dir),
                 "runs": run_list,
-                "notes": (scale_data or {}).get("notes") or [],
+                "notes": scale_notes(scale_data or {}, run_list),
                 "axis_map": substitutions.axis_map(spec, scale),
                 "substitutions": substitutions.substitutions(spec, scale,
                                                              substitutions.run_cores(run_list)),
@@ -197,13 +206,36 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
     return out
 
 
+def profile_points(profiles_csv) -> dict[tuple[str, str], list[dict]]:
+    """The points run on both profiles (rule profiles' table), by (scale, experiment): each with
+    its statuses, the software each side recorded, and its values side by side or why not."""
+    table = _read_csv(profiles_csv)
+    out = {}
+    if table.empty:
+        return out
+    for (scale, experiment, point), rows in table.groupby(["scale", "experiment", "point"], sort=False):
+        first = rows.iloc[0]
+        out.setdefault((scale, experiment), []).append({
+            "point": point, "modern_status": first["modern_status"], "paper_status": first["paper_status"],
+            "modern_software": _clean(first["modern_software"]), "paper_software": _clean(first["paper_software"]),
+            "not_compared": _clean(first["not_compared"]),
+            "quantities": [{k: _clean(r[k]) for k in ("quantity", "modern", "paper", "ratio")}
+                       for _, r in rows.iterrows() if _clean(r["quantity"])],
+        })
+    for found in out.values():
+        found.sort(key=lambda p: natural_key(p["point"]))
+    return out
+
+
 def _link(path: Path, start) -> str | None:
     """A relative link from `start` to a file that exists (None without it)."""
     return os.path.relpath(path, start) if path.is_file() else None
 
 
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
-                 data_ids: dict, runs_dir) -> Path:
+                 data_ids: dict, runs_dir, profiles: tuple | None = None) -> Path:
+    """The index and a page per experiment; `profiles` (the profiles rule's table, the paper
+    profile's runs directory) adds each experiment's points run on the papers' software."""
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     verdicts = verdict_rows(results_dir, scales, verdict_ids, specs)
@@ -213,12 +245,15 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
     by_paper = {p: {v: sum(1 for r in verdicts if r["paper"] == p and r["verdict"] == v)
                     for v in VERDICT_ORDER} for p in PAPERS}
     git = provenance.git_state()
+    by_point = profile_points(profiles[0]) if profiles else {}
     for e in entries:
+        e["profiles"] = by_point.get((e["scale"], data_ids.get(e["id"], e["id"])), [])
         e["other_commits"] = [c for c in e["commits"] if c != git.get("commit")]
         e["claims"] = [r for r in verdicts if r["experiment"] == e["id"] and r["scale"] == e["scale"]]
     all_runs = [r for e in entries for r in e["runs"] if r.get("used")]
     env = _env()
-    common = {"scales": list(scales), "runs_dir": str(runs_dir)}
+    common = {"scales": list(scales), "runs_dir": str(runs_dir),
+              "paper_runs_dir": str(profiles[1]) if profiles else None}
     experiment_page = env.get_template("experiment.html.j2")
     for e in entries:
         page = page_path(out_html.parent, e["id"], e["scale"])
@@ -240,6 +275,7 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         known_ids=set(specs),
         experiments=entries,
         n_run=sum(1 for e in entries if not e["not_run"]),
+        profile_experiments=[e for e in entries if e["profiles"]],
         **common,
     )
     out_html.write_text(html, encoding="utf-8")

@@ -20,6 +20,8 @@ FIGURES = config["figures_dir"]
 REPORT = config["report_dir"]
 STATE = config["state_dir"]
 SCALES = config["scales"]
+# the paper profile's runs the report sets beside RUNS' ("": none)
+PAPER_RUNS = config["paper_runs_dir"]
 
 SPECS_ROOT = Path(workflow.basedir, config["specs_root"])
 SPECS = dspec.load_all(SPECS_ROOT)
@@ -142,6 +144,14 @@ def results_csv(scale, experiment):
 
 def runs_json(scale, experiment):
     return f"{RESULTS}/{scale}/runs/{data_id(experiment)}.json"
+
+
+def profiles_csv():
+    return f"{RESULTS}/profiles.csv"
+
+
+def paper_run_records(wildcards):
+    return sorted(str(p) for p in Path(PAPER_RUNS).glob("*/*/*/*/attempt-*/run.json"))
 
 
 def report_html():
@@ -313,6 +323,19 @@ def step_claims(wildcards, input, output, log):
          or "no claims")
 
 
+def step_profiles(output, log):
+    from dlobd.results import compareprofiles as dprofiles, comparepaths as dpaths
+
+    rows = dpaths.compare(Path(RUNS), Path(PAPER_RUNS))
+    # the experiments the paper profile ran, among this pipeline's
+    wanted = {r.key[1] for r in rows if r.b is not None} & set(DATA_IDS)
+    found = dprofiles.points([r for r in rows if r.key[1] in wanted and r.key[0] in SCALES],
+                             Path(RUNS), Path(PAPER_RUNS), SPECS)
+    dprofiles.frame(found).to_csv(output[0], index=False)
+    _log(log[0], f"{len(found)} points of {len(wanted)} experiments, "
+                 f"{sum(1 for p in found if p.values)} compared")
+
+
 def step_report(output, log):
     from dlobd.results import report as dreport
 
@@ -320,6 +343,7 @@ def step_report(output, log):
         output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
         figures_dir=FIGURES, results_dir=RESULTS, verdict_ids=VERDICT_IDS,
         data_ids={e: data_id(e) for e in IDS}, runs_dir=RUNS,
+        profiles=(profiles_csv(), PAPER_RUNS) if PAPER_RUNS else None,
     )
     _log(log[0], f"{Path(output.html).resolve()}: {len(IDS)} experiments")
 
