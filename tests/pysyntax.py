@@ -1,5 +1,6 @@
-"""What the tests of the TensorFlow 1.x programs share: loading one as a module here, and the
-Python syntax newer than their Pythons (2.7 and 3.5) may use."""
+"""What the tests of the programs for Python 2.7 and 3.5 (the TensorFlow 1.x ones, the PySpark
+PageRank) share: loading one as a module here, and the Python syntax newer than those Pythons
+may use."""
 
 import ast
 import importlib.util

@@ -1,6 +1,7 @@
 """HiBench PageRank (dlobd/stacks/hibench_spark.py): the hibench.report parser, the launcher's
-commands at every point of slides-pagerank-32nodes/-64nodes, the synthetic graph, and the
-project's PySpark PageRank run in Spark local mode against an independent computation.
+commands at every point of slides-pagerank-32nodes/-64nodes (on the paper profile in
+DLOBD_TFOS_PYTHON), the synthetic graph, and the project's PySpark PageRank: its Python 2.7
+syntax, its report lines, and its run in Spark local mode against an independent computation.
 
 Report inputs: tests/data/logs/hibench_spark/ holds reports of real runs of
 workloads/pagerank/spark_pagerank.py (tests/data/logs/README.md). HiBench's own lines below
@@ -12,11 +13,13 @@ one second; throughputs from bc's integer division), at github.com/Intel-bigdata
 v7.1.1 (b5628352).
 """
 
+import ast
 import glob
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +32,7 @@ import reallogs
 from dlobd.cluster import capabilities
 from dlobd.stacks import runner
 from dlobd import NotRunnable
+from pysyntax import load_program, newer_syntax
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs" / "hibench_spark"
 REAL = sorted(LOGS.glob("*/report/hibench.report"))
@@ -129,7 +133,7 @@ def cluster(tmp_path, monkeypatch):
                         "DLOBD_DATA_DIR": str(tmp_path / "data"), "DLOBD_HDFS_URI": "hdfs://10.0.0.1:19820",
                         "DLOBD_WORKERS": "10.0.0.2 10.0.0.3"}.items():
         monkeypatch.setenv(name, value)
-    for name in ("HIBENCH_HOME", "RDMA_SPARK_HOME", "HIBENCH_VERSION"):
+    for name in ("HIBENCH_HOME", "RDMA_SPARK_HOME", "HIBENCH_VERSION", "DLOBD_PROFILE", "DLOBD_TFOS_PYTHON"):
         monkeypatch.delenv(name, raising=False)
     provenance.provisioned_env.cache_clear()
     yield tmp_path
@@ -168,6 +172,13 @@ def option(argv, name):
     return argv[argv.index(name) + 1]
 
 
+def spark_settings(argv) -> dict:
+    return dict(pair.split("=", 1) for flag, pair in zip(argv, argv[1:]) if flag == "--conf")
+
+
+PYSPARK_SETTINGS = ("spark.pyspark.python", "spark.pyspark.driver.python", "spark.executorEnv.PYSPARK_PYTHON")
+
+
 def settings(text: str) -> dict:
     """HiBench's reading of a conf file: key, whitespace, value; '#' lines are comments."""
     out = {}
@@ -196,11 +207,52 @@ def test_local_points_run_the_project_program_on_yarn(cluster, spec_id, point):
     assert option(argv, "--output").startswith("hdfs://10.0.0.1:19820/dlobd/output/pagerank/dlobd-")
     assert (option(argv, "--iterations"), option(argv, "--partitions"), option(argv, "--nodes")) == ("3", "4", "2")
     assert option(argv, "--report-dir") == str(ctx.attempt_dir.resolve() / "report")
-    assert "spark.pyspark.python=/stack/bin/python" in argv
+    conf = spark_settings(argv)
+    assert [conf[key] for key in PYSPARK_SETTINGS] == ["/stack/bin/python"] * 3
+    # Spark 3.x's name and Spark 2.1's (RDMA-Spark 0.9.5 is a Spark 2.1)
+    assert (conf["spark.executor.memoryOverhead"], conf["spark.yarn.executor.memoryOverhead"]) == ("768m", "768")
+    assert "pyspark_python" not in result.labels
     assert result.labels["data"] == "synthetic, HiBench-shaped PageRank graph"
     assert result.labels["pages"].startswith(f"{pages:,} (HiBench's {point['datasize']}: ")
     assert result.labels["spark"] == "vanilla"
     assert list(ctx.attempt_dir.iterdir()) == []  # a dry run writes nothing
+
+
+def test_on_the_paper_profile_pyspark_runs_in_tfos_python_and_the_generator_in_the_stacks(cluster, monkeypatch):
+    """Spark 2.1's PySpark fails on the stacks' Python 3: every PySpark setting of the driver and
+    the executors names DLOBD_TFOS_PYTHON; the graph generator (Python 3 code) keeps DLOBD_PYTHON."""
+    monkeypatch.setenv("DLOBD_PROFILE", "paper")
+    monkeypatch.setenv("DLOBD_TFOS_PYTHON", "/sw/py27/bin/python2.7")
+    generated, launched = [], []
+
+    def run_command(ctx, argv, env, **kw):
+        launched.append(env)
+        return runner.LaunchResult(argv, "ok")
+
+    monkeypatch.setattr(hb, "make_graph", lambda folder, pages, python, log: generated.append(python))
+    monkeypatch.setattr(hb.hadoop, "hdfs_stage", lambda local, path: hb.hadoop.hdfs_uri(path))
+    monkeypatch.setattr(runner, "run_command", run_command)
+    ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
+    result = hb.launch(ctx)
+    assert generated == ["/stack/bin/python"]
+    conf = spark_settings(result.command)
+    assert [conf[key] for key in PYSPARK_SETTINGS] == ["/sw/py27/bin/python2.7"] * 3
+    assert (launched[0]["PYSPARK_PYTHON"], launched[0]["PYSPARK_DRIVER_PYTHON"]) == ("/sw/py27/bin/python2.7",) * 2
+    assert (conf["spark.executor.memoryOverhead"], conf["spark.yarn.executor.memoryOverhead"]) == ("768m", "768")
+    assert result.labels["pyspark_python"].startswith("DLOBD_TFOS_PYTHON, a Python 2.7 or 3.5: Spark 2.1's "
+                                                      "PySpark fails on the stacks' Python 3")
+    assert result.versions["stack"] == ("the project's PySpark PageRank (SparkPageRank's algorithm) in "
+                                        "/sw/py27/bin/python2.7 (DLOBD_TFOS_PYTHON)")
+
+
+def test_on_the_paper_profile_without_tfos_python_the_program_is_not_runnable(cluster, monkeypatch):
+    monkeypatch.setenv("DLOBD_PROFILE", "paper")
+    ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
+    with pytest.raises(NotRunnable, match=r"PySpark fails on the stacks' Python 3 .*SPARK-19019.*: on the "
+                                          r"paper profile the project's PageRank runs in TensorFlowOnSpark's "
+                                          r"Python 2.7 or 3.5, and DLOBD_TFOS_PYTHON is unset"):
+        hb.launch(ctx)
+    assert list(ctx.attempt_dir.iterdir()) == [] and not (cluster / "data").exists()  # no graph made
 
 
 @pytest.mark.parametrize("spec_id, point", points("local", "loopback"))
@@ -371,6 +423,35 @@ def local_spark():
                     "(the provisioned stack, or `pip install 'pyspark==3.5.*'` and SPARK_HOME=<its "
                     "pyspark folder>)")
     return str(submit), python
+
+
+def test_program_is_python_2_7_syntax():
+    """The paper profile's Spark 2.1 runs the program in Python 2.7 (or 3.5)."""
+    source = hb.PROGRAM.read_text()
+    tree = ast.parse(source, feature_version=(3, 5))  # no f-strings, no variable annotations
+    assert newer_syntax(tree) == []
+    assert "from __future__ import absolute_import, division, print_function, unicode_literals" in source
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert imported == {"__future__", "argparse", "io", "operator", "os", "sys", "time", "pyspark"}
+
+
+def test_program_report_lines_are_hibenchs_printf_layout(tmp_path):
+    """write_report appends HiBench's gen_report lines, the header once, to a folder given as a
+    str (the command line's) or a Path."""
+    program = load_program(hb.PROGRAM, "spark_pagerank")
+    end = 1700000000.0
+    first = program.write_report(str(tmp_path / "report"), "PySparkPagerank", end, 2620000, 1512, 2)
+    second = program.write_report(tmp_path / "report", "PySparkPagerank", end + 60, 2620000, 61234, 1)
+    assert Path(first) == Path(second) == tmp_path / "report" / "hibench.report"
+    day, clock = (time.strftime(f, time.localtime(end)) for f in ("%Y-%m-%d", "%H:%M:%S"))
+    day2, clock2 = (time.strftime(f, time.localtime(end + 60)) for f in ("%Y-%m-%d", "%H:%M:%S"))
+    assert Path(first).read_text() == hibench_report(
+        ("PySparkPagerank", day, clock, "2620000", "1.512", "1732804", "866402"),
+        ("PySparkPagerank", day2, clock2, "2620000", "61.234", "42786", "42786"))
+    assert program.parse_link("12\t7") == ("12", "7") and program.parse_link("a b c") == ("b", "c")
+    with pytest.raises(ValueError, match="not a link line"):
+        program.parse_link("12")
 
 
 def test_program_ranks_match_an_independent_computation(tmp_path):

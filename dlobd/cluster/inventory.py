@@ -78,7 +78,9 @@ STACK_SETTINGS = {
                          "20.3.4 the last for it); the python_env role checks it on every host; "
                          "without it the paper profile's TensorFlowOnSpark points are not runnable "
                          "(those of network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
-                         "tensorflowonspark 1.0.8 too)",
+                         "tensorflowonspark 1.0.8 too); the paper profile's PageRank without HiBench "
+                         "(workloads/pagerank/spark_pagerank.py) runs its PySpark in it too, and is not "
+                         "runnable without it",
     "HIBENCH_HOME": "Intel HiBench built with its Spark PageRank (github.com/Intel-bigdata/HiBench)",
     "MVAPICH2_HOME": "MVAPICH2 (mvapich.cse.ohio-state.edu): mpi_impl=mvapich2 of hr-reduce",
     "MVAPICH2_GDR_HOME": "MVAPICH2-GDR (registered download at mvapich.cse.ohio-state.edu): "

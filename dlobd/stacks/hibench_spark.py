@@ -38,8 +38,12 @@ Launcher, two ways to the same report:
   over a SYNTHETIC HiBench-shaped graph written by workloads/data/make_datasets.py
   (`pagerank-synthetic`, fixed seed) into $DLOBD_DATA_DIR once and staged into HDFS, through
   `spark-submit --master yarn` in client mode. Its run.json labels say synthetic and
-  HiBench-shaped. HiBench's own profiles (millions of pages) need HiBench's generator: without
-  HIBENCH_HOME such a point is not runnable.
+  HiBench-shaped. On the paper profile (Spark 2.1) the program's driver and executors run
+  TensorFlowOnSpark's Python (DLOBD_TFOS_PYTHON, a Python 2.7 or 3.5; label `pyspark_python`),
+  as Spark 2.1's PySpark fails on the stacks' Python 3; without it those points are not
+  runnable. The generator runs in the stacks' Python on every profile. HiBench's own profiles
+  (millions of pages) need HiBench's generator: without HIBENCH_HOME such a point is not
+  runnable.
 Settings (the point's or the scale's `fixed`): `datasize` (a HiBench profile), `pages` (per
 data size), `iterations`, `worker_nodes` or `executors`, `cores` (total executor cores,
 split evenly), `partitions` (default: the cores; HiBench's map and shuffle parallelism),
@@ -161,7 +165,10 @@ DRIVER_MEMORY = "1g"
 # the executor's Python workers hold their partitions' links beside the JVM heap (YARN counts
 # them as overhead): pyspark's daemon and two workers peaked at 480 MiB together on the
 # 50,000-page graph (Spark local[2], 4 partitions)
-EXECUTOR_OVERHEAD = "768m"
+EXECUTOR_OVERHEAD_MB = 768
+TFOS_PYTHON = "DLOBD_TFOS_PYTHON"
+PAPER_PYSPARK_FAILS = ("Spark 2.1's PySpark fails on the stacks' Python 3 (on 3.6 and newer in Spark "
+                       "2.1.0, SPARK-19019; on 3.8 and newer in every Spark 2.x, SPARK-29536)")
 
 
 def plan_point(ctx: runner.RunContext) -> dict:
@@ -282,13 +289,31 @@ def make_graph(folder: Path, pages: int, python: str, log) -> None:
     partial.rename(folder)
 
 
+def paper_pyspark_python() -> str | None:
+    """The Python of the program's driver and executors on the paper profile (DLOBD_TFOS_PYTHON),
+    NotRunnable where the cluster gives none; None on other profiles, whose PySpark runs in the
+    stacks' Python."""
+    if provenance.stack_setting("DLOBD_PROFILE") != "paper":
+        return None
+    python = provenance.stack_setting(TFOS_PYTHON)
+    if not python:
+        raise NotRunnable(f"{PAPER_PYSPARK_FAILS}: on the paper profile the project's PageRank runs in "
+                          f"TensorFlowOnSpark's Python 2.7 or 3.5, and {TFOS_PYTHON} is unset "
+                          "(dlobd_stack_settings, docs/new-cluster.md)")
+    return python
+
+
 def own_command(ctx: runner.RunContext, plan: dict, spark_submit: str, python: str, input_uri: str,
                 output_uri: str) -> list[str]:
     """spark-submit of the project's PageRank on YARN, client mode (the driver writes the report
-    into the attempt)."""
+    into the attempt), its driver and executors in `python`."""
     conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
             "spark.executorEnv.PYSPARK_PYTHON": python,
-            "spark.executor.memoryOverhead": EXECUTOR_OVERHEAD,
+            # Spark 2.3 renamed spark.yarn.executor.memoryOverhead (MiB) and 3.x still reads the old
+            # name where the new one is unset: both, for Spark 2.1 (the paper profile's, OSU
+            # RDMA-Spark 0.9.5's) and 3.x alike
+            "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m",
+            "spark.yarn.executor.memoryOverhead": str(EXECUTOR_OVERHEAD_MB),
             "spark.dynamicAllocation.enabled": "false", "spark.yarn.maxAppAttempts": "1"}
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(plan["executors"]), "--executor-cores", str(plan["executor_cores"]),
@@ -338,25 +363,31 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         result.labels = {"data": "synthetic, HiBench's PageRank generator",
                          "workload": "HiBench ScalaSparkPagerank"}
     else:
-        python = _required("DLOBD_PYTHON")
+        # NotRunnable before the graph is made
+        paper_python = paper_pyspark_python()
+        stacks_python = _required("DLOBD_PYTHON")
+        pyspark_python = paper_python or stacks_python
         local = graph_dir(_required("DLOBD_DATA_DIR"), plan["pages"])
         hdfs_path = f"{HDFS_DATA}/{GRAPH}/{local.name}/Input"
         if ctx.dry_run:
             input_uri = hadoop.hdfs_uri(hdfs_path)
         else:
             with open(adir / "prepare.log", "x", encoding="utf-8") as log:
-                make_graph(local, plan["pages"], python, log)
+                make_graph(local, plan["pages"], stacks_python, log)
                 log.write(f"{runner.now_iso()} staging {local / 'Input'} into HDFS {hdfs_path}\n")
                 log.flush()
                 input_uri = hadoop.hdfs_stage(local / "Input", hdfs_path)
                 log.write(f"{runner.now_iso()} staged: {input_uri}\n")
         output_uri = hadoop.hdfs_uri(f"{HDFS_OUTPUT}/{hadoop.app_tag(ctx)}")
-        argv = own_command(ctx, plan, spark_submit, python, input_uri, output_uri)
-        env.update({"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
+        argv = own_command(ctx, plan, spark_submit, pyspark_python, input_uri, output_uri)
+        env.update({"PYSPARK_PYTHON": pyspark_python, "PYSPARK_DRIVER_PYTHON": pyspark_python})
         result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
-        result.versions = {"stack": "the project's PySpark PageRank (SparkPageRank's algorithm)"}
+        stack = "the project's PySpark PageRank (SparkPageRank's algorithm)"
+        result.versions = {"stack": f"{stack} in {paper_python} ({TFOS_PYTHON})" if paper_python else stack}
         result.labels = {"data": "synthetic, HiBench-shaped PageRank graph",
                          "workload": f"{WORKLOAD}: SparkPageRank's algorithm on a HiBench-shaped graph"}
+        if paper_python:
+            result.labels["pyspark_python"] = f"{TFOS_PYTHON}, a Python 2.7 or 3.5: {PAPER_PYSPARK_FAILS}"
     result.labels.update({"pages": pages, "iterations": str(plan["iterations"]), "spark": flavour,
                           "network": network})
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
