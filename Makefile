@@ -336,7 +336,7 @@ PAPER_RUNS ?= data/runs-paper
 PAPER_OUT ?= data/paper-profile
 PAPER_IDS ?= dlobd-fig9 dlobd-fig5b dlobd-fig6c dlobd-fig7a dlobd-fig7b dlobd-fig11 rdmatf-fig1 rdmatf-fig5 \
   rdmatf-fig6 slides-tfos-ipoib-rdma slides-bigdl-epoch slides-bigdl-scalability slides-acc-vgg-bigdl \
-  slides-inception3-4nodes
+  slides-inception3-4nodes slides-pagerank-32nodes slides-pagerank-64nodes
 MODERN_RUNS ?= data/reference
 PAPER_PHASE = $(PYTHON) benchmarks/reproduce/phases.py --state $(PAPER_OUT)/state
 PAPER_PLAYBOOK = env ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) \
