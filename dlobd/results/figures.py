@@ -99,10 +99,11 @@ def run_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
-                 over: str | None = None, only: dict | None = None) -> pd.DataFrame:
+                 over: str | None = None, only: dict | None = None, samples: bool = False) -> pd.DataFrame:
     """One value per run (its axes, run_id, status, value) for a metric, reduced by `how` over
-    its rows (those with the values `only` gives, e.g. {'phase': 'training'}, if any)."""
-    table = run_rows(table)
+    its rows (those with the values `only` gives, e.g. {'phase': 'training'}, if any); the
+    monitor's samples among them with `samples`."""
+    table = table if samples else run_rows(table)
     out = []
     if table.empty:
         return pd.DataFrame(columns=[*axes, "cluster", "run_id", "status", "reason", "value"])
@@ -971,6 +972,19 @@ def time_to_target_at(ctx: Context, point: dict) -> tuple[float | None, str]:
     return sum(times) / len(times), ""
 
 
+# a paper value of a metric's extreme sample ("lowest CPU utilisation during training"): the
+# reduction of every sample of the run (every host's, the whole run, as the claims' min_over_time
+# and max_over_time take them) and the label its local bar carries
+SAMPLE_EXTREMES = {"lowest": ("min", "lowest sample of the run"),
+                   "highest": ("max", "highest sample of the run"),
+                   "peak": ("max", "highest sample of the run")}
+
+
+def sample_extreme(p: dict) -> tuple[str, str] | None:
+    words = str(p.get("quantity", "")).split()
+    return SAMPLE_EXTREMES.get(words[0]) if words else None
+
+
 def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     """This scale's value of the quantity a paper value states, in the same form, and
     what was compared ('' when there is none, with the reason in its place)."""
@@ -981,6 +995,9 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     name = p.get("metric") or ctx.metric["name"]
     how, over = ((ctx.metric["reduce"], ctx.metric.get("over")) if name == ctx.metric["name"]
                  else (metrics.get(name).reducer, None))
+    extreme = sample_extreme(p)
+    if extreme:
+        how, over = extreme[0], None
     dimensions = set(ctx.spec.get("dimensions") or {})
 
     def at(point):
@@ -990,7 +1007,7 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
         if mapped is None:
             return None, "no counterpart here"
         values = point_values(ctx.table, ctx.axes, name, how, over,
-                              {k: v for k, v in point.items() if k in dimensions})
+                              {k: v for k, v in point.items() if k in dimensions}, samples=bool(extreme))
         for axis, v in mapped.items():
             values = where(values, axis, v) if axis in values else values.iloc[0:0]
         cell = values[values["status"] == "ok"]
@@ -998,9 +1015,9 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
             return None, f"no {name} rows here" if (values["status"] == "no value").any() else "not run here"
         return float(cell["value"].astype(float).mean()), ""
 
-    # another quantity of the metric (a lowest utilisation) has no reduction here; a share is
-    # the relation itself, e.g. one phase's time over the total
-    if p.get("quantity") and not str(p["quantity"]).startswith("share") and not timed:
+    # another quantity of the metric has no reduction here; a share is the relation itself, e.g.
+    # one phase's time over the total
+    if p.get("quantity") and not str(p["quantity"]).startswith("share") and not timed and not extreme:
         _, why = at(p["at"])
         return None, why or f"{p['quantity']}: no reduction of the {name} samples to it here"
 
@@ -1129,6 +1146,7 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
     for k, group in enumerate(groups):
         ax = fig.add_subplot(area[k])
         relation = bool(group[0].get("as"))
+        shown_here = 0
         for i, p in enumerate(group):
             unit = get_unit(ctx, p)
             paper = implied_ratio(p) if relation else p["value"]
@@ -1142,17 +1160,20 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                         textcoords="offset points", ha="center", va="bottom", fontsize=7,
                         color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
             here, why = local_counterpart(ctx, p)
-            if here is not None and not relation and ctx.other_workload():
-                # an absolute value of another workload is no counterpart (the panel's title says
-                # so); relations still compare
+            if here is not None and not relation and ctx.other_workload() and not sample_extreme(p):
+                # an absolute time or rate of another workload is no counterpart (the panel's title
+                # says so); relations and a utilisation's extreme sample still compare
                 here, why = None, ""
+            shown_here += here is not None
             if here is not None:
                 shown = implied_ratio(p, here) if relation else here
                 ax.bar(i + 0.2, shown, width=0.38, color="#1f77b4")
                 text = stated_text({**p, "value": float(f"{here:.3g}"), "approx": False, "high": None,
                                     "up_to": None, "bound": None}, unit)
-                substituted = stand_in(ctx, p)
-                ax.annotate(text + ("\n" + "\n".join(textwrap.wrap(substituted, 18)) if substituted else ""),
+                # which reduction of the samples the bar is, where it is not the figure's own
+                reduction = sample_extreme(p)
+                notes = [w for w in (reduction[1] if reduction else "", stand_in(ctx, p)) if w]
+                ax.annotate("\n".join([text, *(line for w in notes for line in textwrap.wrap(w, 18))]),
                             (i + 0.2, max(shown, 0)), xytext=(0, 2), textcoords="offset points",
                             ha="center", va="bottom", fontsize=7, color="#1f77b4",
                             rotation=90 if len(group) > 4 else 0)
@@ -1177,17 +1198,22 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             units = {get_unit(ctx, p) for p in group}
             ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
             ax.set_title("paper's stated values hatched" + (
-                ", none here: another workload" if ctx.other_workload() else ", here solid"),
-                fontsize=7.5, color=PAPER_COLOR)
+                ", here solid" if not ctx.other_workload() else
+                ", here solid;\nno times of another workload" if shown_here else
+                ", none here: another workload"), fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
         _fit_value_labels(fig, ax)
 
 
 def _log_y(ax) -> None:
     """A log y axis for a short panel: between decades only 2 and 5 are marked, and of them
-    only 2 labelled, else the labels of 2, 3, 4 and 6 run into each other."""
+    only 2 labelled, else the labels of 2, 3, 4 and 6 run into each other. It spans a decade at
+    least: within one, matplotlib labels the ticks it adds there, and they run into each other."""
     ax.set_yscale("log")
     ax.yaxis.set_minor_locator(LogLocator(subs=(2, 5)))
+    low, high = ax.get_ylim()
+    if 0 < low and high / low < 10:
+        ax.set_ylim(high / 10, high)
 
 
 def _renderer(fig: Figure):

@@ -249,3 +249,32 @@ def test_bigdl_0_3_lenet_on_real_mnist_on_yarn_rises_past_0_9(paper_env, tmp_pat
     accuracy = [r["value"] for r in parsed.rows if r["metric"] == "top1_accuracy"]
     assert len(accuracy) == 6 and accuracy[-1] > 0.9 and accuracy[-1] > accuracy[0], accuracy
     assert [r["epoch"] for r in parsed.rows if r["metric"] == "epoch_time_s"] == [1, 2, 3, 4, 5, 6]
+
+
+def test_native_tensorflow_1_4_trains_over_grpc_in_tfos_python(paper_env, tmp_path):
+    """rdmatf-fig1's two-worker gRPC point: without a site TF 1.x build, train_tf1.py runs in the
+    image's Python 2.7 with TensorFlow 1.4.0 (a parameter server, two workers, the chief)."""
+    data = spec.load_all()["rdmatf-fig1"].data
+    attempt = launched(data, {"network": "loopback", "workers": 2}, tmp_path / "runs")
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["labels"]["tf_build"].startswith("DLOBD_TFOS_PYTHON"), record["labels"]
+    plan = json.loads((attempt / "tasks.json").read_text())["tasks"]
+    assert sorted(t["job"] for t in plan) == ["chief", "ps", "worker", "worker"]
+    assert all(t["argv"][0].endswith("tfos-python/bin/python2.7") and t["argv"][1].endswith("train_tf1.py")
+               for t in plan)
+    assert f"tensorflow={PAPER['tensorflow']}" in (attempt / "tasks" / "chief-0.log").read_text()
+    parsed = stacks.parse_run("tensorflow", attempt)
+    assert parsed.status == "ok" and parsed.finished, parsed.reason
+    assert [r["value"] for r in parsed.rows if r["metric"] == "steps_per_s"], parsed.rows[:5]
+
+
+def test_the_pyspark_pagerank_runs_in_python_2_7_on_spark_2_1_over_yarn(paper_env, tmp_path):
+    data = spec.load_all()["slides-pagerank-32nodes"].data
+    attempt = launched(data, {"datasize": "huge", "network": "loopback"}, tmp_path / "runs")
+    record = json.loads((attempt / "run.json").read_text())
+    assert record["labels"]["pyspark_python"].startswith("DLOBD_TFOS_PYTHON"), record["labels"]
+    assert "tfos-python/bin/python2.7" in " ".join(record["command"])
+    parsed = stacks.parse_run("hibench_spark", attempt)
+    assert parsed.status == "ok" and parsed.finished, parsed.reason
+    app = json.loads(next((attempt / "yarn").glob("application_*.json")).read_text())
+    assert app["state"] == "FINISHED" and app["finalStatus"] == "SUCCEEDED"
