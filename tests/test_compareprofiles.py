@@ -85,13 +85,14 @@ def profiles_report(tmp_path, modern: Path, paper: Path) -> tuple[str, str]:
                                 scales=["local"], figures_dir=tmp_path / "figures", results_dir=tmp_path / "results",
                                 verdict_ids=[], data_ids={}, runs_dir=modern, profiles=(table, paper))
     page = html.unescape((index.parent / "experiments" / "dlobd-fig6c-local.html").read_text())
-    return html.unescape(index.read_text()), page[page.index('<table class="profiles"'):page.index("</table>", page.index('<table class="profiles"'))]
+    start = page.index('<div class="profiles" id="profiles">')
+    return html.unescape(index.read_text()), page[start:page.index("</div>", start)]
 
 
 def test_the_report_sets_a_point_of_both_profiles_side_by_side(tmp_path):
     modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
     index, table = profiles_report(tmp_path, modern, paper)
-    assert f"runs under\n<code>{paper}</code>" in table
+    assert f"runs under <code>{paper}</code>" in table
     assert "hadoop 3.4.1" in table and "bigdl 2.4.0" in table and "hadoop 2.7.3, spark 2.1.2" in table
     cells = re.findall(r"<td>([^<]*)</td>", table)
     assert cells == ["top1_accuracy", "0.8385", "0.9265", "1.1"]
@@ -106,5 +107,18 @@ def test_the_report_names_why_a_point_of_both_profiles_is_not_compared(tmp_path)
     runs.write_run_json(runs.new_attempt(paper, "local", "local", "dlobd-fig6c", record["point"]),
                         {**record, "status": "failed", "reason": "exit status 1"})
     index, table = profiles_report(tmp_path, modern, paper)
-    assert "not compared: modern ok, paper failed<br><span class=\"meta\">paper failed: exit status 1</span>" in table
+    assert "no point ran ok on both profiles" in table
+    assert "1 point not compared: a side did not run ok" in table
+    assert "<li><code>network-loopback</code>: paper failed: exit status 1</li>" in table
     assert "share 1 point with these runs; 0 ok on both are compared" in index
+
+
+def test_a_point_not_run_on_either_side_for_one_reason_says_it_once(tmp_path, capsys):
+    modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
+    for side in (modern, paper):
+        record = runs.read_attempt(side / POINT, side).record
+        shutil.rmtree(side / POINT)
+        runs.write_run_json(runs.new_attempt(side, "local", "local", "dlobd-fig6c", record["point"]),
+                            {**record, "status": "not runnable", "reason": "needs rdma: no HCA"})
+    _, table = profiles_report(tmp_path, modern, paper)
+    assert "<li><code>network-loopback</code>: both not runnable: needs rdma: no HCA</li>" in table

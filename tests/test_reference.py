@@ -14,10 +14,12 @@ import pytest
 
 from dlobd import spec
 from dlobd.execution import runs
-from dlobd.results import report
+from dlobd.results import comparepaths, report
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "data" / "reference"
+# the paper profile's runs beside it, which `make figures` passes as paper_runs_dir
+REFERENCE_PAPER = ROOT / "data" / "reference-paper"
 SPECS = spec.load_all(ROOT)
 # what the local-runs issue asks `make reproduce` to run here, all from real jobs
 MUST_HAVE_RUN = [
@@ -54,7 +56,8 @@ def rebuilt(tmp_path_factory):
     # and no software prefix at all: nothing here may need the cluster
     cmd = ["make", "-s", "figures", f"RUNS={REFERENCE}", f"STATE={tmp / 'state'}",
            f"SNAKE_CONFIG=--config runs_dir={REFERENCE} state_dir={tmp / 'state'} "
-           f"results_dir={tmp / 'results'} figures_dir={tmp / 'figures'} report_dir={tmp / 'report'}"]
+           f"results_dir={tmp / 'results'} figures_dir={tmp / 'figures'} report_dir={tmp / 'report'} "
+           f"paper_runs_dir={REFERENCE_PAPER}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "DLOBD_PREFIX": str(tmp / "no-cluster")})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -65,6 +68,25 @@ def test_reference_is_small_and_holds_the_runs_the_issue_asks_for():
     size = sum(p.stat().st_size for p in REFERENCE.rglob("*") if p.is_file())
     assert size < SIZE_LIMIT_MB * 2**20, f"data/reference is {size / 2**20:.1f} MB"
     assert set(MUST_HAVE_RUN) <= reference_experiments("ok")
+
+
+def test_the_report_sets_the_paper_profile_s_points_beside_the_modern_ones(rebuilt):
+    tmp = rebuilt["tmp"]
+    modern, paper = (comparepaths.chosen_attempts(d) for d in (REFERENCE, REFERENCE_PAPER))
+    both_ok = {"/".join(k) for k in paper if k[1] in SPECS and k in modern
+               and modern[k].record["status"] == paper[k].record["status"] == "ok"}
+    assert both_ok, "data/reference-paper shares no ok point with data/reference"
+    table = pd.read_csv(tmp / "results" / "profiles.csv")
+    compared = table[table["quantity"].notna()]
+    assert set(compared["scale"] + "/" + compared["experiment"] + "/" + compared["point"]) == both_ok
+    assert (compared["paper_software"].str.contains("hadoop 2.7.3")
+            & compared["modern_software"].str.contains("hadoop 3.")).all()
+    assert (compared["ratio"] == compared["paper"] / compared["modern"]).all()
+    index = (tmp / "report" / "index.html").read_text()
+    shared = len(table.drop_duplicates(["scale", "experiment", "point"]))
+    assert f"share {shared} points with these runs; {len(both_ok)} ok on both" in index
+    page = (tmp / "report" / "experiments" / "dlobd-fig6c-local.html").read_text()
+    assert '<div class="profiles" id="profiles">' in page and "bigdl 0.3.0" in page
 
 
 def test_every_local_figure_is_drawn_from_the_reference_runs(rebuilt):

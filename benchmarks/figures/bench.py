@@ -20,12 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def snakemake(out: Path, runs: str) -> float:
+def snakemake(out: Path, runs: str, paper: Path | None) -> float:
     cmd = [
         str(Path(sys.executable).with_name("snakemake")), "--profile", "profiles/local", "--quiet",
         "all", "--config", f"runs_dir={runs}", f"results_dir={out}/results",
         f"figures_dir={out}/figures", f"report_dir={out}/report", f"state_dir={out}/state",
     ]
+    if paper:
+        cmd.append(f"paper_runs_dir={paper}")
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -54,18 +56,22 @@ def main() -> int:
     parser.add_argument("--runs", default="data/runs", help="raw run directories to read")
     args = parser.parse_args()
     runs = Path(args.runs) if Path(args.runs).is_absolute() else ROOT / args.runs
+    # as make figures: the paper profile's runs beside them, where there are any
+    paper = runs.with_name(f"{runs.name}-paper")
+    paper = paper if paper.is_dir() else None
     with tempfile.TemporaryDirectory(prefix="bench-figures-") as tmp:
         copy = Path(tmp, "runs")
         shutil.copytree(runs, copy)
-        cold = snakemake(Path(tmp), str(copy))
-        noop = snakemake(Path(tmp), str(copy))
+        cold = snakemake(Path(tmp), str(copy), paper)
+        noop = snakemake(Path(tmp), str(copy), paper)
         changed = change_one_attempt(copy)
         figure = Path(tmp, "figures", changed.parts[1], f"{changed.parts[2]}.png")
         drawn = figure.stat().st_mtime
-        redraw = snakemake(Path(tmp), str(copy))
+        redraw = snakemake(Path(tmp), str(copy), paper)
         redrawn = figure.stat().st_mtime != drawn
         figures = len(list(Path(tmp, "figures").glob("*/*.png")))
     print(f"runs_dir: {runs}")
+    print(f"paper_runs_dir: {paper or 'none'}")
     print(f"run_attempts: {count_runs(runs)}")
     print(f"figures: {figures}")
     print(f"cpus: {os.cpu_count()}")

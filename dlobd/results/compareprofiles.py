@@ -94,6 +94,8 @@ class Point:
     @property
     def not_compared(self) -> str | None:
         if self.statuses != ("ok", "ok"):
+            if self.statuses[0] == self.statuses[1] and self.reasons.get("modern") == self.reasons.get("paper"):
+                return f"both {self.statuses[0]}: {self.reasons.get('paper') or 'no run'}"
             return "; ".join(f"{side} {status}: {self.reasons.get(side) or 'no run'}"
                              for side, status in zip(("modern", "paper"), self.statuses) if status != "ok")
         return self.unparsed

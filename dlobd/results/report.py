@@ -275,7 +275,8 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         known_ids=set(specs),
         experiments=entries,
         n_run=sum(1 for e in entries if not e["not_run"]),
-        profile_experiments=[e for e in entries if e["profiles"]],
+        # counted once, with the experiment that owns the runs (not the charts drawn from them)
+        profile_experiments=[e for e in entries if e["profiles"] and data_ids.get(e["id"], e["id"]) == e["id"]],
         **common,
     )
     out_html.write_text(html, encoding="utf-8")

@@ -46,12 +46,13 @@ run workloads/tensorflow/train_tf1.py instead, which TF 1.x can run: between-gra
 same arguments, tasks and DLOBD lines as the ps strategy's (the workers train, each until the
 shared global step reaches the run's steps, the chief initializes the variables and watches;
 fixed `parameter_servers`, at paper scale 1 where the spec states none, labelled as the
-launcher's choice). A point of another scale without parameter servers asks for the
-collective strategy, which TF 1.x has not here: not runnable.
+launcher's choice). A point of another scale without parameter servers, whose spec chose
+the collective strategy (TensorFlow 2's), gets one too, labelled so.
 """
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,6 +113,8 @@ WORKER_KEYS = ("workers", "nodes")
 # fixed parameters that are the paper's hardware or software, not settings of this workload
 DESCRIPTIVE = {"device", "gpus_per_node", "mpi", "benchmark"}
 STOP_GRACE_S = 10
+# train_tf1.py's start line ends with the TensorFlow it runs
+TF_VERSION = re.compile(r"^DLOBD event=start .* tensorflow=(\S+)$", re.M)
 
 
 def _count(value, what: str) -> int:
@@ -199,20 +202,18 @@ def tf_config(tasks: list[Task], task: Task, protocol: str) -> dict:
 
 def tf1_layout(point: dict, fixed: dict, scale: str) -> tuple[int, int, dict]:
     """(workers, parameter servers, labels) of a point run by train_tf1.py in a TF 1.x build:
-    parameter servers always. The fixed ones, else at paper scale 1, labelled (the papers' TF
-    1.x trained with parameter servers and the rdmatf specs state no number); at another scale
-    a spec without them chose the collective strategy, which TF 1.x has not here."""
+    parameter servers always. The fixed ones, else 1, labelled: the papers' TF 1.x trained with
+    parameter servers and the rdmatf specs state no number; at another scale the spec's choice
+    of the collective strategy is TensorFlow 2's, which TF 1.x has not (TensorFlowOnSpark 1.0's
+    launcher makes the same choice, so dlobd-fig9's two frameworks still compare like for like)."""
     strategy, workers, ps = layout(point, fixed)
     if strategy == "ps":
         return workers, ps, {"parameter_servers": str(ps)}
     if strategy == "local":
         return 1, 0, {}
     if scale != "paper":
-        raise NotRunnable(
-            "the tasks run in a TensorFlow 1.x build (DLOBD_TF_RDMA_PYTHON), whose program "
-            "(workloads/tensorflow/train_tf1.py) trains with parameter servers only: TF 1.x has no "
-            "collective strategy here (MultiWorkerMirroredStrategy is TensorFlow 2's), and the spec "
-            f"gives no fixed `parameter_servers` at scale {scale}")
+        return workers, 1, {"parameter_servers": f"1 ({UNSTATED}: TF 1.x has no collective strategy, "
+                                                 "which this scale's spec chose)"}
     return workers, 1, {"parameter_servers": f"1 ({UNSTATED})"}
 
 
@@ -253,6 +254,15 @@ def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: li
     args = workload_args(model, strategy, workers, point, fixed, protocol, data_dir)
     return place_all(cluster_tasks(strategy, workers, ps, hosts, ports), [python, str(WORKLOAD), *args],
                      protocol, cwd, stack_vars)
+
+
+def tf1_version(tasks_dir: Path) -> str | None:
+    """The TensorFlow version train_tf1.py's tasks printed in their start lines, if any did."""
+    for log in sorted(tasks_dir.glob("*.log")):
+        found = TF_VERSION.search(log.read_text(errors="replace"))
+        if found:
+            return found[1]
+    return None
 
 
 def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str, stack_vars: dict) -> list[Task]:
@@ -311,6 +321,11 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         return result
     result.versions = {"stack": f"tensorflow 1.x in {tf1.python} ({tf1.source})" if tf1
                        else f"tensorflow {provenance.versions()['tensorflow']}"}
+    if tf1:
+        # provenance reads the stacks' Python, which has none: the version the tasks printed
+        printed = tf1_version(adir / "tasks")
+        if printed:
+            result.versions["tensorflow"] = printed
     result.labels = {"network": network, "protocol": protocol, "strategy": strategy,
                      "data": runner.data_label(dataset), **({"emulated": "true"} if link.emulated else {}),
                      **labels}

@@ -258,6 +258,7 @@ def test_native_tensorflow_1_4_trains_over_grpc_in_tfos_python(paper_env, tmp_pa
     attempt = launched(data, {"network": "loopback", "workers": 2}, tmp_path / "runs")
     record = json.loads((attempt / "run.json").read_text())
     assert record["labels"]["tf_build"].startswith("DLOBD_TFOS_PYTHON"), record["labels"]
+    assert record["versions"]["tensorflow"] == PAPER["tensorflow"]
     plan = json.loads((attempt / "tasks.json").read_text())["tasks"]
     assert sorted(t["job"] for t in plan) == ["chief", "ps", "worker", "worker"]
     assert all(t["argv"][0].endswith("tfos-python/bin/python2.7") and t["argv"][1].endswith("train_tf1.py")
