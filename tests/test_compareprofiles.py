@@ -100,12 +100,17 @@ def test_the_report_sets_a_point_of_both_profiles_side_by_side(tmp_path):
     assert 'href="experiments/dlobd-fig6c-local.html#profiles">dlobd-fig6c</a>' in index
 
 
+def ended(side: Path, status: str, reason: str) -> None:
+    """The side's one attempt replaced by one of that status and reason."""
+    record = runs.read_attempt(side / POINT, side).record
+    shutil.rmtree(side / POINT)
+    runs.write_run_json(runs.new_attempt(side, "local", "local", "dlobd-fig6c", record["point"]),
+                        {**record, "status": status, "reason": reason})
+
+
 def test_the_report_names_why_a_point_of_both_profiles_is_not_compared(tmp_path):
     modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
-    record = runs.read_attempt(paper / POINT, paper).record
-    shutil.rmtree(paper / POINT)
-    runs.write_run_json(runs.new_attempt(paper, "local", "local", "dlobd-fig6c", record["point"]),
-                        {**record, "status": "failed", "reason": "exit status 1"})
+    ended(paper, "failed", "exit status 1")
     index, table = profiles_report(tmp_path, modern, paper)
     assert "no point ran ok on both profiles" in table
     assert "1 point not compared: a side did not run ok" in table
@@ -113,12 +118,9 @@ def test_the_report_names_why_a_point_of_both_profiles_is_not_compared(tmp_path)
     assert "share 1 point with these runs; 0 ok on both are compared" in index
 
 
-def test_a_point_not_run_on_either_side_for_one_reason_says_it_once(tmp_path, capsys):
+def test_a_point_not_run_on_either_side_for_one_reason_says_it_once(tmp_path):
     modern, paper = runs_dir(tmp_path / "modern", MODERN), runs_dir(tmp_path / "paper", PAPER)
     for side in (modern, paper):
-        record = runs.read_attempt(side / POINT, side).record
-        shutil.rmtree(side / POINT)
-        runs.write_run_json(runs.new_attempt(side, "local", "local", "dlobd-fig6c", record["point"]),
-                            {**record, "status": "not runnable", "reason": "needs rdma: no HCA"})
+        ended(side, "not runnable", "needs rdma: no HCA")
     _, table = profiles_report(tmp_path, modern, paper)
     assert "<li><code>network-loopback</code>: both not runnable: needs rdma: no HCA</li>" in table
