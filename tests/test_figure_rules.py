@@ -514,3 +514,19 @@ def test_a_lowest_utilisation_is_the_lowest_sample_and_its_bar_says_so(drawn):
     fig = figures.build(data, SCALE, scale, table)
     bar_labels = [t.get_text() for ax in fig.axes for t in ax.texts if "lowest sample" in t.get_text()]
     assert bar_labels == [f"{float(f'{value:.3g}'):g} %\nlowest sample of\nthe run\nhere: loopback"], bar_labels
+
+
+def test_a_line_form_says_which_series_has_no_line_or_lines_of_some_runs_only(drawn):
+    # dlobd-fig7a's rdma point is not runnable here: its footer names the series and the needs
+    data, table, fig = drawn["dlobd-fig7a"]
+    footer = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    assert "no line for network=rdma: n/r: needs infiniband, rdma, rdma-spark" in footer
+    # a second loopback run that failed: the loopback line stands, and the footer says one of
+    # its two runs is not drawn
+    failed = table[table["run_id"] == table.loc[table["network"] == "loopback", "run_id"].iloc[0]].head(1)
+    failed = failed.assign(run_id="local/local/dlobd-fig7a/network-loopback/attempt-009", status="failed",
+                           reason="exit status 1", metric=None, value=None)
+    spec_scale = SPECS["dlobd-fig7a"].scale(SCALE)
+    fig = figures.build(data, SCALE, spec_scale, pd.concat([table, failed], ignore_index=True))
+    footer = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    assert "runs not drawn: network=loopback: 1 of 2 (failed)" in footer

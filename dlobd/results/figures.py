@@ -181,6 +181,8 @@ class Context:
         self.outer = None
         self.left_out: list[str] = []  # panels without a value, and why: '<panel>: <statuses>'
         self.no_line: list[str] = []  # lines without a value, and why: '<series>: <statuses>'
+        # a series drawn from some of its runs only: '<series>: 1 of 3 (failed)'
+        self.not_drawn: list[str] = []
         self.timed: list[tuple] = []  # the paper panel's times to a target accuracy (main_area)
 
     def main_area(self, fig: Figure):
@@ -370,6 +372,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         notes[0] += "  ·  no panel for " + "; ".join(ctx.left_out)
     if ctx.no_line:
         notes[0] += "  ·  no line for " + "; ".join(ctx.no_line)
+    if ctx.not_drawn:
+        notes[0] += "  ·  runs not drawn: " + "; ".join(ctx.not_drawn)
     pv = ctx.paper_values()
     if ctx.paper_panel:
         texts = []
@@ -657,8 +661,10 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
     for ax, pkey in zip(fig_axes, pkeys):
         pframe = _select(ok, list(ctx.plot.get("panels") or []), pkey)
         twin = ax.twinx() if y2 else None
+        drawn_by_series: dict[tuple, set] = {}
         for skey in ctx.series_keys(pframe, series):
             sframe = _select(pframe, series, skey)
+            drawn = drawn_by_series.setdefault(skey, set())
             for run_id, rows in sframe.groupby("run_id", sort=False):
                 if xcol not in rows.columns:
                     continue
@@ -666,6 +672,7 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
                 xs, ys = _curve(mine, xcol, ctx.metric["reduce"] if per_x else None)
                 if not xs:
                     continue
+                drawn.add(run_id)
                 (line,) = ax.plot(xs, ys, marker="o" if len(xs) < 40 else None, ms=4,
                                   label=_legend_label(series, skey))
                 if twin is not None:
@@ -673,6 +680,7 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
                                       metrics.get(y2).reducer if per_x else None)
                     twin.plot(xs2, ys2, ls="--", marker="s", ms=3, color=line.get_color(),
                               alpha=0.7)
+        _runs_left_out(ctx, pkey, series, drawn_by_series)
         if twin is not None:
             twin.set_ylabel(ctx.plot.get("y2_label") or f"{y2} ({metrics.get(y2).unit}, dashed)")
         for p in _paper_points(ctx):
@@ -693,6 +701,25 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
             ax.set_title(_panel_title(ctx, pkey), fontsize=9)
         _axis_scales(ax, ctx)
         _dedupe_legend(ax, _legend_title(ctx, series))
+
+
+def _runs_left_out(ctx: Context, pkey: tuple, series: list[str], drawn: dict[tuple, set]) -> None:
+    """Say in the footer which series of a panel got no line, or lines from some of their runs
+    only, and why: the other runs failed, were not runnable or logged no sample."""
+    runs = run_rows(_select(ctx.table, list(ctx.plot.get("panels") or []), pkey)).drop_duplicates("run_id")
+    for skey in ctx.series_keys(runs, series):
+        cell = _select(runs, series, skey)
+        left = cell[~cell["run_id"].isin(drawn.get(skey, set()))]
+        if left.empty:
+            continue
+        where = ", ".join(filter(None, [_panel_title(ctx, pkey), *(
+            f"{ctx.axis_name(n)}={label_of(v)}" for n, v in zip(series, skey))])) or "the runs"
+        why = ", ".join(dict.fromkeys(_status_text(r) if r["status"] != "ok" else "no sample"
+                                      for _, r in left.iterrows()))
+        if len(left) == len(cell):
+            ctx.no_line.append(f"{where}: {why}")
+        else:
+            ctx.not_drawn.append(f"{where}: {len(left)} of {len(cell)} ({why})")
 
 
 def _dedupe_legend(ax, title: str | None) -> None:
