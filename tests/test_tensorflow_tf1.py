@@ -425,8 +425,20 @@ def test_a_run_of_the_launcher_in_a_tf1_python(tmp_path, monkeypatch, request, m
     print({k: round(v, 1) for k, v in rates.items()})
 
 
+PAPER_RUN = ROOT / "tests/data/logs/paper-profile/tf-1.4.0-rdmatf-fig1-grpc"
+
+
 def test_the_tf1_version_is_the_one_the_tasks_printed():
     # a real run of the paper profile: rdmatf-fig1's two workers in TensorFlow 1.4.0 from PyPI
-    tasks = ROOT / "data/reference-paper/local/local/rdmatf-fig1/network-loopback_workers-2/attempt-001/tasks"
-    assert tf.tf1_version(tasks) == "1.4.0"
+    assert tf.tf1_version(PAPER_RUN / "tasks") == "1.4.0"
     assert tf.tf1_version(ROOT / "no-such-folder") is None
+
+
+def test_the_paper_profile_s_tf_1_4_run_parses_finished():
+    """The same run through the native TensorFlow parser: the chief's steps of the two workers
+    over gRPC, its summary, the parameter server's layout."""
+    r = stacks.parse_run("tensorflow", PAPER_RUN)
+    assert (r.status, r.finished) == ("ok", True), r.reason
+    steps = [x["value"] for x in r.rows if x["metric"] == "steps_per_s"]
+    assert steps and all(v > 0 for v in steps)
+    assert (r.meta.get("strategy"), r.meta.get("tensorflow")) == ("ps", "1.4.0"), r.meta

@@ -248,11 +248,10 @@ def test_breakdown_of_the_paper_profiles_real_yarn_run(tmp_path):
     assert (r.meta["strategy"], r.meta["num_ps"], r.meta["tensorflow"]) == ("ps", "1", "1.4.0")
 
 
-def test_tfos_1_0_shutting_down_before_the_chiefs_last_step_leaves_no_spark_jobs_phase():
+def test_tfos_1_0_shutting_down_before_the_chiefs_last_step_leaves_no_spark_jobs_phase(tmp_path):
     """TFoS 1.0.8 logs 'Shutting down cluster' as its shutdown job starts, while the one worker
-    still drains its feed (dlobd-fig5b's paper-profile run with one worker, data/reference-paper)."""
-    run = ROOT / "data/reference-paper/local/local/dlobd-fig5b/gpus-1_network-loopback_workload-cifar10/attempt-001"
-    r = parse_run("tensorflowonspark", run)
+    still drains its feed (dlobd-fig5b's first paper-profile run with one worker)."""
+    r = parse_run("tensorflowonspark", unpacked(PAPER_RUN.with_name("tfos-1.0.8-fig5b-one-worker"), tmp_path / "run"))
     assert (r.status, r.finished) == ("ok", True), r.reason
     assert r.meta["shutdown_before_last_step_s"] == pytest.approx(0.11834)
     assert phases(r) == pytest.approx({"yarn_scheduling": 7.899, "data_loading": 4.499, "tfos_startup": 2.775,
