@@ -404,16 +404,19 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
     confs = [head[i + 1] for i, a in enumerate(head) if a == "--conf"]
     assert head[:9] == ["$SPARK_HOME/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
                         "--num-executors", "4", "--executor-cores", "1"]
-    assert confs[:16] == [
+    # 4 executors on several workers: one per NodeManager, sized when YARN's memory is known
+    assert confs[:17] == [
         "spark.dynamicAllocation.enabled=false", "spark.executor.cores=1", "spark.task.cpus=1",
         "spark.scheduler.minRegisteredResourcesRatio=1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime=600s", "spark.task.maxFailures=1",
         "spark.yarn.maxAppAttempts=1", "spark.pyspark.python=/sw/py35-tf14/bin/python",
         "spark.pyspark.driver.python=/sw/py35-tf14/bin/python",
         "spark.executorEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", "spark.executorEnv.TZ=UTC",
-        "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL=1", "spark.yarn.executor.memoryOverhead=1024",
-        "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", confs[14],
-        "spark.eventLog.enabled=true"]
+        "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL=1",
+        "spark.yarn.executor.memoryOverhead=<at launch: (NodeManager memory - the ApplicationMaster's) / 1, "
+        "in YARN's steps, less 512>",
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", "spark.yarn.am.memory=512m",
+        confs[15], "spark.eventLog.enabled=true"]
     assert fig9.command[fig9.command.index(train_tf1):] == [
         train_tf1, "--model", "mnist_softmax", "--input-mode", "spark",
         "--data-dir", "hdfs://172.31.7.11:19820/dlobd/data/mnist", "--workers", "3", "--ps", "1",

@@ -111,6 +111,23 @@ def test_executor_memory_fits_yarn_beside_another_application(tmp_path):
     assert per_executor >= 1500  # the executor's Python processes measured ~1 GB RSS
 
 
+@pytest.mark.parametrize("workers, nodes, overhead", [(1, 2, "1024"), (3, 2, str(6144 - 512)),
+                                                     (2, 3, str(3072 - 512))])
+def test_executors_spread_evenly_over_several_workers(tmp_path, monkeypatch, workers, nodes, overhead):
+    # YARN would otherwise place by heartbeats: a worker may get two TF nodes, another none
+    settings = {"DLOBD_YARN_MEMORY_MB": "7168"}  # a dry run's count of what a NodeManager offers
+    where = dataclasses.replace(tfos.placement("loopback", ENV), node_host=None, server_host=None)
+    monkeypatch.setattr(tfos.provenance, "workers", lambda: [f"10.0.0.{i}" for i in range(1, workers + 1)])
+    monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
+    ctx = dataclasses.replace(context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib",
+                                                                "gpus": nodes}), dry_run=True)
+    conf = confs(tfos.build_command(ctx, "spark-submit", URI, where, LOCAL))
+    # in YARN's default steps of 1 GiB the AM takes 1 of 7: one executor per node gets the other 6,
+    # two per node 3 each, and a third would not fit beside them
+    assert conf["spark.executor.memoryOverhead"] == overhead
+    assert conf.get("spark.yarn.am.memory") == (None if workers == 1 else "512m")
+
+
 def test_input_modes():
     assert tfos.input_mode({"mode": "InputMode.TENSORFLOW"}) == "tensorflow"
     assert tfos.input_mode({}) == "spark"
@@ -348,8 +365,9 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
         assert conf["spark.yarn.am.memory"] == "512m"
         assert conf["spark.executor.extraLibraryPath"] == "/usr/local/cuda-8.0/lib64"
     else:
-        assert conf["spark.yarn.executor.memoryOverhead"] == "1024"
-        assert "spark.executor.extraLibraryPath" not in conf and "spark.yarn.am.memory" not in conf
+        # 4 CPU executors on 16 workers: one per NodeManager, 31 GiB of its 32 beside the AM's 1
+        assert conf["spark.yarn.executor.memoryOverhead"] == str(31744 - 512)
+        assert conf["spark.yarn.am.memory"] == "512m" and "spark.executor.extraLibraryPath" not in conf
     workers = point["gpus"] if experiment == "dlobd-fig5b" else 3
     assert option(cmd, "--workers") == str(workers) and option(cmd, "--ps") == "1"
     assert option(cmd, "--num-executors") == str(workers + 1) and option(cmd, "--partitions") == str(2 * workers)

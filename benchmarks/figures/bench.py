@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dlobd.execution.runs import all_attempts
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -38,14 +40,14 @@ def snakemake(out: Path, runs: str, paper: Path | None) -> float:
 
 
 def count_runs(runs: Path) -> int:
-    return sum(1 for _ in runs.glob("*/*/*/*/attempt-*")) if runs.is_dir() else 0
+    return len(all_attempts(runs))
 
 
 def change_one_attempt(runs: Path) -> Path:
     """Change the run.json of the first run attempt (a blank line appended: the same record,
     other bytes); the attempt's path under `runs`: cluster/scale/experiment/point/attempt.
     A touch is no change: Snakemake reruns on a newer input only if its checksum differs."""
-    attempt = sorted(runs.glob("*/*/*/*/attempt-*"))[0]
+    attempt = all_attempts(runs)[0]
     with open(attempt / "run.json", "a") as record:
         record.write("\n")
     return attempt.relative_to(runs)

@@ -101,8 +101,8 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
         # the site gives (DLOBD_TFOS_PYTHON; role python_env checks its versions), its RDMA points
         # in the site's TF 1.x build (DLOBD_TF_RDMA_PYTHON); native TensorFlow in that build, else
         # in TensorFlowOnSpark's Python (gRPC only); the launchers say per point which one it needs
-        for name, settings in (("tensorflowonspark", ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON")),
-                               ("tensorflow", ("DLOBD_TF_RDMA_PYTHON", "DLOBD_TFOS_PYTHON"))):
+        for name, settings in (("tensorflowonspark", (provenance.TFOS_PYTHON, "DLOBD_TF_RDMA_PYTHON")),
+                               ("tensorflow", ("DLOBD_TF_RDMA_PYTHON", provenance.TFOS_PYTHON))):
             given = [(s, p) for s in settings if (p := _home(s))]
             found = [f"{s} {p}" for s, p in given if p.is_file()]
             caps[name] = ((bool(found), f"{name} in " + ", ".join(found)) if found else
@@ -234,7 +234,7 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
     if profile == "paper":
         # not in the stacks' Python there: native TensorFlow runs in the site's TF 1.x build, else
         # in TensorFlowOnSpark's Python (the launchers say per point which Python they lack)
-        given = [f"{s}={v}" for s in ("DLOBD_TF_RDMA_PYTHON", "DLOBD_TFOS_PYTHON") if (v := cluster.settings.get(s))]
+        given = [f"{s}={v}" for s in ("DLOBD_TF_RDMA_PYTHON", provenance.TFOS_PYTHON) if (v := cluster.settings.get(s))]
         caps["tensorflow"] = (bool(given), f"the paper profile's tensorflow runs in {given[0]} "
                                            "(dlobd_stack_settings; not checked from here)" if given else
                               "the paper profile's tensorflow runs in the Python DLOBD_TF_RDMA_PYTHON or "

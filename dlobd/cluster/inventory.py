@@ -69,7 +69,7 @@ STACK_SETTINGS = {
                             "for grpc+rdma); network=verbs, rdma, mpi, grpc+rdma of TensorFlow, "
                             "TensorFlowOnSpark and tf_cnn_benchmarks, and on the paper profile "
                             "native TensorFlow's gRPC points too (its stacks' Python has no TensorFlow)",
-    "DLOBD_TFOS_PYTHON": "the paper profile's Python of TensorFlowOnSpark 1.0.8 (driver and "
+    provenance.TFOS_PYTHON: "the paper profile's Python of TensorFlowOnSpark 1.0.8 (driver and "
                          "executors): a Python 3.5 or 2.7, the newest Spark 2.1.0's PySpark runs on, "
                          "with `pip install tensorflow-gpu==1.4.0` and then `pip install --no-deps "
                          "tensorflowonspark==1.0.8` (its metadata asks for an unpinned tensorflow, which "

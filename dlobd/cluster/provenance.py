@@ -50,6 +50,10 @@ def prefix() -> Path:
         return _inventory.prefix
     return Path(os.environ.get("DLOBD_PREFIX", "~/dlobd-stack")).expanduser()
 
+# The paper profile's Python of TensorFlowOnSpark 1.0.8 and TensorFlow 1.4 (dlobd_stack_settings),
+# which its PySpark PageRank and native TensorFlow's gRPC points borrow
+TFOS_PYTHON = "DLOBD_TFOS_PYTHON"
+
 def stack_setting(name: str) -> str | None:
     """A variable of the stack environment: dlobd-env.sh's value, else this process's. With an
     inventory in use, only what its dlobd-env.sh would hold: this process's environment says

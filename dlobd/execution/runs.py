@@ -137,6 +137,12 @@ def read_attempt(attempt_dir, runs_dir) -> Attempt:
     return Attempt(attempt_dir, rid, number, record)
 
 
+def all_attempts(runs_dir) -> list[Path]:
+    """Every attempt directory under a runs directory (cluster/scale/experiment/point/attempt-N),
+    in path order."""
+    return sorted(a for a in Path(runs_dir).glob("*/*/*/*/attempt-*") if _ATTEMPT_RE.match(a.name) and a.is_dir())
+
+
 def experiment_attempts(runs_dir, scale: str, experiment: str, points=None) -> list[Attempt]:
     """Every attempt of one experiment at one scale (of only these point ids, if given), on every
     cluster, oldest first per point."""

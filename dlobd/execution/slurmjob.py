@@ -332,7 +332,7 @@ def record_unfinished(runs_dir: Path, since: float, status: str, reason: str) ->
     """run.json for the attempts this job started and nobody finished (their launcher was
     killed with the job): `status` with `reason`; their logs stay as they are."""
     written = []
-    for run_json_dir in sorted(Path(runs_dir).glob("*/*/*/*/attempt-*")):
+    for run_json_dir in runs.all_attempts(runs_dir):
         if (run_json_dir / runner.RUN_JSON).exists() or run_json_dir.stat().st_mtime < since:
             continue
         cluster, scale, experiment, point = run_json_dir.relative_to(runs_dir).parts[:4]

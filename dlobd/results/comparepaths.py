@@ -56,8 +56,7 @@ def chosen_attempts(runs_dir: Path) -> dict[tuple[str, str, str], runs.Attempt]:
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         raise runs.RunError(f"{runs_dir}: not a directory of runs")
-    found = [runs.read_attempt(a, runs_dir)
-             for a in sorted(runs_dir.glob("*/*/*/*/attempt-*")) if a.is_dir()]
+    found = [runs.read_attempt(a, runs_dir) for a in runs.all_attempts(runs_dir)]
     chosen = {}
     for attempt in runs.select(found):
         _cluster, scale, experiment, point = Path(attempt.run_id).parts[:4]

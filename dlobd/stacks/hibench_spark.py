@@ -166,7 +166,6 @@ DRIVER_MEMORY = "1g"
 # them as overhead): pyspark's daemon and two workers peaked at 480 MiB together on the
 # 50,000-page graph (Spark local[2], 4 partitions)
 EXECUTOR_OVERHEAD_MB = 768
-TFOS_PYTHON = "DLOBD_TFOS_PYTHON"
 PAPER_PYSPARK_FAILS = ("Spark 2.1's PySpark fails on the stacks' Python 3 (on 3.6 and newer in Spark "
                        "2.1.0, SPARK-19019; on 3.8 and newer in every Spark 2.x, SPARK-29536)")
 
@@ -295,10 +294,10 @@ def paper_pyspark_python() -> str | None:
     stacks' Python."""
     if provenance.stack_setting("DLOBD_PROFILE") != "paper":
         return None
-    python = provenance.stack_setting(TFOS_PYTHON)
+    python = provenance.stack_setting(provenance.TFOS_PYTHON)
     if not python:
         raise NotRunnable(f"{PAPER_PYSPARK_FAILS}: on the paper profile the project's PageRank runs in "
-                          f"TensorFlowOnSpark's Python 2.7 or 3.5, and {TFOS_PYTHON} is unset "
+                          f"TensorFlowOnSpark's Python 2.7 or 3.5, and {provenance.TFOS_PYTHON} is unset "
                           "(dlobd_stack_settings, docs/new-cluster.md)")
     return python
 
@@ -383,11 +382,11 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         env.update({"PYSPARK_PYTHON": pyspark_python, "PYSPARK_DRIVER_PYTHON": pyspark_python})
         result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
         stack = "the project's PySpark PageRank (SparkPageRank's algorithm)"
-        result.versions = {"stack": f"{stack} in {paper_python} ({TFOS_PYTHON})" if paper_python else stack}
+        result.versions = {"stack": f"{stack} in {paper_python} ({provenance.TFOS_PYTHON})" if paper_python else stack}
         result.labels = {"data": "synthetic, HiBench-shaped PageRank graph",
                          "workload": f"{WORKLOAD}: SparkPageRank's algorithm on a HiBench-shaped graph"}
         if paper_python:
-            result.labels["pyspark_python"] = f"{TFOS_PYTHON}, a Python 2.7 or 3.5: {PAPER_PYSPARK_FAILS}"
+            result.labels["pyspark_python"] = f"{provenance.TFOS_PYTHON}, a Python 2.7 or 3.5: {PAPER_PYSPARK_FAILS}"
     result.labels.update({"pages": pages, "iterations": str(plan["iterations"]), "spark": flavour,
                           "network": network})
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),

@@ -76,9 +76,11 @@ monitor's psutil). Spark 2.1 knows the executors' memory overhead as
 spark.yarn.executor.memoryOverhead. A GPU point (device not cpu) gives every executor a
 container sized so that YARN, which schedules memory and no GPUs, places at most the point's
 `gpus_per_node` of them on a node (the parameter servers' among them), and CUDA's libraries
-(DLOBD_CUDA_LIBRARY_PATH) as their library path (gpu_executors). The commands are tested in dry runs; train_tf1.py's TF nodes
-have trained on TensorFlow 1.4.0 without Spark (tests/tf1_harness.py), never under spark-submit
-on Spark 2.1 (no Java 8 here).
+(DLOBD_CUDA_LIBRARY_PATH) as their library path (gpu_executors). On a cluster of several
+workers a CPU point's containers are sized alike so that they spread evenly, one TF node per
+node where they are as many (spread_executors), in both profiles. train_tf1.py runs under
+Spark 2.1 on YARN in the paper image (make test-paper-profile); its TF nodes also train on
+TensorFlow 1.4.0 without Spark (tests/tf1_harness.py).
 """
 
 import json
@@ -452,7 +454,6 @@ TRAIN = Path(__file__).resolve().parents[2] / "workloads" / "tensorflowonspark" 
 # The paper profile's workload (TFoS 1.0 on TensorFlow 1.x), its Python's setting and what that
 # Python carries (the version set paper-tfos-bigdl of the playbooks' shared settings)
 TRAIN_TF1 = TRAIN.with_name("train_tf1.py")
-TFOS_PYTHON = "DLOBD_TFOS_PYTHON"
 PAPER_TENSORFLOW, PAPER_TFOS = "1.4.0", "1.0.8"
 PAPER_PYSPARK_PYTHON = "3.5 or 2.7"   # the newest Spark 2.1.0's PySpark runs on (SPARK-19019)
 UNSTATED = "not stated by the paper: the launcher's choice"
@@ -573,12 +574,12 @@ def tfos_python(env: dict) -> str:
     """The paper profile's Python of TFoS's driver and executors (DLOBD_TFOS_PYTHON); NotRunnable
     where the cluster gives none: the stacks' Python 3.11 runs neither TensorFlow 1.x nor Spark
     2.1.0's PySpark."""
-    python = env.get(TFOS_PYTHON)
+    python = env.get(provenance.TFOS_PYTHON)
     if not python:
         raise NotRunnable(
             f"the paper profile's TensorFlowOnSpark {PAPER_TFOS} runs TensorFlow {PAPER_TENSORFLOW} in a "
             f"Python {PAPER_PYSPARK_PYTHON} (Spark 2.1.0's PySpark fails on 3.6, SPARK-19019), not in the "
-            f"stacks' Python: set {TFOS_PYTHON} in dlobd_stack_settings to such a Python with tensorflow "
+            f"stacks' Python: set {provenance.TFOS_PYTHON} in dlobd_stack_settings to such a Python with tensorflow "
             f"{PAPER_TENSORFLOW} and tensorflowonspark {PAPER_TFOS} (docs/new-cluster.md)")
     return python
 
@@ -614,14 +615,37 @@ def tf1_layout(ctx: runner.RunContext) -> dict:
             "gpus": 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1, "labels": labels}
 
 
-def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> dict:
-    """The Spark settings of a GPU point's executors on YARN, which schedules no GPUs (Hadoop
-    2.7): each TF node's container sized so that at most the point's GPUs per node (fixed
-    `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (hadoop.executor_container_mb),
-    where TFoS's gpu_info then finds each worker a free GPU; and CUDA's libraries
-    (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN container does not inherit,
-    on the executors' library path. NotRunnable where a worker has no GPU (YARN may place an
-    executor on any) or the workers are too few for the executors at that many per node."""
+def container_overhead(ctx: runner.RunContext, per_node: int) -> str:
+    """The executors' memory overhead (MiB) that makes each executor's container so large that
+    at most `per_node` of them share a NodeManager (hadoop.executor_container_mb: YARN's capacity
+    scheduler places containers by memory alone); a placeholder in a dry run that does not know
+    the NodeManagers' memory."""
+    share = hadoop.executor_container_mb(per_node, EXECUTOR_MEMORY_MB + EXECUTOR_OVERHEAD_MB, ctx.dry_run)
+    return str(share - EXECUTOR_MEMORY_MB) if share else \
+        (f"<at launch: (NodeManager memory - the ApplicationMaster's) / {per_node}, in YARN's steps, "
+         f"less {EXECUTOR_MEMORY_MB}>")
+
+
+def spread_executors(ctx: runner.RunContext, executors: int) -> str | None:
+    """The overhead that spreads a CPU point's executors evenly over a cluster of several
+    workers, at most ceil(executors / workers) on each: one TF node per node where they are as
+    many as the workers, as the papers ran them. Without it YARN may give one worker two
+    executors and leave another idle, depending on which NodeManager's heartbeat comes first.
+    None on one worker, where they all share its NodeManager."""
+    workers = provenance.workers()
+    if len(workers) < 2:
+        return None
+    return container_overhead(ctx, -(-executors // len(workers)))
+
+
+def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> str:
+    """The overhead of a GPU point's executors on YARN, which schedules no GPUs (Hadoop 2.7):
+    each TF node's container sized so that at most the point's GPUs per node (fixed
+    `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (container_overhead), where
+    TFoS's gpu_info then finds each worker a free GPU. NotRunnable where a worker has no GPU
+    (YARN may place an executor on any), the workers are too few for the executors at that many
+    per node, or CUDA's libraries (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN
+    container does not inherit and build_command_tf1 puts on the executors' library path, are unset."""
     per_node = int(per_workload(ctx.fixed.get("gpus_per_node"), name)
                    or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
     hadoop.require_gpus_on_every_worker("GPU TF nodes")
@@ -630,16 +654,10 @@ def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> dict:
     if nodes > len(workers):
         raise NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
                                f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} worker(s)")
-    libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
-    if not libs:
+    if not provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH"):
         raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
                                "DLOBD_CUDA_LIBRARY_PATH is unset (dlobd_cuda_home in the inventory)")
-    share = hadoop.executor_container_mb(per_node, EXECUTOR_MEMORY_MB + EXECUTOR_OVERHEAD_MB, ctx.dry_run)
-    overhead = str(share - EXECUTOR_MEMORY_MB) if share else \
-        (f"<at launch: (NodeManager memory - the ApplicationMaster's) / {per_node}, in YARN's steps, "
-         f"less {EXECUTOR_MEMORY_MB}>")
-    return {"spark.yarn.executor.memoryOverhead": overhead, "spark.yarn.am.memory": f"{hadoop.AM_MEMORY_MB}m",
-            "spark.executor.extraLibraryPath": libs}
+    return container_overhead(ctx, per_node)
 
 
 def spark_conf(ctx: runner.RunContext, where: Placement) -> dict:
@@ -699,14 +717,17 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     name, model, _ = workload(ctx)
     lay = tf1_layout(ctx)
     executors = lay["workers"] + lay["ps"]
+    overhead = gpu_executors(ctx, name, executors) if lay["gpus"] else spread_executors(ctx, executors)
     conf = {
         **spark_conf(ctx, where),
         # Spark 2.1's name (MiB); spark.executor.memoryOverhead is Spark 2.3's
-        "spark.yarn.executor.memoryOverhead": str(EXECUTOR_OVERHEAD_MB),
+        "spark.yarn.executor.memoryOverhead": overhead or str(EXECUTOR_OVERHEAD_MB),
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": where.python,
     }
+    if overhead:
+        conf["spark.yarn.am.memory"] = f"{hadoop.AM_MEMORY_MB}m"
     if lay["gpus"]:
-        conf.update(gpu_executors(ctx, name, executors))
+        conf["spark.executor.extraLibraryPath"] = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
     command = submit_argv(ctx, spark_submit, executors, conf)
     command += [str(TRAIN_TF1), "--model", model, "--input-mode", lay["input_mode"],
                 "--data-dir", data_uri, "--workers", str(lay["workers"]), "--ps", str(lay["ps"]),
@@ -726,7 +747,11 @@ def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, wher
         return build_command_tf1(ctx, spark_submit, data_uri, where, local_data)
     name, model, _ = workload(ctx)
     nodes = tf_nodes(ctx.point, ctx.fixed)
-    conf = {**spark_conf(ctx, where), "spark.executor.memoryOverhead": f"{EXECUTOR_OVERHEAD_MB}m"}
+    overhead = spread_executors(ctx, nodes)
+    # MiB, Spark's unit for it
+    conf = {**spark_conf(ctx, where), "spark.executor.memoryOverhead": overhead or str(EXECUTOR_OVERHEAD_MB)}
+    if overhead:
+        conf["spark.yarn.am.memory"] = f"{hadoop.AM_MEMORY_MB}m"
     if where.server_host:
         conf["spark.executorEnv.TFOS_SERVER_HOST"] = where.server_host
     command = submit_argv(ctx, spark_submit, nodes, conf)

@@ -151,7 +151,7 @@ def profiles_csv():
 
 
 def paper_run_records(wildcards):
-    return sorted(str(p) for p in Path(PAPER_RUNS).glob("*/*/*/*/attempt-*/run.json"))
+    return [str(a / "run.json") for a in druns.all_attempts(PAPER_RUNS)]
 
 
 def report_html():

@@ -57,7 +57,7 @@ class TF1Build:
 
 
 RDMA_BUILD = "DLOBD_TF_RDMA_PYTHON: the site's TensorFlow 1.x build with the RDMA channels"
-TFOS_BUILD = ("DLOBD_TFOS_PYTHON: TensorFlowOnSpark's Python on the paper profile, whose "
+TFOS_BUILD = (f"{provenance.TFOS_PYTHON}: TensorFlowOnSpark's Python on the paper profile, whose "
               "TensorFlow 1.4.0 from PyPI has gRPC only")
 
 
@@ -81,13 +81,13 @@ def transport(network: str, stack: str = "tensorflow") -> tuple:
     # else in TensorFlowOnSpark's Python, whose TensorFlow 1.4 has gRPC
     if rdma:
         return link, TF1Build(rdma, RDMA_BUILD)
-    tfos = provenance.stack_setting("DLOBD_TFOS_PYTHON")
+    tfos = provenance.stack_setting(provenance.TFOS_PYTHON)
     if not tfos:
         raise NotRunnable(PAPER_TF)
     return link, TF1Build(tfos, TFOS_BUILD)
 
 
-PAPER_TF = ("needs DLOBD_TF_RDMA_PYTHON or DLOBD_TFOS_PYTHON: the paper profile runs native "
+PAPER_TF = (f"needs DLOBD_TF_RDMA_PYTHON or {provenance.TFOS_PYTHON}: the paper profile runs native "
             "TensorFlow in a TF 1.x (dlobd_stack_settings); its stacks' Python has no TensorFlow")
 
 
