@@ -638,14 +638,14 @@ def spread_executors(ctx: runner.RunContext, executors: int) -> str | None:
     return container_overhead(ctx, -(-executors // len(workers)))
 
 
-def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> str:
-    """The overhead of a GPU point's executors on YARN, which schedules no GPUs (Hadoop 2.7):
-    each TF node's container sized so that at most the point's GPUs per node (fixed
-    `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (container_overhead), where
-    TFoS's gpu_info then finds each worker a free GPU. NotRunnable where a worker has no GPU
-    (YARN may place an executor on any), the workers are too few for the executors at that many
-    per node, or CUDA's libraries (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN
-    container does not inherit and build_command_tf1 puts on the executors' library path, are unset."""
+def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[str, str]:
+    """The overhead and the library path of a GPU point's executors on YARN, which schedules no
+    GPUs (Hadoop 2.7): each TF node's container sized so that at most the point's GPUs per node
+    (fixed `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (container_overhead),
+    where TFoS's gpu_info then finds each worker a free GPU; CUDA's libraries
+    (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN container does not inherit.
+    NotRunnable where a worker has no GPU (YARN may place an executor on any), the workers are
+    too few for the executors at that many per node, or the libraries are unset."""
     per_node = int(per_workload(ctx.fixed.get("gpus_per_node"), name)
                    or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
     hadoop.require_gpus_on_every_worker("GPU TF nodes")
@@ -654,10 +654,11 @@ def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> str:
     if nodes > len(workers):
         raise NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
                                f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} worker(s)")
-    if not provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH"):
+    libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
+    if not libs:
         raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
                                "DLOBD_CUDA_LIBRARY_PATH is unset (dlobd_cuda_home in the inventory)")
-    return container_overhead(ctx, per_node)
+    return container_overhead(ctx, per_node), libs
 
 
 def spark_conf(ctx: runner.RunContext, where: Placement) -> dict:
@@ -717,7 +718,7 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     name, model, _ = workload(ctx)
     lay = tf1_layout(ctx)
     executors = lay["workers"] + lay["ps"]
-    overhead = gpu_executors(ctx, name, executors) if lay["gpus"] else spread_executors(ctx, executors)
+    overhead, libs = gpu_executors(ctx, name, executors) if lay["gpus"] else (spread_executors(ctx, executors), None)
     conf = {
         **spark_conf(ctx, where),
         # Spark 2.1's name (MiB); spark.executor.memoryOverhead is Spark 2.3's
@@ -726,8 +727,8 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     }
     if overhead:
         conf["spark.yarn.am.memory"] = f"{hadoop.AM_MEMORY_MB}m"
-    if lay["gpus"]:
-        conf["spark.executor.extraLibraryPath"] = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
+    if libs:
+        conf["spark.executor.extraLibraryPath"] = libs
     command = submit_argv(ctx, spark_submit, executors, conf)
     command += [str(TRAIN_TF1), "--model", model, "--input-mode", lay["input_mode"],
                 "--data-dir", data_uri, "--workers", str(lay["workers"]), "--ps", str(lay["ps"]),
