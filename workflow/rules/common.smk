@@ -151,7 +151,8 @@ def profiles_csv():
 
 
 def paper_run_records(wildcards):
-    return [str(a / "run.json") for a in druns.all_attempts(PAPER_RUNS)]
+    # an attempt whose launcher was killed has no record yet: nothing to compare
+    return [str(r) for a in druns.all_attempts(PAPER_RUNS) if (r := a / druns.RUN_JSON).is_file()]
 
 
 def report_html():
