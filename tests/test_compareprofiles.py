@@ -83,7 +83,7 @@ def profiles_report(tmp_path, modern: Path, paper: Path) -> tuple[str, str]:
     compareprofiles.frame(found).to_csv(table, index=False)
     index = report.write_report(tmp_path / "report" / "index.html", specs={"dlobd-fig6c": specs["dlobd-fig6c"].data},
                                 scales=["local"], figures_dir=tmp_path / "figures", results_dir=tmp_path / "results",
-                                verdict_ids=[], data_ids={}, runs_dir=modern, profiles=(table, paper))
+                                verdict_ids=[], data_ids={}, runs_dir=modern, profiles=([table], paper))
     page = html.unescape((index.parent / "experiments" / "dlobd-fig6c-local.html").read_text())
     start = page.index('<div class="profiles" id="profiles">')
     return html.unescape(index.read_text()), page[start:page.index("</div>", start)]

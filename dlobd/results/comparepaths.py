@@ -51,12 +51,14 @@ class Row:
         return out
 
 
-def chosen_attempts(runs_dir: Path) -> dict[tuple[str, str, str], runs.Attempt]:
-    """The chosen attempt of every point under a runs directory, by (scale, experiment, point)."""
+def chosen_attempts(runs_dir: Path, only: tuple[str, str] | None = None) -> dict[tuple[str, str, str], runs.Attempt]:
+    """The chosen attempt of every point under a runs directory (only those of one
+    (scale, experiment), if given), by (scale, experiment, point)."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         raise runs.RunError(f"{runs_dir}: not a directory of runs")
-    found = [runs.read_attempt(a, runs_dir) for a in runs.all_attempts(runs_dir)]
+    found = [runs.read_attempt(a, runs_dir) for a in runs.all_attempts(runs_dir)
+             if only is None or a.relative_to(runs_dir).parts[1:3] == only]
     chosen = {}
     for attempt in runs.select(found):
         _cluster, scale, experiment, point = Path(attempt.run_id).parts[:4]
@@ -64,8 +66,8 @@ def chosen_attempts(runs_dir: Path) -> dict[tuple[str, str, str], runs.Attempt]:
     return chosen
 
 
-def compare(runs_a: Path, runs_b: Path) -> list[Row]:
-    a, b = chosen_attempts(runs_a), chosen_attempts(runs_b)
+def compare(runs_a: Path, runs_b: Path, only: tuple[str, str] | None = None) -> list[Row]:
+    a, b = chosen_attempts(runs_a, only), chosen_attempts(runs_b, only)
     return [Row(key, a.get(key), b.get(key)) for key in sorted(set(a) | set(b))]
 
 

@@ -206,13 +206,15 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
     return out
 
 
-def profile_points(profiles_csv) -> dict[tuple[str, str], list[dict]]:
-    """The points run on both profiles (rule profiles' table), by (scale, experiment): each with
-    its statuses, the software each side recorded, and its values side by side or why not."""
-    table = _read_csv(profiles_csv)
+def profile_points(profiles_csvs) -> dict[tuple[str, str], list[dict]]:
+    """The points run on both profiles (rule profiles' tables, one per experiment), by (scale,
+    experiment): each with its statuses, the software each side recorded, and its values side by
+    side or why not."""
+    tables = [t for t in map(_read_csv, profiles_csvs) if not t.empty]
     out = {}
-    if table.empty:
+    if not tables:
         return out
+    table = pd.concat(tables, ignore_index=True)
     for (scale, experiment, point), rows in table.groupby(["scale", "experiment", "point"], sort=False):
         first = rows.iloc[0]
         out.setdefault((scale, experiment), []).append({
@@ -234,7 +236,7 @@ def _link(path: Path, start) -> str | None:
 
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
                  data_ids: dict, runs_dir, profiles: tuple | None = None) -> Path:
-    """The index and a page per experiment; `profiles` (the profiles rule's table, the paper
+    """The index and a page per experiment; `profiles` (the profiles rule's tables, the paper
     profile's runs directory) adds each experiment's points run on the papers' software."""
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)

@@ -146,13 +146,23 @@ def runs_json(scale, experiment):
     return f"{RESULTS}/{scale}/runs/{data_id(experiment)}.json"
 
 
-def profiles_csv():
-    return f"{RESULTS}/profiles.csv"
+def profiles_csv(scale, experiment):
+    return f"{RESULTS}/{scale}/profiles/{experiment}.csv"
 
 
-def paper_run_records(wildcards):
-    # an attempt whose launcher was killed has no record yet: nothing to compare
-    return [str(r) for a in druns.all_attempts(PAPER_RUNS) if (r := a / druns.RUN_JSON).is_file()]
+def paper_records():
+    """The records of the paper profile's attempts by (scale, experiment), of the experiments this
+    pipeline builds: those the rule profiles compares. An attempt whose launcher was killed has no
+    record yet: nothing to compare."""
+    found = {}
+    for attempt in druns.all_attempts(PAPER_RUNS) if PAPER_RUNS else []:
+        _cluster, scale, experiment = attempt.relative_to(PAPER_RUNS).parts[:3]
+        if (attempt / druns.RUN_JSON).is_file() and scale in SCALES and experiment in DATA_IDS:
+            found.setdefault((scale, experiment), []).append(str(attempt / druns.RUN_JSON))
+    return found
+
+
+PAPER_RECORDS = paper_records()
 
 
 def report_html():
@@ -324,17 +334,13 @@ def step_claims(wildcards, input, output, log):
          or "no claims")
 
 
-def step_profiles(output, log):
+def step_profiles(wildcards, output, log):
     from dlobd.results import compareprofiles as dprofiles, comparepaths as dpaths
 
-    rows = dpaths.compare(Path(RUNS), Path(PAPER_RUNS))
-    # the experiments the paper profile ran, among this pipeline's
-    wanted = {r.key[1] for r in rows if r.b is not None} & set(DATA_IDS)
-    found = dprofiles.points([r for r in rows if r.key[1] in wanted and r.key[0] in SCALES],
-                             Path(RUNS), Path(PAPER_RUNS), SPECS)
+    rows = dpaths.compare(Path(RUNS), Path(PAPER_RUNS), only=(wildcards.scale, wildcards.experiment))
+    found = dprofiles.points(rows, Path(RUNS), Path(PAPER_RUNS), SPECS)
     dprofiles.frame(found).to_csv(output[0], index=False)
-    _log(log[0], f"{len(found)} points of {len(wanted)} experiments, "
-                 f"{sum(1 for p in found if p.values)} compared")
+    _log(log[0], f"{len(found)} points, {sum(1 for p in found if p.values)} compared")
 
 
 def step_report(output, log):
@@ -344,7 +350,7 @@ def step_report(output, log):
         output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
         figures_dir=FIGURES, results_dir=RESULTS, verdict_ids=VERDICT_IDS,
         data_ids={e: data_id(e) for e in IDS}, runs_dir=RUNS,
-        profiles=(profiles_csv(), PAPER_RUNS) if PAPER_RUNS else None,
+        profiles=([profiles_csv(*key) for key in sorted(PAPER_RECORDS)], PAPER_RUNS) if PAPER_RUNS else None,
     )
     _log(log[0], f"{Path(output.html).resolve()}: {len(IDS)} experiments")
 

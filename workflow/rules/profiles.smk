@@ -1,17 +1,18 @@
-# Step 5b, profiles: the points run on both profiles, the modern profile's software (runs_dir)
-# and the papers' releases (paper_runs_dir, the paper profile's runs), their values side by side
-# for the report (`dlobd compare-profiles`). Only with paper_runs_dir set.
+# Step 5b, profiles: the points of one experiment run on both profiles, the modern profile's
+# software (runs_dir) and the papers' releases (paper_runs_dir, the paper profile's runs), their
+# values side by side for the report (`dlobd compare-profiles`). Only for the experiments the
+# paper profile ran; one job each, so a changed run compares its experiment again, not all.
 
 
 rule profiles:
     input:
         # the modern side's chosen attempts change with its runs' summaries
-        modern=[runs_json(s, e) for s in SCALES for e in DATA_IDS],
-        paper=paper_run_records,
+        modern=lambda wc: runs_json(wc.scale, wc.experiment),
+        paper=lambda wc: PAPER_RECORDS[(wc.scale, wc.experiment)],
         code=code("results/compareprofiles.py", "results/comparepaths.py"),
     output:
-        profiles_csv(),
+        f"{RESULTS}/{{scale}}/profiles/{{experiment}}.csv",
     log:
-        f"{RESULTS}/logs/profiles.log",
+        f"{RESULTS}/{{scale}}/logs/profiles/{{experiment}}.log",
     run:
-        step_profiles(output, log)
+        step_profiles(wildcards, output, log)

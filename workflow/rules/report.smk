@@ -12,7 +12,7 @@ rule report:
                         experiment=VERDICT_IDS),
         results=[results_csv(s, e) for s in SCALES for e in DATA_IDS],
         runs=[runs_json(s, e) for s in SCALES for e in DATA_IDS],
-        profiles=[profiles_csv()] if PAPER_RUNS else [],
+        profiles=[profiles_csv(*key) for key in sorted(PAPER_RECORDS)],
         code=code("results/report.py", "results/templates/base.html.j2", "results/templates/index.html.j2",
                   "results/templates/experiment.html.j2", "results/figures.py"),
     output:
