@@ -68,7 +68,7 @@ def drawn(results_dir):
     for e in sorted(SPECS):
         data, scale = merged(e), SPECS[e].scale(SCALE)
         table = results.read_results(csv_of(results_dir, e))
-        reason = figures.not_run_reason(data, SCALE, scale, table, REFERENCE)
+        reason = results.not_run_reason(data, SCALE, scale, table, REFERENCE)
         out[e] = (data, table, figures.build(data, SCALE, scale, table, not_run=reason))
     return out
 
@@ -507,7 +507,7 @@ def test_a_lowest_utilisation_is_the_lowest_sample_and_its_bar_says_so(drawn):
     ctx = figures.Context(data, SCALE, scale, table)
     lowest = next(p for p in ctx.paper_values() if p.get("quantity", "").startswith("lowest"))
     samples = table[(table["metric"] == "cpu_util_pct") & (table["network"] == "loopback")]
-    assert figures.is_monitor(samples).all() and len(samples) > 3
+    assert results.is_monitor(samples).all() and len(samples) > 3
     value, why = figures.local_counterpart(ctx, lowest)
     assert (value, why) == (pytest.approx(samples["value"].astype(float).min()), "")
     assert value < samples["value"].astype(float).mean()

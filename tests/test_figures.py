@@ -128,21 +128,21 @@ def test_lines_over_time_follow_the_logged_samples(tmp_path, log):
 def test_not_run_figure_says_why(tmp_path):
     empty = results.assemble(SPEC["id"], list(SPEC["axes"]), [])
     scale = {"runnable": False, "reason": "needs InfiniBand: no HCA on this machine"}
-    reason = figures.not_run_reason(SPEC, "local", scale, empty)
+    reason = results.not_run_reason(SPEC, "local", scale, empty)
     assert reason == "needs InfiniBand: no HCA on this machine"
     fig = figures.draw(SPEC, "local", scale, empty, tmp_path / "f.png", tmp_path / "f.pdf",
                        not_run=reason)
     shown = "\n".join(t.get_text() for ax in fig.axes for t in ax.texts).replace("\n", " ")
     assert "not run: needs InfiniBand: no HCA on this machine" in shown
     assert (tmp_path / "f.pdf").stat().st_size > 0
-    assert figures.not_run_reason(SPEC, "local", SPEC["scales"]["local"], empty, "data/runs") == \
+    assert results.not_run_reason(SPEC, "local", SPEC["scales"]["local"], empty, "data/runs") == \
         "no runs under data/runs at scale local"
 
 
 def test_not_run_reason_summarises_failed_runs(tmp_path, log):
     table = _table(tmp_path, SPEC, "local", [{"network": "loopback", "cores": 1}], log,
                    lambda p: ("failed", "exit status 1"))
-    reason = figures.not_run_reason(SPEC, "local", SPEC["scales"]["local"], table)
+    reason = results.not_run_reason(SPEC, "local", SPEC["scales"]["local"], table)
     assert reason.startswith("no run ended ok (1 failed)")
     assert reason.endswith("exit status 1")
 
@@ -279,7 +279,7 @@ def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
     # no empty panels: the reason, boxed
     assert [ax.axison for ax in empty.axes] == [False]
     assert [t.get_text() for t in empty.axes[0].texts] == ["no monitor samples: no runs at scale local"]
-    unsampled = table[~figures.is_monitor(table)]
+    unsampled = table[~results.is_monitor(table)]
     assert [t.get_text() for t in figures.draw_utilisation(
         SPEC, "local", unsampled, tmp_path / "n.png").axes[0].texts] == [
         "no monitor samples: its runs recorded none"]

@@ -4,6 +4,7 @@ import hashlib
 import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,3 +188,18 @@ def test_snakemake_report_collects_the_figures(built):
     page = out.read_text()
     for e in SUBSET:
         assert f"{e}.png" in page
+
+
+def test_the_snakemake_process_leaves_matplotlib_to_the_drawing_workers():
+    """The modules the steps import in the Snakemake process (workflow/rules/common.smk) pull in
+    no matplotlib: its import would hold that process's interpreter lock from the other jobs for
+    most of a second, and only figure_pool's workers draw."""
+    steps = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    modules = sorted(f"{package}.{name.split()[0]}" for package, names in
+                     re.findall(r"^\s*from (dlobd[\w.]*) import (.+)$", steps, re.M)
+                     for name in names.split(","))
+    assert {"dlobd.results.drawing", "dlobd.results.report", "dlobd.results.tidy"} <= set(modules)
+    code = (f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", modules

@@ -66,7 +66,7 @@ def built(tmp_path, monkeypatch):
                                       res / "local" / f"{spec['id']}.csv",
                                       res / "local" / "runs" / f"{spec['id']}.json", runs_dir, "local")
         scale = spec["scales"]["local"]
-        reason = figures.not_run_reason(spec, "local", scale, table, runs_dir)
+        reason = results.not_run_reason(spec, "local", scale, table, runs_dir)
         figures.draw(spec, "local", scale, table, figs / "local" / f"{spec['id']}.png",
                      figs / "local" / f"{spec['id']}.pdf", not_run=reason)
     verdicts = res / "local" / "verdicts"

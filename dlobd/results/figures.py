@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import LogLocator, MaxNLocator  # noqa: E402
 
+from dlobd.results.tidy import is_monitor, not_run_reason  # noqa: E402
 from dlobd.spec import _matches, expand, metrics, substitutions  # noqa: E402
 from dlobd.spec.claimlang import first_reached  # noqa: E402
 
@@ -84,13 +85,6 @@ def reduce_values(rows: pd.DataFrame, how: str, over: str | None = None) -> floa
         return None
     return float({"last": series.iloc[-1], "sum": series.sum(), "mean": series.mean(),
                   "median": series.median(), "max": series.max(), "min": series.min()}[how])
-
-
-def is_monitor(table: pd.DataFrame) -> pd.Series:
-    """Rows that come from the harness's monitor/<host>.csv samples."""
-    if "log" not in table.columns:
-        return pd.Series(False, index=table.index)
-    return table["log"].astype(str).str.startswith("monitor/")
 
 
 def run_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -1285,24 +1279,6 @@ def get_unit(ctx: Context, paper_value: dict) -> str:
 
 
 # ---------------------------------------------------------------- entry
-
-
-def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
-                   runs_dir=None) -> str | None:
-    """Why an experiment has no `ok` values at a scale, or None if it has some."""
-    if not table.empty and ((table["status"] == "ok") & table["value"].notna()).any():
-        return None
-    if scale is None:
-        return f"the spec has no {scale_name!r} scale"
-    if not scale.get("runnable", True):
-        return scale.get("reason") or f"not runnable at scale {scale_name}"
-    if not table.empty:
-        runs = table.drop_duplicates("run_id")
-        first = runs.iloc[0]
-        counts = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
-        return f"no run ended ok ({counts}); e.g. {first['run_id']}: {first['reason']}"
-    where = f" under {runs_dir}" if runs_dir else ""
-    return f"no runs{where} at scale {scale_name}"
 
 
 def _reason_box(ax, text: str) -> None:

@@ -19,7 +19,7 @@ import jinja2
 import pandas as pd
 
 from dlobd.cluster import calibrate, fabric, provenance
-from dlobd.results import expected, figures
+from dlobd.results import expected, tidy
 from dlobd.spec import substitutions
 
 PAPERS = {
@@ -154,7 +154,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
             did = data_ids.get(eid, eid)
             table = _read_csv(Path(results_dir, scale, f"{did}.csv"))
             scale_data = (spec.get("scales") or {}).get(scale)
-            reason = figures.not_run_reason(spec, scale, scale_data, table, runs_dir)
+            reason = tidy.not_run_reason(spec, scale, scale_data, table, runs_dir)
             try:
                 run_list = json.loads(Path(results_dir, scale, "runs", f"{did}.json").read_text())
             except (OSError, json.JSONDecodeError):
@@ -166,7 +166,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 if r.get("used"):
                     counts[r["status"]] = counts.get(r["status"], 0) + 1
             data_labels = sorted({str(d) for d in table.get("data_label", pd.Series()).dropna()})
-            sampled = not table.empty and bool(figures.is_monitor(table).any())
+            sampled = not table.empty and bool(tidy.is_monitor(table).any())
             out.append({
                 "id": eid,
                 "anchor": f"{eid}-{scale}",

@@ -232,3 +232,28 @@ def read_results(path) -> pd.DataFrame:
 
 def ok_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[(table["status"] == "ok") & table["value"].notna()]
+
+
+def is_monitor(table: pd.DataFrame) -> pd.Series:
+    """Rows that come from the harness's monitor/<host>.csv samples."""
+    if "log" not in table.columns:
+        return pd.Series(False, index=table.index)
+    return table["log"].astype(str).str.startswith(f"{MONITOR_DIR}/")
+
+
+def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
+                   runs_dir=None) -> str | None:
+    """Why an experiment has no `ok` values at a scale, or None if it has some."""
+    if not table.empty and ((table["status"] == "ok") & table["value"].notna()).any():
+        return None
+    if scale is None:
+        return f"the spec has no {scale_name!r} scale"
+    if not scale.get("runnable", True):
+        return scale.get("reason") or f"not runnable at scale {scale_name}"
+    if not table.empty:
+        runs = table.drop_duplicates("run_id")
+        first = runs.iloc[0]
+        counts = ", ".join(f"{n} {s}" for s, n in runs["status"].value_counts().items())
+        return f"no run ended ok ({counts}); e.g. {first['run_id']}: {first['reason']}"
+    where = f" under {runs_dir}" if runs_dir else ""
+    return f"no runs{where} at scale {scale_name}"

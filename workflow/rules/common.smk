@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from dlobd.execution import runs as druns
+from dlobd.results import drawing as ddrawing
 from dlobd import spec as dspec
 
 RUNS = config["runs_dir"]
@@ -222,7 +223,8 @@ def _log(path, text):
 
 # ---------------------------------------------------------------- the steps' work
 # Each rule's `run:` calls one of these, in the Snakemake process (profile
-# force-use-threads): pandas and matplotlib are imported once for all jobs.
+# force-use-threads): pandas is imported once for all jobs; the figures are drawn in worker
+# processes (figure_pool), the only ones that import matplotlib.
 
 
 def step_run(wildcards, output, log):
@@ -276,7 +278,7 @@ def figure_pool():
         context = multiprocessing.get_context("forkserver")
         # each worker runs the script that started Snakemake again (multiprocessing's __mp_main__),
         # which imports snakemake.cli: imported once in the server, that is instant in the workers
-        context.set_forkserver_preload(["snakemake.cli", "dlobd.results.figures"])
+        context.set_forkserver_preload(["snakemake.cli", ddrawing.FIGURES])
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context)
     return _FIGURE_POOL
 
@@ -292,20 +294,16 @@ def start_figure_pool():
 
 
 def step_figure(wildcards, input, output, log):
-    from dlobd.results import figures as dfig
-
     reason = figure_pool().submit(
-        dfig.render, merged_spec(wildcards.experiment), wildcards.scale,
+        ddrawing.call, "render", merged_spec(wildcards.experiment), wildcards.scale,
         scale_of(wildcards.experiment, wildcards.scale), input.csv, output.png, output.pdf, RUNS,
     ).result()
     _log(log[0], f"not run: {reason}" if reason else "drawn from its results")
 
 
 def step_utilisation(wildcards, input, output, log):
-    from dlobd.results import figures as dfig
-
     drawn = figure_pool().submit(
-        dfig.render_utilisation, merged_spec(wildcards.experiment), wildcards.scale, input.csv,
+        ddrawing.call, "render_utilisation", merged_spec(wildcards.experiment), wildcards.scale, input.csv,
         output.png).result()
     _log(log[0], "drawn from the monitor samples" if drawn else "no monitor samples")
 
