@@ -181,3 +181,10 @@ def test_the_nodemanagers_memory_at_launch_is_the_resourcemanager_s_smallest(env
             hadoop.nodemanager_memory_mb()
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("workers, executors, per_node", [(1, 4, None), (2, 2, 1), (2, 3, 2), (3, 2, 1),
+                                                          (16, 4, 1), (4, 9, 3)])
+def test_executors_spread_at_most_their_share_per_worker(monkeypatch, workers, executors, per_node):
+    monkeypatch.setattr(hadoop.provenance, "workers", lambda: [f"10.0.0.{i}" for i in range(1, workers + 1)])
+    assert hadoop.executors_per_node(executors) == per_node

@@ -181,6 +181,16 @@ def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
     return min(int(n["availMemoryMB"]) + int(n["usedMemoryMB"]) for n in nodes)
 
 
+def executors_per_node(executors: int) -> int | None:
+    """How many of an application's executors a NodeManager may hold so that they spread evenly
+    over a cluster of several workers: ceil(executors / workers), one per node where they are as
+    many, as the papers ran them. Without a bound YARN may give one worker two and leave another
+    idle, depending on whose heartbeat comes first. None on one worker, where they all share its
+    NodeManager."""
+    workers = provenance.workers()
+    return -(-executors // len(workers)) if len(workers) > 1 else None
+
+
 def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -> int | None:
     """The container (MiB: executor heap + overhead) each executor of a Spark application on
     YARN asks for so that at most `per_node` of them share a NodeManager, and `per_node` fit

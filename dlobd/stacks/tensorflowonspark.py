@@ -627,15 +627,18 @@ def container_overhead(ctx: runner.RunContext, per_node: int) -> str:
 
 
 def spread_executors(ctx: runner.RunContext, executors: int) -> str | None:
-    """The overhead that spreads a CPU point's executors evenly over a cluster of several
-    workers, at most ceil(executors / workers) on each: one TF node per node where they are as
-    many as the workers, as the papers ran them. Without it YARN may give one worker two
-    executors and leave another idle, depending on which NodeManager's heartbeat comes first.
-    None on one worker, where they all share its NodeManager."""
-    workers = provenance.workers()
-    if len(workers) < 2:
-        return None
-    return container_overhead(ctx, -(-executors // len(workers)))
+    """The overhead that spreads a CPU point's executors evenly over a cluster of several workers
+    (hadoop.executors_per_node); None on one worker."""
+    per_node = hadoop.executors_per_node(executors)
+    return container_overhead(ctx, per_node) if per_node else None
+
+
+def memory_conf(key: str, overhead: str | None) -> dict[str, str]:
+    """The executors' memory overhead under Spark's `key` for it (MiB): a sized one with the
+    ApplicationMaster's memory pinned, as hadoop.executor_container_mb counts it, else the default."""
+    if overhead is None:
+        return {key: str(EXECUTOR_OVERHEAD_MB)}
+    return {key: overhead, "spark.yarn.am.memory": f"{hadoop.AM_MEMORY_MB}m"}
 
 
 def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[str, str]:
@@ -721,12 +724,10 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     overhead, libs = gpu_executors(ctx, name, executors) if lay["gpus"] else (spread_executors(ctx, executors), None)
     conf = {
         **spark_conf(ctx, where),
-        # Spark 2.1's name (MiB); spark.executor.memoryOverhead is Spark 2.3's
-        "spark.yarn.executor.memoryOverhead": overhead or str(EXECUTOR_OVERHEAD_MB),
+        # Spark 2.1's name; spark.executor.memoryOverhead is Spark 2.3's
+        **memory_conf("spark.yarn.executor.memoryOverhead", overhead),
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": where.python,
     }
-    if overhead:
-        conf["spark.yarn.am.memory"] = f"{hadoop.AM_MEMORY_MB}m"
     if libs:
         conf["spark.executor.extraLibraryPath"] = libs
     command = submit_argv(ctx, spark_submit, executors, conf)
@@ -748,11 +749,7 @@ def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, wher
         return build_command_tf1(ctx, spark_submit, data_uri, where, local_data)
     name, model, _ = workload(ctx)
     nodes = tf_nodes(ctx.point, ctx.fixed)
-    overhead = spread_executors(ctx, nodes)
-    # MiB, Spark's unit for it
-    conf = {**spark_conf(ctx, where), "spark.executor.memoryOverhead": overhead or str(EXECUTOR_OVERHEAD_MB)}
-    if overhead:
-        conf["spark.yarn.am.memory"] = f"{hadoop.AM_MEMORY_MB}m"
+    conf = {**spark_conf(ctx, where), **memory_conf("spark.executor.memoryOverhead", spread_executors(ctx, nodes))}
     if where.server_host:
         conf["spark.executorEnv.TFOS_SERVER_HOST"] = where.server_host
     command = submit_argv(ctx, spark_submit, nodes, conf)
