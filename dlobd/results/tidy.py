@@ -244,7 +244,7 @@ def is_monitor(table: pd.DataFrame) -> pd.Series:
 def not_run_reason(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
                    runs_dir=None) -> str | None:
     """Why an experiment has no `ok` values at a scale, or None if it has some."""
-    if not table.empty and ((table["status"] == "ok") & table["value"].notna()).any():
+    if not table.empty and not ok_rows(table).empty:
         return None
     if scale is None:
         return f"the spec has no {scale_name!r} scale"
