@@ -23,4 +23,4 @@ rule report:
     log:
         f"{REPORT}/report.log",
     run:
-        step_report(output, log)
+        step_report(input, output, log)
