@@ -130,6 +130,11 @@ figures: setup ## rebuild figures, claim verdicts and the report from the raw lo
 	$(SNAKEMAKE) $(SNAKE_CONFIG)
 	@echo "report: $(abspath report/index.html)"
 
+.PHONY: figures-pdf
+figures-pdf: setup ## as figures, with each figure also as a vector PDF, linked from the report
+	$(SNAKEMAKE) $(SNAKE_CONFIG) pdf=True
+	@echo "report: $(abspath report/index.html)"
+
 .PHONY: appendix experiment
 appendix: setup ## docs/artifact-evaluation.md from the specs, data/reference and the verdicts rebuilt from it
 	$(SUBMAKE) figures RUNS=data/reference

@@ -21,7 +21,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 onstart:
     if workflow.local_exec and workflow.execution_settings.use_threads:
         workflow.scheduler.job_rate_limiter = None
-    if any(job.rule.name in ("figure", "utilisation") for job in workflow.dag.needrun_jobs()):
+    if any(job.rule.name in ("figure", "figure_pdf", "utilisation") for job in workflow.dag.needrun_jobs()):
         start_figure_pool()
 
 
@@ -44,6 +44,7 @@ localrules:
     runs,
     results,
     figure,
+    figure_pdf,
     utilisation,
     claims,
     profiles,

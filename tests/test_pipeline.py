@@ -63,7 +63,6 @@ def test_every_experiment_gets_figures_verdicts_and_a_report(built):
     tmp = built["tmp"]
     for e in SUBSET:
         assert (tmp / "figures" / "local" / f"{e}.png").stat().st_size > 5000
-        assert (tmp / "figures" / "local" / f"{e}.pdf").read_bytes()[:5] == b"%PDF-"
         verdicts = pd.read_csv(tmp / "results" / "local" / "verdicts" / f"{e}.csv")
         assert sorted(verdicts["claim_id"]) == sorted(c["id"] for c in SPECS[e].claims)
         assert set(verdicts["verdict"]) <= {"holds", "differs", "not run", "not checkable"}
@@ -106,6 +105,20 @@ def test_second_run_has_nothing_to_do_and_new_logs_rebuild(built):
     snakemake(tmp, config=built["config"])
     table = pd.read_csv(tmp / "results" / "local" / "dlobd-fig7b.csv")
     assert set(table["status"]) == {"ok"} and set(table["cores"]) == {1, 2}
+
+
+def test_pdfs_are_drawn_when_asked_for_and_then_linked(built):
+    tmp = built["tmp"]
+    page = tmp / "report" / "experiments" / "dlobd-fig7a-local.html"
+    assert not list((tmp / "figures").rglob("*.pdf"))
+    assert "make figures-pdf" in page.read_text()
+    pngs = {p: p.stat().st_mtime_ns for p in (tmp / "figures").rglob("*.png")}
+    snakemake(tmp, config=[*built["config"], "pdf=True"])
+    for e in SUBSET:
+        assert (tmp / "figures" / "local" / f"{e}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert 'href="../../figures/local/dlobd-fig7a.pdf"' in page.read_text()
+    # the PDFs are drawn beside the PNGs, which stay as they were
+    assert {p: p.stat().st_mtime_ns for p in pngs} == pngs
 
 
 def test_launch_records_not_runnable_points_once_and_asks_again(tmp_path):

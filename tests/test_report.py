@@ -67,8 +67,7 @@ def built(tmp_path, monkeypatch):
                                       res / "local" / "runs" / f"{spec['id']}.json", runs_dir, "local")
         scale = spec["scales"]["local"]
         reason = results.not_run_reason(spec, "local", scale, table, runs_dir)
-        figures.draw(spec, "local", scale, table, figs / "local" / f"{spec['id']}.png",
-                     figs / "local" / f"{spec['id']}.pdf", not_run=reason)
+        figures.draw(spec, "local", scale, table, figs / "local" / f"{spec['id']}.png", not_run=reason)
     verdicts = res / "local" / "verdicts"
     verdicts.mkdir(parents=True)
     pd.DataFrame([
@@ -83,18 +82,22 @@ def built(tmp_path, monkeypatch):
          "paper_values": "", "reproduced": "", "check": "y[gpus=160] > y[gpus=80]", "text": "scales"},
     ]).to_csv(verdicts / "scaffe-fig8.csv", index=False)
     out = tmp_path / "report" / "index.html"
-    report.write_report(out, specs={"dlobd-fig7a": RUN_SPEC, "scaffe-fig8": IB_SPEC}, scales=["local"],
-                        figures_dir=figs, results_dir=res, verdict_ids=["dlobd-fig7a", "scaffe-fig8"],
-                        data_ids={}, runs_dir=runs_dir)
-    return out, figs
+
+    def write(**options):
+        report.write_report(out, specs={"dlobd-fig7a": RUN_SPEC, "scaffe-fig8": IB_SPEC}, scales=["local"],
+                            figures_dir=figs, results_dir=res, verdict_ids=["dlobd-fig7a", "scaffe-fig8"],
+                            data_ids={}, runs_dir=runs_dir, **options)
+    write()
+    # the report again, as it is written after the figures' PDFs too (pdf: true)
+    return out, figs, write
 
 
 def experiment_page(index, experiment: str) -> str:
     return html.unescape((index.parent / "experiments" / f"{experiment}-local.html").read_text())
 
 
-def test_index_links_every_figure_and_each_experiment_page_its_figure_and_pdf(built):
-    out, figs = built
+def test_index_links_every_figure_and_each_experiment_page_its_figure(built):
+    out, figs, _ = built
     page = out.read_text()
     # thumbnails: the figure files themselves, loaded lazily, each linking to its page
     thumbs = re.findall(r'<a href="experiments/([^"]+)-local\.html">\s*<img src="([^"]+)" loading="lazy"', page)
@@ -103,7 +106,22 @@ def test_index_links_every_figure_and_each_experiment_page_its_figure_and_pdf(bu
     assert "data:image" not in page
     own = experiment_page(out, "dlobd-fig7a")
     assert '<img src="../../figures/local/dlobd-fig7a.png"' in own
-    assert 'href="../../figures/local/dlobd-fig7a.pdf"' in own and 'href="../index.html"' in own
+    assert 'href="../index.html"' in own
+    # built without PDFs: the page says how to get one instead of linking a missing file
+    assert ".pdf" not in own and "as a vector PDF: <code>make figures-pdf</code>" in own
+
+
+def test_pages_link_the_pdfs_built_with_the_report_only(built):
+    out, figs, write = built
+    pdf = figs / "local" / "dlobd-fig7a.pdf"
+    pdf.write_bytes(b"%PDF-1.4 left by an earlier build")
+    write()
+    # a PDF left from an earlier build may show other runs: not linked
+    assert ".pdf" not in experiment_page(out, "dlobd-fig7a")
+    write(pdfs=True)
+    assert 'href="../../figures/local/dlobd-fig7a.pdf"' in experiment_page(out, "dlobd-fig7a")
+    # one that was not drawn (none for scaffe-fig8 here) is not linked either
+    assert "make figures-pdf" in experiment_page(out, "scaffe-fig8")
 
 
 def test_report_is_self_contained(built):

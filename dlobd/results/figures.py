@@ -34,6 +34,9 @@ ROW_X = ("step", "epoch", "wall_clock_s")
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
 FIGSIZE = (8.0, 5.0)
 DPI = 100
+# zlib's fastest level: these flat-coloured plots come out within 3% of the default level's
+# size, in half its time (most of a PNG's saving went into compressing it)
+PNG_OPTIONS = {"dpi": DPI, "pil_kwargs": {"compress_level": 1}}
 # the settings of a scale that size its work: one the paper leaves unstated, set at a scale, makes
 # that scale's absolute times and rates another workload's
 WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
@@ -178,6 +181,7 @@ class Context:
         # a series drawn from some of its runs only: '<series>: 1 of 3 (failed)'
         self.not_drawn: list[str] = []
         self.timed: list[tuple] = []  # the paper panel's times to a target accuracy (main_area)
+        self._values: dict[tuple, pd.DataFrame] = {}
 
     def main_area(self, fig: Figure):
         """The part of the figure for the reproduced data (all of it without paper panel)."""
@@ -198,6 +202,15 @@ class Context:
                                       hspace=0.6 + 2 * self.extra_bottom, **_margins(self))
         self.paper_area = self.outer[1]
         return self.outer[0]
+
+    def values(self, metric: str, how: str, over: str | None = None, only: dict | None = None,
+               samples: bool = False) -> pd.DataFrame:
+        """point_values of this figure's table, each reduction computed once: the paper panel asks
+        for the same one at every point it compares. Callers select from it, never change it."""
+        key = (metric, how, over, repr(sorted((only or {}).items())), samples)
+        if key not in self._values:
+            self._values[key] = point_values(self.table, self.axes, metric, how, over, only, samples)
+        return self._values[key]
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -546,8 +559,7 @@ def _non_ok_summary(ctx: Context) -> str | None:
 def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
     """Bars grouped by the x axis, one bar per series (the DLoBD paper's nodes/cores charts)."""
     x, series = ctx.plot["x"], list(ctx.plot.get("series") or [])
-    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
-                          ctx.metric.get("over"))
+    values = ctx.values(ctx.metric["name"], ctx.metric["reduce"], ctx.metric.get("over"))
     pkeys = _panel_keys(ctx, values)
     silent = _lines_left_out(ctx, values, pkeys, series) if lines else set()
     fig_axes = _reuse_axes(fig, ctx, len(pkeys))
@@ -824,8 +836,7 @@ def breakdown_bars(fig: Figure, ctx: Context) -> None:
 
 def table(fig: Figure, ctx: Context) -> None:
     """The paper's tables: one row per matrix point with its value and status."""
-    values = point_values(ctx.table, ctx.axes, ctx.metric["name"], ctx.metric["reduce"],
-                          ctx.metric.get("over"))
+    values = ctx.values(ctx.metric["name"], ctx.metric["reduce"], ctx.metric.get("over"))
     ax = _reuse_axes(fig, ctx, 1)[0]
     ax.axis("off")
     if values.empty:
@@ -1027,8 +1038,8 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
         mapped = local_point(ctx, {k: v for k, v in point.items() if k not in dimensions})
         if mapped is None:
             return None, "no counterpart here"
-        values = point_values(ctx.table, ctx.axes, name, how, over,
-                              {k: v for k, v in point.items() if k in dimensions}, samples=bool(extreme))
+        values = ctx.values(name, how, over, {k: v for k, v in point.items() if k in dimensions},
+                            samples=bool(extreme))
         for axis, v in mapped.items():
             values = where(values, axis, v) if axis in values else values.iloc[0:0]
         cell = values[values["status"] == "ok"]
@@ -1311,24 +1322,27 @@ def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
     return fig
 
 
+def save(fig: Figure, out) -> None:
+    """Save in the format the file name says: a PNG for the report, a PDF for print."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, **(PNG_OPTIONS if out.suffix == ".png" else {}))
+
+
 def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
-         out_png, out_pdf=None, not_run: str | None = None) -> Figure:
-    """Draw one experiment's figure in its spec's plot form and save PNG (and PDF)."""
+         out, not_run: str | None = None) -> Figure:
+    """Draw one experiment's figure in its spec's plot form and save it (PNG or PDF, by name)."""
     fig = build(spec, scale_name, scale, table, not_run)
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png, dpi=DPI)
-    if out_pdf:
-        fig.savefig(out_pdf)
+    save(fig, out)
     return fig
 
 
-def render(spec: dict, scale_name: str, scale: dict | None, results_csv, out_png, out_pdf,
+def render(spec: dict, scale_name: str, scale: dict | None, results_csv, out,
            runs_dir=None) -> str | None:
     """Draw one experiment from its results CSV; returns why it was not run, if it was not."""
     table = pd.read_csv(results_csv)
     reason = not_run_reason(spec, scale_name, scale, table, runs_dir)
-    draw(spec, scale_name, scale, table, out_png, out_pdf, not_run=reason)
+    draw(spec, scale_name, scale, table, out, not_run=reason)
     return reason
 
 
@@ -1341,6 +1355,9 @@ UTILISATION_PANELS = (
 )
 # interfaces that moved less than this are left out of the network panel
 QUIET_INTERFACE_MB_S = 0.01
+# the legend under the panels: its title and frame, and a row per two runs (8 pt)
+UTILISATION_LEGEND_IN = 0.3
+UTILISATION_LEGEND_ROW_IN = 0.15
 
 
 def _run_label(run_id: str) -> str:
@@ -1356,21 +1373,24 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     rows of an experiment's results. Without samples, why not, boxed in place of the panels."""
     mon = table[is_monitor(table) & (table["status"] == "ok")] if not table.empty else table
     title = f"{spec['id']} ({scale_name} scale): resource use of its runs"
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
     if mon.empty:
         fig = Figure(figsize=(FIGSIZE[0], 3.4), dpi=DPI)
         reason = (not_run_reason(spec, scale_name, (spec.get("scales") or {}).get(scale_name), table)
                   or "its runs recorded none")
         _reason_box(fig.add_subplot(), f"no monitor samples: {reason}")
         fig.suptitle(f"{title}: no monitor samples", fontsize=10)
-        fig.savefig(out_png, dpi=DPI)
+        save(fig, out_png)
         return fig
     run_ids = sorted(mon["run_id"].unique())
     colours = {r: matplotlib.colormaps["tab10" if len(run_ids) <= 10 else "tab20"](i % 20)
                for i, r in enumerate(run_ids)}
-    fig = Figure(figsize=(FIGSIZE[0], 7.5 + 0.22 * math.ceil(len(run_ids) / 2)), dpi=DPI,
-                 layout="constrained")
+    legend_in = UTILISATION_LEGEND_IN + UTILISATION_LEGEND_ROW_IN * math.ceil(len(run_ids) / 2)
+    height = 7.0 + legend_in
+    fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
+    # margins in inches, not a layout engine's: measuring every label twice more made these
+    # figures a third dearer, and their labels are the same every time
+    fig.subplots_adjust(left=0.95 / FIGSIZE[0], right=1 - 0.15 / FIGSIZE[0], top=1 - 0.4 / height,
+                        bottom=(legend_in + 0.65) / height, hspace=0.2)
     axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
     for ax, (metric, label) in zip(axes, UTILISATION_PANELS):
         rows = mon[mon["metric"] == metric]
@@ -1398,10 +1418,11 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
         axes[-1].set_title("received solid, sent dashed", fontsize=8, loc="right")
     axes[-1].set_xlabel("Time since the run started (s)")
     handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
-    fig.legend(handles, [_run_label(r) for r in run_ids], loc="outside lower center",
-               ncols=2, fontsize=8, title="run (matrix point)", title_fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.savefig(out_png, dpi=DPI)
+    fig.legend(handles, [_run_label(r) for r in run_ids], loc="lower center",
+               bbox_to_anchor=(0.5, 0.08 / height), ncols=2, fontsize=8, title="run (matrix point)",
+               title_fontsize=8)
+    fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top")
+    save(fig, out_png)
     return fig
 
 

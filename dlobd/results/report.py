@@ -144,7 +144,7 @@ def scale_notes(scale_data: dict, run_list: list[dict]) -> list[str]:
 
 
 def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
-                       report_dir) -> list[dict]:
+                       report_dir, pdfs: bool = False) -> list[dict]:
     out = []
     pages_dir = Path(report_dir, PAGES_DIR)
     for eid in sorted(specs, key=lambda e: (list(PAPERS).index(specs[e]["paper"])
@@ -190,7 +190,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 # the resource-use figure, with the experiment that owns the runs
                 "utilisation_png": (_link(Path(figures_dir, scale, "utilisation", f"{eid}.png"), pages_dir)
                                     if sampled and did == eid else None),
-                "pdf": os.path.relpath(pdf, pages_dir),
+                "pdf": _link(pdf, pages_dir) if pdfs else None,
                 "runs": run_list,
                 "notes": scale_notes(scale_data or {}, run_list),
                 "axis_map": substitutions.axis_map(spec, scale),
@@ -235,14 +235,16 @@ def _link(path: Path, start) -> str | None:
 
 
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
-                 data_ids: dict, runs_dir, profiles: tuple | None = None) -> Path:
+                 data_ids: dict, runs_dir, profiles: tuple | None = None, pdfs: bool = False) -> Path:
     """The index and a page per experiment; `profiles` (the profiles rule's tables, the paper
-    profile's runs directory) adds each experiment's points run on the papers' software."""
+    profile's runs directory) adds each experiment's points run on the papers' software; `pdfs`:
+    the figures' PDFs were built with them, so their pages link them (a PDF left from an earlier
+    build may be of other runs)."""
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     verdicts = verdict_rows(results_dir, scales, verdict_ids, specs)
     entries = experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_dir,
-                                 out_html.parent)
+                                 out_html.parent, pdfs)
     counts = {v: sum(1 for r in verdicts if r.get("verdict") == v) for v in VERDICT_ORDER}
     by_paper = {p: {v: sum(1 for r in verdicts if r["paper"] == p and r["verdict"] == v)
                     for v in VERDICT_ORDER} for p in PAPERS}

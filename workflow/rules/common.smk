@@ -296,7 +296,7 @@ def start_figure_pool():
 def step_figure(wildcards, input, output, log):
     reason = figure_pool().submit(
         ddrawing.call, "render", merged_spec(wildcards.experiment), wildcards.scale,
-        scale_of(wildcards.experiment, wildcards.scale), input.csv, output.png, output.pdf, RUNS,
+        scale_of(wildcards.experiment, wildcards.scale), input.csv, output[0], RUNS,
     ).result()
     _log(log[0], f"not run: {reason}" if reason else "drawn from its results")
 
@@ -348,7 +348,7 @@ def step_report(input, output, log):
         output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
         figures_dir=FIGURES, results_dir=RESULTS, verdict_ids=VERDICT_IDS,
         data_ids={e: data_id(e) for e in IDS}, runs_dir=RUNS,
-        profiles=(input.profiles, PAPER_RUNS) if PAPER_RUNS else None,
+        profiles=(input.profiles, PAPER_RUNS) if PAPER_RUNS else None, pdfs=bool(input.pdfs),
     )
     _log(log[0], f"{Path(output.html).resolve()}: {len(IDS)} experiments")
 

@@ -13,6 +13,9 @@ rule report:
         results=[results_csv(s, e) for s in SCALES for e in DATA_IDS],
         runs=[runs_json(s, e) for s in SCALES for e in DATA_IDS],
         profiles=[profiles_csv(*key) for key in sorted(PAPER_RECORDS)],
+        # linked from each experiment's page when built (pdf: true)
+        pdfs=expand(f"{FIGURES}/{{scale}}/{{experiment}}.pdf", scale=SCALES, experiment=IDS)
+        if config["pdf"] else [],
         code=code("results/report.py", "results/templates/base.html.j2", "results/templates/index.html.j2",
                   "results/templates/experiment.html.j2", "results/figures.py"),
     output:
