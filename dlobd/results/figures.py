@@ -35,7 +35,7 @@ STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unpar
 FIGSIZE = (8.0, 5.0)
 DPI = 100
 # zlib's fastest level: these flat-coloured plots come out within 3% of the default level's
-# size, in half its time (most of a PNG's saving went into compressing it)
+# size, compressed in half its time (compressing took two fifths of a save)
 PNG_OPTIONS = {"dpi": DPI, "pil_kwargs": {"compress_level": 1}}
 # the settings of a scale that size its work: one the paper leaves unstated, set at a scale, makes
 # that scale's absolute times and rates another workload's
@@ -1388,7 +1388,8 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     height = 7.0 + legend_in
     fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
     # margins in inches, not a layout engine's: measuring every label twice more made these
-    # figures a third dearer, and their labels are the same every time
+    # figures a third dearer, and their labels are of a known size (percent, MB, MB/s; the
+    # figure tests check that none is cut off)
     fig.subplots_adjust(left=0.95 / FIGSIZE[0], right=1 - 0.15 / FIGSIZE[0], top=1 - 0.4 / height,
                         bottom=(legend_in + 0.65) / height, hspace=0.2)
     axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
