@@ -3,6 +3,7 @@ BigDL specs, the checks BigDL needs of a point, the network axis (RDMA-Spark not
 without an HCA and RDMA_SPARK_HOME), and the CIFAR-10 subset the driver trains on, made from
 a data set written by the project's own generator."""
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,46 @@ def test_cores_split_over_executors_and_memory_from_fixed(tmp_path, jars):
     assert (option(argv, "--num-executors"), option(argv, "--executor-cores")) == ("2", "2")
     assert (option(argv, "--executor-memory"), option(argv, "--driver-memory")) == ("3g", "2g")
     assert option(argv, "-l") == "0.05"
+
+
+def confs(argv) -> dict[str, str]:
+    return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
+
+
+def on_workers(monkeypatch, workers: int, yarn_memory_mb: str):
+    """A cluster of `workers` NodeManagers offering `yarn_memory_mb` each, as a dry run counts it."""
+    settings = {"DLOBD_YARN_MEMORY_MB": yarn_memory_mb}
+    monkeypatch.setattr(bigdl.provenance, "workers", lambda: [f"10.0.0.{i}" for i in range(1, workers + 1)])
+    monkeypatch.setattr(bigdl.provenance, "stack_setting", lambda name: settings.get(name))
+
+
+@pytest.mark.parametrize("workers, executors, overhead", [(1, 2, None), (2, 2, str(8192 - 3072)),
+                                                          (2, 4, str(4096 - 3072)), (4, 2, str(8192 - 3072))])
+def test_executors_spread_evenly_over_several_workers(tmp_path, jars, monkeypatch, workers, executors, overhead):
+    # YARN would otherwise place them by heartbeats: a worker may get two executors, another none
+    on_workers(monkeypatch, workers, "9216")
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=executors,
+                  batch=32, executor_memory="3g")
+    conf = confs(bigdl.command(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
+    # in YARN's steps of 1 GiB the AM takes 1 of 9: one executor per node gets the other 8, two
+    # per node 4 each, and one more would not fit beside them; the 3g heap is the rest's floor
+    assert conf.get("spark.yarn.executor.memoryOverhead") == overhead
+    assert conf.get("spark.yarn.am.memory") == (None if overhead is None else "512m")
+
+
+def test_executors_too_large_to_share_a_nodemanager_are_not_runnable(tmp_path, jars, monkeypatch):
+    on_workers(monkeypatch, 2, "7168")
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=4, batch=32)
+    with pytest.raises(NotRunnable, match=r"^2 executor\(s\) per NodeManager of at least 3456 MiB each"):
+        bigdl.command(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
+
+
+def test_a_dry_run_without_the_nodemanagers_memory_says_how_the_launch_sizes_them(tmp_path, jars, monkeypatch):
+    on_workers(monkeypatch, 2, "'$DLOBD_YARN_MEMORY_MB'")
+    ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=2, batch=32)
+    conf = confs(bigdl.command(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
+    assert conf["spark.yarn.executor.memoryOverhead"] == (
+        "<at launch: (NodeManager memory - the ApplicationMaster's) / 1, in YARN's steps, less the heap's 3072 MiB>")
 
 
 @pytest.mark.parametrize("fixed, message", [

@@ -166,8 +166,8 @@ def test_a_nodemanager_too_small_for_one_executor_is_not_runnable(tmp_path, monk
 def test_a_dry_run_of_an_unprovisioned_cluster_says_the_overhead_is_sized_at_launch(tmp_path, monkeypatch):
     install(monkeypatch, {**SETTINGS, "DLOBD_YARN_MEMORY_MB": "'$DLOBD_YARN_MEMORY_MB'"})
     argv = caffeonspark.launch(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"})).command
-    assert ("spark.yarn.executor.memoryOverhead=<at launch: NodeManager memory - the ApplicationMaster's, "
-            "in YARN's steps, less 8g>") in argv
+    assert ("spark.yarn.executor.memoryOverhead=<at launch: (NodeManager memory - the ApplicationMaster's) / 1, "
+            "in YARN's steps, less the heap's 8192 MiB>") in argv
 
 
 def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):

@@ -414,7 +414,7 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
         "spark.executorEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", "spark.executorEnv.TZ=UTC",
         "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL=1",
         "spark.yarn.executor.memoryOverhead=<at launch: (NodeManager memory - the ApplicationMaster's) / 1, "
-        "in YARN's steps, less 512>", "spark.yarn.am.memory=512m",
+        "in YARN's steps, less the heap's 512 MiB>", "spark.yarn.am.memory=512m",
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python",
         confs[15], "spark.eventLog.enabled=true"]
     assert fig9.command[fig9.command.index(train_tf1):] == [

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -29,10 +30,12 @@ from dlobd.spec import networks
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10
-# Spark's client-mode ApplicationMaster as the launchers pin it (spark.yarn.am.memory), and the
-# overhead Spark 1.6 to 3.5 add to it (10 %, at least 384 MiB)
+# the overhead Spark 1.6 to 3.5 add to a JVM's heap in its YARN container: 10 %, at least this
+SPARK_LEAST_OVERHEAD_MB = 384
+# Spark's client-mode ApplicationMaster as the launchers pin it (spark.yarn.am.memory), and its
+# overhead
 AM_MEMORY_MB = 512
-AM_OVERHEAD_MB = 384
+AM_OVERHEAD_MB = max(SPARK_LEAST_OVERHEAD_MB, AM_MEMORY_MB // 10)
 YARN_DEFAULT_MIN_ALLOCATION_MB = 1024
 
 
@@ -217,6 +220,24 @@ def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -
             f"fits {per_node} beside the ApplicationMaster's {am} MiB while keeping out one more "
             "(dlobd_yarn_memory_fraction sets what YARN offers)")
     return share
+
+
+def spread_overhead(per_node: int, heap_mb: int, least_overhead_mb: int, dry_run: bool = False) -> str:
+    """The executors' memory overhead (MiB, as Spark takes it) that makes each container of
+    `heap_mb` heap so large that at most `per_node` share a NodeManager (executor_container_mb);
+    in a dry run that does not know the NodeManagers' memory, how the launch computes it."""
+    share = executor_container_mb(per_node, heap_mb + least_overhead_mb, dry_run)
+    return str(share - heap_mb) if share else (
+        f"<at launch: (NodeManager memory - the ApplicationMaster's) / {per_node}, in YARN's steps, "
+        f"less the heap's {heap_mb} MiB>")
+
+
+def memory_mb(size: str) -> int:
+    """MiB of a JVM memory size as spark-submit takes it (`8g`, `1024m`)."""
+    found = re.fullmatch(r"(\d+)([mMgG])", str(size).strip())
+    if not found:
+        raise ValueError(f"executor_memory {size!r}: not a size like 8g or 1024m")
+    return int(found[1]) * (1024 if found[2] in "gG" else 1)
 
 
 def _copy_container_logs(app_id: str, dest: Path) -> None:

@@ -41,7 +41,9 @@ driver, which reads the training data from a local folder and logs DistriOptimiz
 writes them into the attempt's stderr.log. Settings: `executors` (default 1) and `cores`
 (the point's or the fixed value: total executor cores, split evenly over the executors),
 `batch` (a multiple of the total cores, as BigDL requires), `epochs`, optional
-`learning_rate`, `driver_memory`/`executor_memory`. The data is
+`learning_rate`, `driver_memory`/`executor_memory`. On a cluster of several workers the
+executors' containers are sized so that they spread evenly over the NodeManagers (at most
+ceil(executors / workers) on each), as the papers ran one per node. The data is
 $DLOBD_DATA_DIR/<the scale's dataset>, in CIFAR-10 binary format for VGG and in MNIST's IDX
 files for LeNet; with `train_images` /
 `test_images` the first that many records of it are copied into the attempt's `data/` and
@@ -402,6 +404,22 @@ def spark_install(ctx: runner.RunContext, env: dict) -> tuple[str, dict, str]:
     return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env, dry_run=ctx.dry_run)
 
 
+def spread_conf(ctx: runner.RunContext, executors: int, heap: str) -> list[str]:
+    """On several workers, each executor's container sized so that at most its share of them
+    (hadoop.executors_per_node) fit a NodeManager: without it YARN places them by heartbeats and
+    may give one worker two while another idles. The ApplicationMaster's memory is pinned as
+    that sizing counts it. Nothing on one worker, whose NodeManager holds them all."""
+    per_node = hadoop.executors_per_node(executors)
+    if not per_node:
+        return []
+    heap_mb = hadoop.memory_mb(heap)
+    overhead = hadoop.spread_overhead(per_node, heap_mb, max(hadoop.SPARK_LEAST_OVERHEAD_MB, heap_mb // 10),
+                                      ctx.dry_run)
+    # Spark 2.1's key (the paper profile's); Spark 3.5 reads it as spark.executor.memoryOverhead
+    return ["--conf", f"spark.yarn.executor.memoryOverhead={overhead}",
+            "--conf", f"spark.yarn.am.memory={hadoop.AM_MEMORY_MB}m"]
+
+
 def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
     model, r = model_of(ctx), plan_resources(ctx)
     jars = {}
@@ -413,10 +431,12 @@ def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict) ->
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
                                     "dl_libs role provisioned?)")
         jars[var] = jar
+    heap = str(setting(ctx, "executor_memory", EXECUTOR_MEMORY))
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
-            "--executor-memory", str(setting(ctx, "executor_memory", EXECUTOR_MEMORY)),
+            "--executor-memory", heap,
             "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
+            *spread_conf(ctx, r["executors"], heap),
             *hadoop.spark_conf(ctx),
             *(["--jars", jars["DLOBD_BIGDL_CORE_JAR"]] if "DLOBD_BIGDL_CORE_JAR" in jars else []),
             "--class", model.main_class(env.get("DLOBD_BIGDL_VERSION")), jars["DLOBD_BIGDL_JAR"],

@@ -348,14 +348,6 @@ def render(ctx: runner.RunContext, p: dict, uris: dict) -> dict:
     return {"solver.prototxt": solver, "net.prototxt": net}
 
 
-def memory_mb(size: str) -> int:
-    """MiB of a JVM memory size as spark-submit takes it (`8g`, `1024m`)."""
-    found = re.fullmatch(r"(\d+)([mMgG])", size.strip())
-    if not found:
-        raise ValueError(f"executor_memory {size!r}: not a size like 8g or 1024m")
-    return int(found[1]) * (1024 if found[2] in "gG" else 1)
-
-
 def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
@@ -370,10 +362,7 @@ def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], mode
     if p["hosts"] is None:
         # one executor per node: YARN places by memory alone (vcores do not count), so the
         # container takes the rest of a NodeManager and no second one fits beside it
-        heap_mb = memory_mb(heap)
-        share = hadoop.executor_container_mb(1, heap_mb + int(overhead), ctx.dry_run)
-        overhead = str(share - heap_mb) if share else \
-            f"<at launch: NodeManager memory - the ApplicationMaster's, in YARN's steps, less {heap}>"
+        overhead = hadoop.spread_overhead(1, hadoop.memory_mb(heap), int(overhead), ctx.dry_run)
     return [str(Path(spark_home) / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(p["nodes"]), "--executor-cores", cores,
             "--executor-memory", heap,

@@ -616,14 +616,9 @@ def tf1_layout(ctx: runner.RunContext) -> dict:
 
 
 def container_overhead(ctx: runner.RunContext, per_node: int) -> str:
-    """The executors' memory overhead (MiB) that makes each executor's container so large that
-    at most `per_node` of them share a NodeManager (hadoop.executor_container_mb: YARN's capacity
-    scheduler places containers by memory alone); a placeholder in a dry run that does not know
-    the NodeManagers' memory."""
-    share = hadoop.executor_container_mb(per_node, EXECUTOR_MEMORY_MB + EXECUTOR_OVERHEAD_MB, ctx.dry_run)
-    return str(share - EXECUTOR_MEMORY_MB) if share else \
-        (f"<at launch: (NodeManager memory - the ApplicationMaster's) / {per_node}, in YARN's steps, "
-         f"less {EXECUTOR_MEMORY_MB}>")
+    """The overhead that lets at most `per_node` of TFoS's executors share a NodeManager
+    (hadoop.spread_overhead: YARN's capacity scheduler places containers by memory alone)."""
+    return hadoop.spread_overhead(per_node, EXECUTOR_MEMORY_MB, EXECUTOR_OVERHEAD_MB, ctx.dry_run)
 
 
 def spread_executors(ctx: runner.RunContext, executors: int) -> str | None:
