@@ -31,11 +31,10 @@ from dlobd.spec import networks
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 REST_TIMEOUT_S = 10
 # the overhead Spark 1.6 to 3.5 add to a JVM's heap in its YARN container: 10 %, at least this
+# (spark_overhead_mb)
 SPARK_LEAST_OVERHEAD_MB = 384
-# Spark's client-mode ApplicationMaster as the launchers pin it (spark.yarn.am.memory), and its
-# overhead
+# Spark's client-mode ApplicationMaster as the launchers pin it (spark.yarn.am.memory)
 AM_MEMORY_MB = 512
-AM_OVERHEAD_MB = max(SPARK_LEAST_OVERHEAD_MB, AM_MEMORY_MB // 10)
 YARN_DEFAULT_MIN_ALLOCATION_MB = 1024
 
 
@@ -211,7 +210,7 @@ def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -
     conf = provenance.stack_setting("HADOOP_CONF_DIR")
     step = int((yarn_site("yarn.scheduler.minimum-allocation-mb") if conf and (Path(conf) / "yarn-site.xml").is_file()
                 else None) or YARN_DEFAULT_MIN_ALLOCATION_MB)
-    am = -(-(AM_MEMORY_MB + AM_OVERHEAD_MB) // step) * step
+    am = -(-(AM_MEMORY_MB + spark_overhead_mb(AM_MEMORY_MB)) // step) * step
     share = (memory - am) // per_node // step * step
     if share < least_mb or share * (per_node + 1) <= memory:
         raise NotRunnable(
@@ -220,6 +219,18 @@ def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -
             f"fits {per_node} beside the ApplicationMaster's {am} MiB while keeping out one more "
             "(dlobd_yarn_memory_fraction sets what YARN offers)")
     return share
+
+
+def spark_overhead_mb(heap_mb: int) -> int:
+    """The overhead (MiB) Spark adds by default to a JVM of `heap_mb` heap in its container."""
+    return max(SPARK_LEAST_OVERHEAD_MB, heap_mb // 10)
+
+
+def sized_memory_conf(key: str, overhead: str) -> dict[str, str]:
+    """Spark settings of executors sized by spread_overhead: the overhead under Spark's `key` for
+    it (spark.yarn.executor.memoryOverhead up to Spark 2.x), with the ApplicationMaster's memory
+    pinned as executor_container_mb counts it."""
+    return {key: overhead, "spark.yarn.am.memory": f"{AM_MEMORY_MB}m"}
 
 
 def spread_overhead(per_node: int, heap_mb: int, least_overhead_mb: int, dry_run: bool = False) -> str:

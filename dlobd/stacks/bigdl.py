@@ -413,11 +413,10 @@ def spread_conf(ctx: runner.RunContext, executors: int, heap: str) -> list[str]:
     if not per_node:
         return []
     heap_mb = hadoop.memory_mb(heap)
-    overhead = hadoop.spread_overhead(per_node, heap_mb, max(hadoop.SPARK_LEAST_OVERHEAD_MB, heap_mb // 10),
-                                      ctx.dry_run)
+    overhead = hadoop.spread_overhead(per_node, heap_mb, hadoop.spark_overhead_mb(heap_mb), ctx.dry_run)
     # Spark 2.1's key (the paper profile's); Spark 3.5 reads it as spark.executor.memoryOverhead
-    return ["--conf", f"spark.yarn.executor.memoryOverhead={overhead}",
-            "--conf", f"spark.yarn.am.memory={hadoop.AM_MEMORY_MB}m"]
+    conf = hadoop.sized_memory_conf("spark.yarn.executor.memoryOverhead", overhead)
+    return [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
 
 
 def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:

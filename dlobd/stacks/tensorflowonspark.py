@@ -630,10 +630,10 @@ def spread_executors(ctx: runner.RunContext, executors: int) -> str | None:
 
 def memory_conf(key: str, overhead: str | None) -> dict[str, str]:
     """The executors' memory overhead under Spark's `key` for it (MiB): a sized one with the
-    ApplicationMaster's memory pinned, as hadoop.executor_container_mb counts it, else the default."""
+    ApplicationMaster's memory pinned (hadoop.sized_memory_conf), else the default."""
     if overhead is None:
         return {key: str(EXECUTOR_OVERHEAD_MB)}
-    return {key: overhead, "spark.yarn.am.memory": f"{hadoop.AM_MEMORY_MB}m"}
+    return hadoop.sized_memory_conf(key, overhead)
 
 
 def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[str, str]:
