@@ -120,7 +120,9 @@ bench-reproduce: ## wall time of the last `make reproduce` by phase and experime
 
 ## ---------------------------------------------------------------- pipeline (Snakefile)
 
-SNAKEMAKE := $(BIN)/snakemake --profile profiles/local
+# as a module, not through its script: multiprocessing runs a script again in each drawing
+# worker, so their server would import Snakemake too (workflow/rules/common.smk, figure_pool)
+SNAKEMAKE := $(BIN)/python -m snakemake --profile profiles/local
 # the paper profile's runs beside RUNS' (make reproduce-paper's RUNS-paper; data/reference-paper
 # beside data/reference): the report sets their points beside RUNS' where that directory exists
 SNAKE_CONFIG = --config runs_dir=$(RUNS) state_dir=$(STATE) $(if $(wildcard $(RUNS)-paper),paper_runs_dir=$(RUNS)-paper)

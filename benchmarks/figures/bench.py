@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def snakemake(out: Path, runs: str, paper: Path | None) -> float:
     cmd = [
-        str(Path(sys.executable).with_name("snakemake")), "--profile", "profiles/local", "--quiet",
+        sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--quiet",
         "all", "--config", f"runs_dir={runs}", f"results_dir={out}/results",
         f"figures_dir={out}/figures", f"report_dir={out}/report", f"state_dir={out}/state",
     ]
