@@ -25,7 +25,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 onstart:
     if workflow.local_exec and workflow.execution_settings.use_threads:
         workflow.scheduler.job_rate_limiter = None
-    if any(job.rule.name in ("figure", "figure_pdf", "utilisation") for job in workflow.dag.needrun_jobs()):
+    # the drawing rules are those that take the `drawing` resource (figures.smk)
+    if any("drawing" in job.rule.resources for job in workflow.dag.needrun_jobs()):
         start_figure_pool()
 
 
