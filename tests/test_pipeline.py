@@ -27,8 +27,8 @@ SPECS = spec.load_all(ROOT)
 SUBSET = ["dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b", "dlobd-fig4c"]
 
 
-def snakemake(tmp_path, *extra, config=(), env=None, launcher=SNAKEMAKE):
-    cmd = [*launcher, "--profile", "profiles/local", "--nolock", *extra, "--config",
+def snakemake(tmp_path, *extra, config=(), env=None, launcher=SNAKEMAKE, profile="profiles/local"):
+    cmd = [*launcher, "--profile", profile, "--nolock", *extra, "--config",
            f"runs_dir={tmp_path / 'runs'}", f"results_dir={tmp_path / 'results'}",
            f"figures_dir={tmp_path / 'figures'}", f"report_dir={tmp_path / 'report'}",
            f"state_dir={tmp_path / 'state'}", *config]
@@ -218,3 +218,49 @@ def test_the_snakemake_process_leaves_matplotlib_to_the_drawing_workers():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", modules
+
+
+def test_the_slurm_profile_draws_on_the_host_snakemake_runs_on(built, tmp_path):
+    """Under a batch system's executor the figures are local rules: drawn in the figure pool of the
+    submitting host, sized by its cores (--cores is unset there; it used to fail on that)."""
+    shutil.copytree(built["tmp"] / "runs", tmp_path / "runs")
+    target = tmp_path / "figures" / "local" / "dlobd-fig7b.png"
+    # no job goes to Slurm: the plugin's first status check need not wait its default 40 s
+    snakemake(tmp_path, "--slurm-init-seconds-before-status-checks", "1", str(target),
+              config=built["config"], profile="profiles/slurm")
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _child(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_the_drawing_server_leaves_when_snakemake_is_gone(tmp_path):
+    """The pool's server may still be importing when Snakemake exits (a run with nothing to
+    draw); it must not keep Snakemake's output open after that. Here a parent starts a process
+    that imports the server's module and would then sleep for ten minutes, with the parent's
+    stdout; once it has imported, the parent exits: its stdout reaches its end when that process
+    has left as well."""
+    server = ("import sys, time, dlobd.results.drawingserver; print('imported', file=sys.stderr, "
+              "flush=True); time.sleep(600)")
+    parent = ("import subprocess, sys; "
+              f"p = subprocess.Popen({_child(server)!r}, stderr=subprocess.PIPE, text=True); "
+              "print(p.pid, flush=True); p.stderr.readline()")
+    proc = subprocess.Popen(_child(parent), cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    pid = int(proc.stdout.readline())
+    try:
+        # the end of the output: every holder of the pipe, the orphaned process too, has exited
+        assert proc.communicate(timeout=120)[0] == ""
+    except subprocess.TimeoutExpired:
+        os.kill(pid, 9)
+        raise
+
+
+def test_the_drawing_server_exits_without_tearing_down_its_modules(tmp_path):
+    """Its exit skips the interpreter's teardown (0.13 s with matplotlib and pandas loaded): an
+    exit handler registered before its import never runs, and the exit status is still 0."""
+    marker = tmp_path / "torn-down"
+    code = (f"import atexit, pathlib; atexit.register(pathlib.Path({str(marker)!r}).touch); "
+            "import dlobd.results.drawingserver")
+    assert subprocess.run(_child(code), cwd=ROOT, timeout=120).returncode == 0
+    assert not marker.exists()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 
 FIGURES = "dlobd.results.figures"
+# the module the pool's server process imports (and only it): the figures module and its exits
+SERVER = "dlobd.results.drawingserver"
 
 
 def call(function: str, *args):

@@ -272,6 +272,12 @@ def step_results(wildcards, input, output, log):
 _FIGURE_POOL = None
 
 
+def drawing_workers():
+    """One drawing worker per core Snakemake uses on this host: --cores, or under a batch
+    system's executor, which leaves --cores unset, the host's own (--local-cores)."""
+    return workflow.resource_settings.cores or workflow.resource_settings.local_cores
+
+
 def figure_pool():
     """Worker processes for drawing, forked from a server that has matplotlib imported:
     matplotlib holds the GIL while it renders, so threads alone would use one core."""
@@ -282,23 +288,23 @@ def figure_pool():
         # which imports snakemake.cli: imported once in the server, that is instant in the workers.
         # Started as `python -m snakemake` (the Makefile's way) they import nothing: the server
         # then skips that import and is ready half a second sooner.
-        preload = [ddrawing.FIGURES]
+        preload = [ddrawing.SERVER]
         if getattr(sys.modules["__main__"], "__spec__", None) is None:
-            preload.insert(0, "snakemake.cli")
+            preload.append("snakemake.cli")
         context.set_forkserver_preload(preload)
         # the imported modules frozen, as in the Snakefile: each figure's collections skip them
-        _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(workflow.cores, mp_context=context,
+        _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(drawing_workers(), mp_context=context,
                                                               initializer=gc.freeze)
     return _FIGURE_POOL
 
 
 def start_figure_pool():
-    """Start the drawing processes now, in the background: they import matplotlib while the
-    results are parsed instead of on the way of the first figure. Called before any job runs,
-    so no job thread creates a second pool. One task per worker: the pool starts a worker
-    only for a task that finds none idle."""
+    """Start the drawing processes now, in the background: they import matplotlib while
+    Snakemake builds the DAG and parses the results instead of on the way of the first figure.
+    Called before any job runs, so no job thread creates a second pool. One task per worker: the
+    pool starts a worker only for a task that finds none idle."""
     pool = figure_pool()
-    threading.Thread(target=lambda: [pool.submit(int) for _ in range(workflow.cores)],
+    threading.Thread(target=lambda: [pool.submit(int) for _ in range(drawing_workers())],
                      daemon=True).start()
 
 
