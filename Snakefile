@@ -34,8 +34,8 @@ include: "workflow/rules/common.smk"
 
 
 # The figure pool's server imports matplotlib for most of a second: started now, it does so while
-# Snakemake reads the other rules and builds the DAG, and a redraw's first figure starts 0.35 s
-# sooner than when started at onstart. A Snakefile cannot tell yet whether any job will run, so
+# Snakemake reads the other rules and builds the DAG, not after them (at onstart), and a redraw's
+# drawing starts that much sooner. A Snakefile cannot tell yet whether any job will run, so
 # a run with nothing to do, --lint or --summary start it as well: it exits with Snakemake, and no
 # one waits for it (dlobd/results/drawingserver.py). Dry runs and jobs run on other hosts don't.
 if workflow.is_main_process and not workflow.output_settings.dryrun:
