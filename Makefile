@@ -160,8 +160,8 @@ experiments: setup ## every experiment at SCALE (ID= to pick some) on the runnin
 	fi
 
 .PHONY: report
-report: setup ## the HTML report (and what it needs), plus Snakemake's own report at report/snakemake.html
-	$(SNAKEMAKE) report/index.html $(SNAKE_CONFIG)
+report: setup ## the HTML report (and the figures it links), plus Snakemake's own report at report/snakemake.html
+	$(SNAKEMAKE) $(SNAKE_CONFIG)
 	$(SNAKEMAKE) --report report/snakemake.html $(SNAKE_CONFIG)
 	@echo "report: $(abspath report/index.html)"
 	@echo "snakemake report: $(abspath report/snakemake.html)"

@@ -68,6 +68,10 @@ rule all:
     default_target: True
     input:
         report_html(),
+        # the report links these, and is written beside their drawing, not after it
+        expand(f"{FIGURES}/{{scale}}/{{experiment}}.png", scale=SCALES, experiment=IDS),
+        expand(f"{FIGURES}/{{scale}}/utilisation/{{experiment}}.png", scale=SCALES, experiment=DATA_IDS),
+        expand(f"{FIGURES}/{{scale}}/{{experiment}}.pdf", scale=SCALES, experiment=IDS) if config["pdf"] else [],
         # with launch on, every point's launch is a target of its own: a point asked again
         # (reconsider_not_runnable) runs even where its results are present
         rules.runs.input,

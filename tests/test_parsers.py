@@ -285,6 +285,16 @@ def test_damaged_input_is_unparseable_with_reason(stack, damaged, reason):
     assert r.reason.startswith(reason)
 
 
+def test_binary_share_counts_control_and_undecodable_characters_only():
+    # no NUL: the share decides. Tabs, carriage returns and newlines are text; an escape (ANSI
+    # colour), a bell and an undecodable byte (U+FFFD) are not
+    line = "step 1\tloss 0.5\r\n"
+    assert stacks.text_lines(line * 100 + "\x1b[0m\n")[0][-1] == (101, "\x1b[0m")
+    damaged = line * 10 + "\x07\x1b\ufffd\x7f\x85\n"
+    with pytest.raises(stacks.LogError, match=rf"^binary data, not a text log \(3 of {len(damaged)} characters"):
+        stacks.text_lines(damaged)
+
+
 @pytest.mark.parametrize("stack", sorted(DAMAGE))
 def test_log_cut_before_its_end_keeps_complete_rows(stack):
     rel, end_marker, _, _ = DAMAGE[stack]

@@ -95,6 +95,21 @@ def test_report_names_not_run_experiments_with_their_reason(built):
     assert "runs used:" in ran and "1 hung" in ran
 
 
+def test_report_links_the_figures_and_is_not_written_again_for_one(built):
+    tmp = built["tmp"]
+    # a figure drawn again leaves the report as it is: it links the figures and reads none, so it
+    # is written beside their drawing, not after it
+    (tmp / "figures" / "local" / "dlobd-fig7a.png").unlink()
+    planned = job_counts(snakemake(tmp, "--dry-run", "--quiet", "rules", config=built["config"]))
+    assert planned == {"figure": "1", "all": "1", "total": "2"}
+    snakemake(tmp, config=built["config"])
+    # once the pipeline is done, every image a page shows is there
+    pages = [tmp / "report" / "index.html", *(tmp / "report" / "experiments").glob("*.html")]
+    shown = [(page, src) for page in pages for src in re.findall(r'<img src="([^"]+)"', page.read_text())]
+    assert len(shown) >= 2 * len(SUBSET)
+    assert [(p.name, src) for p, src in shown if not (p.parent / src).is_file()] == []
+
+
 def test_second_run_has_nothing_to_do_and_new_logs_rebuild(built):
     tmp = built["tmp"]
     assert "Nothing to be done" in snakemake(tmp, config=built["config"])

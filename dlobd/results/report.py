@@ -197,12 +197,12 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 "not_run": reason,
                 "counts": counts,
                 "page": os.path.relpath(page_path(report_dir, eid, scale), report_dir),
-                "thumb": _link(png, report_dir),
-                "png": _link(png, pages_dir),
+                "thumb": os.path.relpath(png, report_dir),
+                "png": os.path.relpath(png, pages_dir),
                 # the resource-use figure, with the experiment that owns the runs
-                "utilisation_png": (_link(Path(figures_dir, scale, "utilisation", f"{eid}.png"), pages_dir)
+                "utilisation_png": (os.path.relpath(Path(figures_dir, scale, "utilisation", f"{eid}.png"), pages_dir)
                                     if sampled and did == eid else None),
-                "pdf": _link(pdf, pages_dir) if pdfs else None,
+                "pdf": os.path.relpath(pdf, pages_dir) if pdfs else None,
                 "runs": run_list,
                 "notes": scale_notes(scale_data or {}, run_list),
                 "axis_map": substitutions.axis_map(spec, scale),
@@ -241,17 +241,13 @@ def profile_points(profiles_csvs) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
-def _link(path: Path, start) -> str | None:
-    """A relative link from `start` to a file that exists (None without it)."""
-    return os.path.relpath(path, start) if path.is_file() else None
-
-
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
                  data_ids: dict, runs_dir, profiles: tuple | None = None, pdfs: bool = False) -> Path:
     """The index and a page per experiment; `profiles` (the profiles rule's tables, the paper
     profile's runs directory) adds each experiment's points run on the papers' software; `pdfs`:
-    the figures' PDFs were built with them, so their pages link them (a PDF left from an earlier
-    build may be of other runs)."""
+    the figures' PDFs are drawn with them, so their pages link them (a PDF left from an earlier
+    build may be of other runs). The figures are linked, not read: the pipeline draws them beside
+    the report, and a page links its figure whether it is there yet or not."""
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     verdicts = verdict_rows(results_dir, scales, verdict_ids, specs)

@@ -356,14 +356,14 @@ def step_profiles(wildcards, output, log):
     _log(log[0], f"{len(found)} points, {sum(1 for p in found if p.values)} compared")
 
 
-def step_report(input, output, log):
+def step_report(input, output, params, log):
     from dlobd.results import report as dreport
 
     dreport.write_report(
         output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
         figures_dir=FIGURES, results_dir=RESULTS, verdict_ids=VERDICT_IDS,
         data_ids={e: data_id(e) for e in IDS}, runs_dir=RUNS,
-        profiles=(input.profiles, PAPER_RUNS) if PAPER_RUNS else None, pdfs=bool(input.pdfs),
+        profiles=(input.profiles, PAPER_RUNS) if PAPER_RUNS else None, pdfs=params.pdfs,
     )
     _log(log[0], f"{Path(output.html).resolve()}: {len(IDS)} experiments")
 
