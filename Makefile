@@ -16,10 +16,14 @@ help: ## list the targets
 .PHONY: setup
 setup: $(VENV)/.installed ## the project's own Python tooling in .venv (ansible, snakemake, dlobd)
 
+# With the package's bytecode compiled: an editable install leaves that to the first import,
+# which never writes it where PYTHONDONTWRITEBYTECODE is set, and each Snakemake run and drawing
+# worker imports most of the package. A module edited since is compiled at each import, as before.
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	$(BIN)/python -m compileall -q dlobd
 	touch $@
 
 ## ---------------------------------------------------------------- provisioning (playbooks/)
