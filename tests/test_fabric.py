@@ -333,3 +333,22 @@ def test_the_command_line_prints_the_fingerprint_and_fails_on_a_mismatch(tmp_pat
     out = json.loads(capsys.readouterr().out)
     assert out["mismatches"] == ["n1: dlobd_hardware.gpus: expected 2, found no GPU (nvidia-smi not installed)"]
     assert out["fingerprint"]["host"] == "n1"
+
+
+def test_the_h200s_topology_is_stored_without_its_escape_codes(tmp_path):
+    # real output of an NVIDIA H200 host (tests/data/gpu-h200/README.md): `topo -m` underlines
+    # its header with terminal escape codes even when written to a file
+    h200 = Path(__file__).parent / "data" / "gpu-h200"
+    assert "\x1b[4m" in (h200 / "topo.txt").read_text()
+    smi = command(tmp_path, "nvidia-smi", f"""\
+        case "$1" in
+          --query-gpu=*) echo '0, NVIDIA H200, GPU-d3e4db5e, 580.159.04, 143771, 00000000:00:06.0' ;;
+          topo) cat {h200}/topo.txt ;;
+          *) cat {h200}/nvidia-smi-busy.txt ;;
+        esac
+        """)
+    gpus = fabric.detect(tmp_path / "sys", fabric.Tools(nvidia_smi=smi), host="vm")["gpus"]
+    assert gpus["cuda_version"] == "13.0"
+    assert "\x1b" not in gpus["topology"]
+    assert gpus["topology"].splitlines()[:2] == ["\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID",
+                                                 "GPU0\t X \t0-15\t0\t\tN/A"]

@@ -286,6 +286,58 @@ def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
         "no monitor samples: its runs recorded none"]
 
 
+# a GPU host's monitor columns, with the H200's values under load (tests/data/gpu-h200)
+GPU_MONITOR = ("time_s,host,cpu_util_pct,rss_mb,gpu0_util_pct,gpu0_mem_mib,gpu_job_mem_mib\n"
+               "0,gpu1,10,100,0,0,0\n10,gpu1,12,700,100,6863,3992\n20,gpu1,12,709,100,6863,3992\n"
+               "30,gpu1,12,709,100,6863,3992\n")
+
+
+def _gpu_table(tmp_path, log, spec):
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path / "runs", spec, "local", point, {"stderr.log": log, "monitor/gpu1.csv": GPU_MONITOR})
+    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point),
+                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
+    return results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
+
+
+def test_a_gpu_runs_resource_use_has_gpu_panels(tmp_path, log):
+    table = _gpu_table(tmp_path, log, SPEC)
+    fig = figures.draw_utilisation(SPEC, "local", table, tmp_path / "u.png")
+    assert [ax.get_ylabel() for ax in fig.axes[:5]] == [
+        "Host CPU (%)", "Memory of the job (MB)", "Network (MB/s)", "GPU busy (%)", "GPU memory of the job (GB)"]
+    busy, memory = fig.axes[3:5]
+    assert [list(line.get_ydata()) for line in busy.get_lines()] == [[0.0, 100.0, 100.0, 100.0]]
+    assert busy.get_lines()[0].get_label().endswith("gpu1 GPU 0")
+    assert [round(v, 3) for v in memory.get_lines()[0].get_ydata()] == [0.0, 4.186, 4.186, 4.186]
+    # a run without GPU samples gets no GPU panel
+    cpu_only = figures.draw_utilisation(SPEC, "local", table[~table["metric"].str.startswith("gpu")],
+                                        tmp_path / "c.png")
+    assert len([ax for ax in cpu_only.axes if ax.get_ylabel()]) == 3
+
+
+def test_host_memory_beside_gpu_memory_in_their_windows(tmp_path, log):
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "host_mem_mb", "unit": "MB", "better": "lower", "reduce": "mean"}
+    spec["plot"] = {"form": "utilisation", "x": "wall_clock_s", "series": ["network"],
+                    "y_label": "Host memory used", "window_s": 20,
+                    "beside": {"metric": "gpu_mem_gb", "y_label": "GPU memory (GB)", "window_s": 10}}
+    table = _gpu_table(tmp_path, log, spec)
+    fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
+    host, gpu = fig.axes[:2]
+    samples, means = host.get_lines()
+    assert list(samples.get_ydata()) == [100.0, 700.0, 709.0, 709.0]
+    # 0-20 s: 100 and 700; 20-30 s (the samples end at 30): 709 twice
+    assert (list(means.get_xdata()), list(means.get_ydata())) == ([10.0, 25.0], [400.0, 709.0])
+    assert host.get_title(loc="right") == "markers: 20-s window means (the paper's); thin: samples"
+    assert gpu.get_ylabel() == "GPU memory (GB)"
+    assert [round(v, 3) for v in gpu.get_lines()[1].get_ydata()] == [0.0, 4.186, 4.186, 4.186]
+    # no GPU samples: one panel, and it says so
+    no_gpu = figures.draw(spec, "local", spec["scales"]["local"],
+                          table[~table["metric"].astype(str).str.startswith("gpu")], tmp_path / "g.png")
+    assert no_gpu.axes[0].get_title(loc="left") == "GPU memory (GB): no run sampled it"
+    assert not any(ax.get_ylabel() == "GPU memory (GB)" for ax in no_gpu.axes)
+
+
 def test_repeats_of_a_point_are_drawn_as_mean_with_their_spread(tmp_path):
     spec = copy.deepcopy(SPEC)
     spec["scales"]["local"]["repeats"] = 3

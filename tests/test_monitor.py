@@ -75,3 +75,99 @@ def test_rejects_a_bad_interval(tmp_path, interval):
     done = sampler("--out", str(tmp_path / "x.csv"), "--interval", interval)
     assert done.returncode == 2 and "--interval must be positive" in done.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+# ------------------------------------------------------------------ GPU columns
+# Real nvidia-smi output of an NVIDIA H200 under a PyTorch load (tests/data/gpu-h200/README.md).
+H200 = Path(__file__).parent / "data" / "gpu-h200"
+
+
+def test_reads_the_device_report_of_a_gpu_under_load():
+    got = monitor.query_rows((H200 / "nvsmi.csv").read_text().splitlines())
+    assert len(got) > 20
+    busy = [r for r in got if r["utilization.gpu"] > 0]
+    assert {(r["utilization.gpu"], r["memory.used"]) for r in busy} == {(100.0, 6863.0)}
+    assert got[0] == {"timestamp": "2026/11/28 14:38:10.995", "utilization.gpu": 0.0, "memory.used": 0.0}
+
+
+def test_the_jobs_gpu_memory_is_its_own_processes():
+    header_and_row = (H200 / "compute-apps.csv").read_text().splitlines()[:2]
+    apps = monitor.query_rows(header_and_row)
+    assert apps == [{"pid": 857.0, "process_name": "python3", "used_gpu_memory": 3992.0}]
+    assert monitor.job_gpu_memory(apps, {857, 12}) == 3992
+    assert monitor.job_gpu_memory(apps, {858}) == 0
+
+
+# A stand-in for nvidia-smi on this GPU-less machine: it streams the H200's recorded samples as
+# `--query-... -lms` does (a header, then one poll per period), the per-process report naming the
+# test's job; MODE=hang stops answering after three polls, MODE=exit exits 1 after three.
+STAND_IN = """#!{python}
+import os, sys, time
+data, pid, mode = {data!r}, os.environ["SMI_JOB_PID"], os.environ.get("SMI_MODE", "loop")
+args = " ".join(sys.argv[1:])
+if args.startswith("--query-gpu=index"):
+    print("0"); sys.exit(0)
+period = int(sys.argv[sys.argv.index("-lms") + 1]) / 1000
+if "--query-gpu=" in args:
+    print("timestamp, index, utilization.gpu [%], memory.used [MiB]", flush=True)
+    lines = open(data + "/nvsmi.csv").read().splitlines()[1:]
+    polls = [[l.split(", ")[0] + ", 0, " + ", ".join(v.split()[0] for v in l.split(", ")[1:])] for l in lines]
+else:
+    print("timestamp, pid, used_gpu_memory [MiB]", flush=True)
+    memory = open(data + "/compute-apps.csv").read().splitlines()[-1].split(", ")[1]
+    polls = [["2026/11/28 14:38:%02d.000, %s, %s" % (i, p, memory), "2026/11/28 14:38:%02d.000, 1, 5" % i]
+             for i, p in enumerate([pid] * 40)]
+for n, poll in enumerate(polls):
+    if mode != "loop" and n == 3:
+        if mode == "exit":
+            print("Unable to determine the device handle for GPU0: Unknown Error", file=sys.stderr)
+            sys.exit(1)
+        time.sleep(60)
+    print("\\n".join(poll), flush=True)
+    time.sleep(period)
+"""
+
+
+def stand_in_nvidia_smi(folder: Path) -> dict:
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    script.write_text(STAND_IN.format(python=sys.executable, data=str(H200.parent / "gpu-h200")))
+    script.chmod(0o755)
+    return {"PATH": f"{folder}:/usr/bin:/bin"}
+
+
+def busy_gpu_samples(tmp_path, mode: str, seconds: float):
+    job = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    env = {**stand_in_nvidia_smi(tmp_path / "bin"), "SMI_JOB_PID": str(job.pid), "SMI_MODE": mode}
+    done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.3", env=env)
+    job.wait()
+    assert done.returncode == 0, done.stderr
+    return rows(done.stdout), done.stderr
+
+
+def test_samples_each_gpu_and_the_jobs_gpu_memory(tmp_path):
+    got, err = busy_gpu_samples(tmp_path, "loop", 4)
+    assert list(got[0])[-3:] == ["gpu0_util_pct", "gpu0_mem_mib", "gpu_job_mem_mib"]
+    seen = {(r["gpu0_util_pct"], r["gpu0_mem_mib"]) for r in got[3:]}
+    assert ("100", "6863") in seen and seen <= {("0", "0"), ("0", "22"), ("100", "6863")}
+    # the job's pid holds 3,992 MiB; pid 1's 5 MiB are not the job's
+    assert {r["gpu_job_mem_mib"] for r in got[3:]} == {"3992"}
+    assert err == ""
+
+
+@pytest.mark.parametrize("mode, why", [("exit", "exited with code 1 (Unable to determine the device handle"),
+                                       ("hang", "gave no line for over 3 periods")])
+def test_an_nvidia_smi_that_fails_mid_run_keeps_the_samples_and_the_run(tmp_path, mode, why):
+    got, err = busy_gpu_samples(tmp_path, mode, 5)
+    assert any(r["gpu0_mem_mib"] for r in got[:4])
+    assert all(r["gpu0_mem_mib"] == "" for r in got[-3:])
+    assert all(float(r["rss_mb"]) > 0 for r in got[-3:-1])  # the rest of the row goes on
+    assert err.count(f"monitor: nvidia-smi --query-gpu {why}") == 1
+
+
+def test_a_host_without_nvidia_smi_writes_no_gpu_column_and_says_so_once(tmp_path):
+    done = sampler("--out", "-", "--interval", "0.2", "--max-seconds", "0.6",
+                   env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert not [c for c in rows(done.stdout)[0] if c.startswith("gpu")]
+    assert done.stderr == "monitor: no GPU columns: nvidia-smi not found on PATH\n"

@@ -128,6 +128,24 @@ def test_monitor_samples_become_vocabulary_rows(tmp_path, log):
     assert set(rx["interface"]) == {"lo"} and set(mon["host"]) == {"vm"}
 
 
+def test_gpu_samples_become_gpu_metrics(tmp_path, log):
+    # a GPU host's columns (dlobd/cluster/monitor.py) with the H200's values under load; an empty
+    # cell is a sample nvidia-smi did not give
+    point = {"network": "loopback", "cores": 1}
+    monitor = ("time_s,host,cpu_util_pct,rss_mb,gpu0_util_pct,gpu0_mem_mib,gpu_job_mem_mib\n"
+               "0.0,gpu1,10.0,100.0,,,\n1.0,gpu1,12.0,700.0,100,6863,3992\n"
+               "2.0,gpu1,12.0,709.0,100,6863,3992\n")
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, "monitor/gpu1.csv": monitor})
+    mon = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    job = mon[mon["metric"] == "gpu_mem_gb"]
+    assert list(job["wall_clock_s"]) == [1.0, 2.0] and set(job["unit"]) == {"GB"}
+    assert job["value"].round(3).tolist() == [4.186, 4.186]  # 3,992 MiB
+    device = mon[mon["metric"] == "gpu_device_mem_gb"]
+    assert device["value"].round(3).tolist() == [7.196, 7.196] and set(device["gpu"]) == {"0"}
+    util = mon[mon["metric"] == "gpu_util_pct"]
+    assert list(util["value"]) == [100.0, 100.0] and set(util["host"]) == {"gpu1"}
+
+
 def test_results_table_has_the_contract_columns(tmp_path, log):
     parsed = []
     for i, (point, status) in enumerate([({"network": "loopback", "cores": 1}, "ok"),

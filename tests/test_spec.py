@@ -269,7 +269,7 @@ def test_ambiguous_reference(tree):
 
 
 def test_claim_needs_check_or_reason(tree):
-    tree.edit("dlobd-fig8b", lambda d: _claim(d, "dlobd-c51").pop("not_checkable"))
+    tree.edit("dlobd-fig8b", lambda d: _claim(d, "dlobd-c51").pop("check"))
     (error,) = tree.errors("dlobd-fig8b")
     assert error.startswith("experiments/dlobd-fig8b.yaml: claims[2]: a claim needs exactly one of `check` or `not_checkable`")
 

@@ -238,6 +238,14 @@ def parse_gpu_query(text: str) -> list[dict]:
     return gpus
 
 
+# terminal control sequences: `nvidia-smi topo -m` underlines its header with them, even into a file
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain_text(text: str) -> str:
+    return _ESCAPE.sub("", text)
+
+
 def parse_cuda_version(text: str) -> str | None:
     """The CUDA version nvidia-smi's banner (`CUDA Version: 12.2`) or `-q` report names."""
     m = re.search(r"CUDA Version\s*:\s*([\d.]+)", text or "")
@@ -326,7 +334,7 @@ def detect_gpus(tools: Tools) -> dict:
     gpus = {"count": len(devices), "devices": devices,
             "driver_version": devices[0]["driver_version"] if devices else None,
             "cuda_version": parse_cuda_version(banner or ""),
-            "topology": topology.rstrip() if topology is not None else f"not read: {topo_err}"}
+            "topology": plain_text(topology).rstrip() if topology is not None else f"not read: {topo_err}"}
     if not devices:
         gpus["none_because"] = "nvidia-smi lists no GPU"
     return gpus

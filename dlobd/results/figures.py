@@ -857,15 +857,21 @@ def table(fig: Figure, ctx: Context) -> None:
     tab.scale(1, 1.3)
 
 
-def utilisation(fig: Figure, ctx: Context) -> None:
-    """Host CPU, memory or network over time from the monitor samples (dlobd-fig8 style):
-    one line per run, host and (for network) interface and direction."""
-    t = ctx.table
-    mon = t[is_monitor(t)]
+def window_means(rows: pd.DataFrame, window_s: float) -> tuple[list, list]:
+    """Means of one line's samples over consecutive windows of `window_s` seconds from its first
+    sample, each at the middle of the part of its window the samples cover: the paper's
+    "average per time window" reduction."""
+    t, v = rows["wall_clock_s"].astype(float), rows["value"].astype(float)
+    means = v.groupby(((t - t.min()) // window_s).to_numpy()).mean()
+    starts = [t.min() + b * window_s for b in means.index]
+    return [(a + min(a + window_s, t.max())) / 2 for a in starts], means.tolist()
+
+
+def _utilisation_lines(ax, ctx: Context, mon: pd.DataFrame, metric: str, window_s: float | None) -> None:
+    """One line per run, host and (for network) interface and direction; with a window, the
+    samples thin and their window means over them in the same colour."""
     series = list(ctx.plot.get("series") or [])
-    ax = _reuse_axes(fig, ctx, 1)[0]
-    if not mon.empty:
-        mon = mon[(mon["metric"] == ctx.metric["name"]) & (mon["status"] == "ok")]
+    mon = mon[mon["metric"] == metric]
     lines = [c for c in ("run_id", "host", "interface", "direction") if c in mon.columns]
     for skey in ctx.series_keys(mon, series):
         sframe = _select(mon, series, skey)
@@ -879,12 +885,40 @@ def utilisation(fig: Figure, ctx: Context) -> None:
             # 'interface eth0': a bare 'loopback (eth0)' reads as if eth0 were the loopback
             extra = " ".join(f"interface {parts[c]}" if c == "interface" else str(parts[c]) for c in varying)
             name = _legend_label(series, skey)
-            ax.plot(rows["wall_clock_s"].astype(float), rows["value"].astype(float),
-                    label=f"{name} — {extra}" if extra else name)
-    ax.set_xlabel("Time (s)")
-    ax.set_ylabel(ctx.y_label())
+            label = f"{name} — {extra}" if extra else name
+            x, y = rows["wall_clock_s"].astype(float), rows["value"].astype(float)
+            if window_s:
+                (sampled,) = ax.plot(x, y, linewidth=0.9, alpha=0.5)
+                ax.plot(*window_means(rows, window_s), marker="o", markersize=3,
+                        color=sampled.get_color(), label=label)
+            else:
+                ax.plot(x, y, label=label)
+    if window_s:
+        ax.set_title(f"markers: {window_s:g}-s window means (the paper's); thin: samples",
+                     fontsize=8, loc="right")
     ax.grid(True, alpha=0.3)
     _dedupe_legend(ax, _legend_title(ctx, series))
+
+
+def utilisation(fig: Figure, ctx: Context) -> None:
+    """A monitor metric over time (dlobd-fig8 style), with the spec's `beside` metric (GPU memory
+    beside host memory) in a panel of its own where the runs sampled it."""
+    t = ctx.table
+    mon = t[is_monitor(t)]
+    if not mon.empty:
+        mon = mon[mon["status"] == "ok"]
+    beside = ctx.plot.get("beside")
+    drawn_beside = bool(beside) and not mon.empty and (mon["metric"] == beside["metric"]).any()
+    axes = _reuse_axes(fig, ctx, 2 if drawn_beside else 1)
+    _utilisation_lines(axes[0], ctx, mon, ctx.metric["name"], ctx.plot.get("window_s"))
+    axes[0].set_ylabel(ctx.y_label())
+    if drawn_beside:
+        _utilisation_lines(axes[1], ctx, mon, beside["metric"], beside.get("window_s"))
+        axes[1].set_ylabel(beside["y_label"])
+    elif beside:
+        axes[0].set_title(f"{beside['y_label']}: no run sampled it", fontsize=8, loc="left")
+    for ax in axes:
+        ax.set_xlabel("Time (s)")
 
 
 FORMS = {
@@ -1350,12 +1384,18 @@ def render(spec: dict, scale_name: str, scale: dict | None, results_csv, out,
 
 
 
-# The resource-use figure every experiment gets from its runs' monitor samples.
+# The resource-use figure every experiment gets from its runs' monitor samples; the GPU panels
+# only where a run sampled a GPU.
 UTILISATION_PANELS = (
     ("cpu_util_pct", "Host CPU (%)"),
     ("host_mem_mb", "Memory of the job (MB)"),
     ("net_mb_per_s", "Network (MB/s)"),
 )
+GPU_PANELS = (
+    ("gpu_util_pct", "GPU busy (%)"),
+    ("gpu_mem_gb", "GPU memory of the job (GB)"),
+)
+PANEL_IN = 2.1  # height of one panel
 # interfaces that moved less than this are left out of the network panel
 QUIET_INTERFACE_MB_S = 0.01
 # the legend under the panels: its title and frame, and a row per two runs (8 pt)
@@ -1367,6 +1407,11 @@ def _run_label(run_id: str) -> str:
     """`gpus=1, workload=cifar10` from a run id's point directory (axis-value pairs joined by _)."""
     point = Path(str(run_id)).parts[3]
     return ", ".join(pair.replace("-", "=", 1) for pair in point.split("_"))
+
+
+def _line_part(column: str, value) -> str:
+    """A line's host, GPU or interface as its label names it (a GPU index reads back as a number)."""
+    return f"GPU {int(float(value))}" if column == "gpu" else str(value)
 
 
 def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) -> Figure:
@@ -1387,33 +1432,34 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
     run_ids = sorted(mon["run_id"].unique())
     colours = {r: matplotlib.colormaps["tab10" if len(run_ids) <= 10 else "tab20"](i % 20)
                for i, r in enumerate(run_ids)}
+    panels = UTILISATION_PANELS + tuple(p for p in GPU_PANELS if (mon["metric"] == p[0]).any())
     legend_in = UTILISATION_LEGEND_IN + UTILISATION_LEGEND_ROW_IN * math.ceil(len(run_ids) / 2)
-    height = 7.0 + legend_in
+    height = 0.7 + PANEL_IN * len(panels) + legend_in
     fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI)
     # margins in inches, not a layout engine's: measuring every label twice more made these
     # figures a third dearer, and their labels are of a known size (percent, MB, MB/s; the
     # figure tests check that none is cut off)
     fig.subplots_adjust(left=0.95 / FIGSIZE[0], right=1 - 0.15 / FIGSIZE[0], top=1 - 0.4 / height,
                         bottom=(legend_in + 0.65) / height, hspace=0.2)
-    axes = fig.subplots(len(UTILISATION_PANELS), 1, sharex=True)
-    for ax, (metric, label) in zip(axes, UTILISATION_PANELS):
+    axes = fig.subplots(len(panels), 1, sharex=True)
+    for ax, (metric, label) in zip(axes, panels):
         rows = mon[mon["metric"] == metric]
-        keys = [c for c in ("run_id", "host", "interface", "direction") if c in rows.columns]
+        keys = [c for c in ("run_id", "host", "gpu", "interface", "direction")
+                if c in rows.columns and rows[c].notna().any()]
         drawn = [(dict(zip(keys, key)), line) for key, line in
                  (rows.groupby(keys, sort=True, dropna=False) if not rows.empty else [])
                  if metric != "net_mb_per_s"
                  or line["value"].astype(float).max() >= QUIET_INTERFACE_MB_S]
-        varying = [c for c in keys[1:3] if len({str(p[c]) for p, _ in drawn}) > 1]
+        varying = [c for c in keys[1:] if c != "direction" and len({str(p[c]) for p, _ in drawn}) > 1]
         for parts, line in drawn:
             line = line.sort_values("wall_clock_s")
             ax.plot(line["wall_clock_s"].astype(float), line["value"].astype(float),
                     color=colours[parts["run_id"]], linewidth=1,
                     linestyle="--" if parts.get("direction") == "tx" else "-",
-                    label=" ".join([_run_label(parts["run_id"])]
-                                   + [parts[c] for c in keys[1:] if isinstance(parts[c], str)]))
-            if varying:     # which host or interface, at the line's peak
+                    label=" ".join([_run_label(parts["run_id"])] + [_line_part(c, parts[c]) for c in keys[1:]]))
+            if varying:     # which host, GPU or interface, at the line's peak
                 peak = line["value"].astype(float).idxmax()
-                ax.annotate(" ".join(str(parts[c]) for c in varying),
+                ax.annotate(" ".join(_line_part(c, parts[c]) for c in varying),
                             (float(line.loc[peak, "wall_clock_s"]), float(line.loc[peak, "value"])),
                             fontsize=7, color=colours[parts["run_id"]])
         ax.set_ylabel(label)

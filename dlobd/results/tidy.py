@@ -25,6 +25,8 @@ FIXED_COLUMNS = ["metric", "value", "unit", "step", "epoch"]
 TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile"]
 MONITOR_DIR = "monitor"
 _NET_COLUMN = re.compile(r"^net_(.+)_(rx|tx)_bytes$")
+_GPU_COLUMN = re.compile(r"^gpu(\d+)_(util_pct|mem_mib)$")
+_MIB_PER_GB = 1e9 / 2**20
 
 
 def parse_attempt(attempt: runs.Attempt, stack: str) -> tuple[list[dict], str, str | None]:
@@ -55,7 +57,9 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
     """The psutil samples of monitor/<host>.csv as tidy rows of the metric vocabulary.
 
     Columns `cpu_util_pct` and `rss_mb` become cpu_util_pct and host_mem_mb; byte counters
-    `net_<if>_<rx|tx>_bytes` become net_mb_per_s rates between samples. Rows carry
+    `net_<if>_<rx|tx>_bytes` become net_mb_per_s rates between samples; on GPU hosts,
+    `gpu<i>_util_pct` and `gpu<i>_mem_mib` become gpu_util_pct and gpu_device_mem_gb of GPU i,
+    and `gpu_job_mem_mib` gpu_mem_gb (empty cells, an nvidia-smi that stopped, give no row). Rows carry
     `log` = monitor/<host>.csv, which tells them apart from the stack's own rows.
     """
     out = []
@@ -74,6 +78,9 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
         for column, metric in (("cpu_util_pct", "cpu_util_pct"), ("rss_mb", "host_mem_mb")):
             if column in frame.columns:
                 series.append((metric, {}, t, pd.to_numeric(frame[column], errors="coerce")))
+        if "gpu_job_mem_mib" in frame.columns:
+            series.append(("gpu_mem_gb", {}, t,
+                           pd.to_numeric(frame["gpu_job_mem_mib"], errors="coerce") / _MIB_PER_GB))
         for column in frame.columns:
             m = _NET_COLUMN.match(column)
             if m:
@@ -81,6 +88,11 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
                 rate = counter.diff() / t.diff() / 1e6
                 series.append(("net_mb_per_s", {"interface": m.group(1), "direction": m.group(2)},
                                t, rate))
+            m = _GPU_COLUMN.match(column)
+            if m:
+                values = pd.to_numeric(frame[column], errors="coerce")
+                series.append(("gpu_util_pct", {"gpu": m.group(1)}, t, values) if m.group(2) == "util_pct"
+                              else ("gpu_device_mem_gb", {"gpu": m.group(1)}, t, values / _MIB_PER_GB))
         for metric, dims, times, values in series:
             unit = metrics.get(metric).unit
             for ts, v in zip(times, values):

@@ -87,7 +87,12 @@ METRICS = {m.name: m for m in (
     Metric("net_mb_per_s", "MB/s", "lower", "mean",
            "network bytes per second through a host's interface", ("host", "interface", "direction")),
     Metric("gpu_mem_gb", "GB", "lower", "max",
-           "device memory in use on a GPU, 10^9 bytes per GB", ("host", "device")),
+           "device memory held by the job's processes on a host's GPUs (nvidia-smi's per-process "
+           "report), 10^9 bytes per GB", ("host",)),
+    Metric("gpu_device_mem_gb", "GB", "lower", "max",
+           "device memory in use on one GPU, by any process, 10^9 bytes per GB", ("host", "gpu")),
+    Metric("gpu_util_pct", "%", "none", "mean",
+           "share of the last sample period in which a kernel ran on one GPU", ("host", "gpu")),
     Metric("iovec_buffer_count", "buffers", "none", "sum",
            "iovec buffers of one size class seen in gRPC payloads during training",
            ("size_class",)),
