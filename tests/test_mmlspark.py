@@ -302,10 +302,41 @@ def test_mpirun_wrapper_spreads_the_working_directory_and_runs_over_every_host(t
     ("cntk-2.4-python-convnet-mnist-batchai", "cntk-2.5-python-progressprinter-table",
      "line 2: CNTK chooses its device a second time (line 1 first)"),
     ("cntk-2.0rc2-brainscript-convnet-mnist", "cntk-2.4-python-convnet-mnist-batchai", "epoch 1 of 40 in a run of 3"),
+    ("cntk-2.0rc2-brainscript-convnet-mnist", "cntk-2.5-python-distributed-cifar10-evaluation-batchai",
+     "line 72: the Python API's progress lines and the cntk executable's epoch lines (line 21)"),
 ])
 def test_two_real_cntk_logs_interleaved_are_unparseable(a, b, reason):
     r = mmlspark.parse(reallogs.interleaved(reallogs.lines("mmlspark", a), reallogs.lines("mmlspark", b)))
     assert r.status == "unparseable" and reason in r.reason
+
+
+def test_progressprinter_s_finished_evaluation_is_the_test_error():
+    r = mmlspark.parse("".join(reallogs.lines("mmlspark", "cntk-2.5-python-distributed-cifar10-evaluation-batchai")))
+    assert r.status == "ok" and not r.finished and "no 'Finished Epoch' line" in r.reason
+    # `metric = 38.14% * 10000`: the classification error of the 10000 test images
+    assert values(r, "top1_accuracy", epoch=None) == [pytest.approx(0.6186)] and r.meta["test_records"] == 10000
+
+
+# two evaluations of one ProgressPrinter, as CNTK_200_GuidedTour.ipynb prints them (Microsoft/CNTK
+# e9396480025b9ca457d26b6f33dd07c474c6aa04, Tutorials/); the printer numbers its summaries
+FIRST_EVALUATION = "Finished Evaluation [1]: Minibatch[1-32]: metric = 8.11% * 1024;\n"
+SECOND_EVALUATION = "Finished Evaluation [2]: Minibatch[1-32]: metric = 8.11% * 1024;\n"
+
+
+def test_one_printer_s_evaluations_in_order_and_out_of_order():
+    r = mmlspark.parse(FIRST_EVALUATION + SECOND_EVALUATION)
+    assert r.status == "ok" and values(r, "top1_accuracy") == [pytest.approx(0.9189)] * 2
+    for text, reason in [(SECOND_EVALUATION + FIRST_EVALUATION, "line 2: evaluation 1 after evaluation 2"),
+                         (FIRST_EVALUATION * 2, "line 2: evaluation 1 after evaluation 1")]:
+        r = mmlspark.parse(text)
+        assert r.status == "unparseable" and reason in r.reason and "concatenated" in r.reason
+
+
+def test_an_evaluation_metric_not_in_percent_is_no_accuracy():
+    # ProgressPrinter(metric_is_pct=False) prints `metric = {:0.6f} * {};` (progress_print.py):
+    # a metric of unknown meaning, not an error share
+    r = mmlspark.parse("Finished Evaluation [1]: Minibatch[1-157]: metric = 0.381400 * 10000;\n")
+    assert r.status == "unparseable" and "no 'Finished Epoch' or minibatch line" in r.reason
 
 
 @pytest.mark.parametrize("name", ["cntk-2.0rc2-brainscript-convnet-mnist", "cntk-2.5-python-progressprinter-table"])

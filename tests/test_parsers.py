@@ -63,7 +63,8 @@ def test_vocabulary_has_the_required_metrics():
     required = {"loss", "top1_accuracy", "wall_clock_s", "throughput_records_per_s", "images_per_s",
                 "steps_per_s", "epoch_time_s", "end_to_end_s", "train_time_s", "latency_us",
                 "bandwidth_mb_per_s", "rpc_calls_per_s", "cpu_util_pct", "host_mem_mb",
-                "net_mb_per_s", "gpu_mem_gb", "time_breakdown_s"}
+                "net_mb_per_s", "gpu_mem_gb", "gpu_device_mem_gb", "gpu_util_pct",
+                "time_breakdown_s"}
     assert required <= set(metrics.METRICS)
     assert "phase" in metrics.get("time_breakdown_s").dims
 
@@ -506,6 +507,31 @@ def test_a_real_caffe_log_cut_mid_line_is_not_finished():
     r = stacks.get("caffe").parse(reallogs.cut_mid_line(reallogs.lines("caffe", "nvcaffe-0.15-digits-snapshot")))
     assert r.status == "ok" and not r.finished and "cut mid-line" in r.reason
     assert max(x["step"] for x in r.rows if x["metric"] == "loss") == 7120
+
+
+def test_caffe_train_s_two_optimization_done_lines_end_one_run():
+    # solver.cpp's line, then tools/caffe.cpp's once Solve() returned
+    r = stacks.get("caffe").parse("".join(reallogs.lines("caffe", "bvlc-2019-caffe-train-two-optimization-done")))
+    assert (r.status, r.finished, r.reason) == ("ok", True, None)
+    assert values(r, "top1_accuracy", step=10000) == [0.9915]
+
+
+def test_caffe_logs_concatenated_after_optimization_done_are_unparseable():
+    end = reallogs.lines("caffe", "bvlc-2019-caffe-train-two-optimization-done")
+    start = reallogs.lines("caffe", "bvlc-2019-caffe-train-first-iterations")
+    concatenated = {
+        # the same run's end twice
+        "line 10: iteration 10000 after 'Optimization Done.'": end + end,
+        # another run's start after the end: its test pass at iteration 0
+        "line 10: test at iteration 0 after iteration 10000": end + start,
+        # a third 'Optimization Done.' after the solver's and the tool's
+        "line 9: 'Optimization Done.' again": end + end[-1:],
+        # a second solver's test pass and end between the solver's and the tool's
+        "line 12: 'Optimization Done.' again": end[:-1] + end[2:7] + end[-1:],
+    }
+    for reason, lines in concatenated.items():
+        r = stacks.get("caffe").parse("".join(lines))
+        assert r.status == "unparseable" and reason in r.reason and "concatenated" in r.reason, reason
 
 
 def test_glog_clock_follows_new_year_and_is_not_moved_by_another_process_s_line():

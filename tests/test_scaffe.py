@@ -12,6 +12,7 @@ import pytest
 
 from dlobd import stacks
 from dlobd.stacks import scaffe
+import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
 from dlobd import NotRunnable
 
@@ -159,6 +160,15 @@ def test_cut_logs_keep_their_complete_lines():
 def test_concatenated_logs_are_unparseable():
     r = scaffe.parse("".join(lines()) * 2)
     assert r.status == "unparseable" and "concatenated" in r.reason
+
+
+def test_caffe_train_s_own_optimization_done_after_the_solver_s():
+    # S-Caffe runs `caffe train`, whose tool logs 'Optimization Done.' after the solver's: real
+    # BVLC lines under Hydra's -prepend-rank
+    end = reallogs.lines("caffe", "bvlc-2019-caffe-train-two-optimization-done")
+    r = scaffe.parse("".join(f"[0] {line}" for line in end))
+    assert (r.status, r.finished, r.reason) == ("ok", True, None)
+    assert values(r, "loss") == [0.0026507] and values(r, "top1_accuracy") == [0.9915]
 
 
 @pytest.mark.parametrize("text, reason", [("", "empty log"), ("\x00" * 40, "binary data"),

@@ -37,14 +37,15 @@ executable (2.0rc2), which ends a run with `__COMPLETED__`, and of 1.x (`[Traini
 TrainLossPerSample = 0.63; EvalErrPerSample = 0.20; ...; EpochTime=95.78`, minibatch lines with
 `SamplesPerSecond`), and the Python API's ProgressPrinter (2.0 beta, 2.4, 2.5): `Finished
 Epoch[1 of 40]: [Training] loss = 0.40596 * 60000, metric = 13.01% * 60000 21.741s (2759.8
-samples/s);` (2.0 beta's without `[Training]`),
-the `Final Results` line of CNTK's Python examples, and ProgressPrinter's table
-` average      since    average      since      examples` whose lines give the loss averaged
-since the line before at the samples seen. Rows of rank 0: per epoch loss (the training
-criterion), epoch_time_s, and the Python API's epoch throughput_records_per_s; per logged
-minibatch range throughput_records_per_s; per table line loss (step: samples seen);
-top1_accuracy (1 - errs) of a validation or test; the run's train_time_s (sum of the epoch
-times) once every epoch finished. The run ends with MMLSpark's `CNTK training finished` (its
+samples/s);` (2.0 beta's without `[Training]`) and `Finished Evaluation [1]: Minibatch[1-157]:
+metric = 38.14% * 10000;` (its evaluations, numbered: one not above the last is another
+printer's, two logs mixed), the `Final Results` line of CNTK's Python examples, and
+ProgressPrinter's table ` average      since    average      since      examples` whose lines
+give the loss averaged since the line before at the samples seen. Rows of rank 0: per epoch
+loss (the training criterion), epoch_time_s, and the Python API's epoch
+throughput_records_per_s; per logged minibatch range throughput_records_per_s; per table line
+loss (step: samples seen); top1_accuracy (1 - errs, or 1 - metric) of a validation, test or
+evaluation; the run's train_time_s (sum of the epoch times) once every epoch finished. The run ends with MMLSpark's `CNTK training finished` (its
 end_to_end_s comes from the YARN record) or cntk's `__COMPLETED__`; the Python API prints no
 end line of its own, so its runs end with their last epoch. An epoch past the run's stated
 epochs (2.0 beta's training_session) is no normal end; the Python API's lines and the cntk

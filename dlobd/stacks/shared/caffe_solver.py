@@ -57,8 +57,10 @@ class GlogClock:
 class SolverLines:
     """Caffe's solver lines (solver.cpp's glog messages) of one solver process, in order, as
     rows of `result`: every Caffe-derived stack (Caffe, CaffeOnSpark's executors, S-Caffe)
-    reads them through this. Rows carry `task` when one is set. Raises LogError for
-    iterations out of order (two logs interleaved or concatenated)."""
+    reads them through this. Rows carry `task` when one is set. `caffe train`'s two
+    `Optimization Done.` lines in a row (solver.cpp's, then tools/caffe.cpp's) end one run. Raises
+    LogError for iterations out of order or a run's end repeated otherwise (two logs interleaved or
+    concatenated)."""
 
     def __init__(self, result: ParseResult, task: str | None = None):
         self.result = result
@@ -68,6 +70,7 @@ class SolverLines:
         self.last_stamp = None  # time of the last displayed training iteration
         self.testing = None    # iteration of the test pass being reported
         self.done = False
+        self.tool_done_next = False  # the solver's 'Optimization Done.' was the last solver line
         self.thread = None     # glog's thread id of the training lines
 
     def read(self, no: int, stamp: datetime, message: str, thread: str | None = None) -> bool:
@@ -110,11 +113,17 @@ class SolverLines:
             else:
                 self.result.meta.setdefault("unmapped_test_outputs", set()).add(t[1])
         elif DONE.match(message):
-            if self.done:
-                raise LogError(f"line {no}: a second 'Optimization Done.' (two logs concatenated?)")
+            # `caffe train` logs it twice, one run: the solver's at the end of Solve(), then the
+            # tool's (tools/caffe.cpp) once Solve() returned, with no solver line between
+            if self.done and not self.tool_done_next:
+                raise LogError(f"line {no}: 'Optimization Done.' again after the solver's and the caffe "
+                               "tool's, or after other solver lines (two logs concatenated?)")
+            self.tool_done_next = not self.done
             self.done = True
+            return True
         else:
             return False
+        self.tool_done_next = False
         return True
 
     def training_span_s(self) -> float | None:

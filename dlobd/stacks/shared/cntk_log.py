@@ -22,6 +22,9 @@ EPOCH_TIME = re.compile(r"[eE]pochTime=(" + NUM + r")s?(?:$|;|\s)")
 PY_EPOCH_TIME = re.compile(r"\s(" + NUM + r")s \(\s*(" + NUM + r") samples/s\);")
 # a test pass: the cntk executable's (and CNTK's Python examples') `Final Results: Minibatch[1-10]: errs = ...`
 TEST_RESULT = re.compile(r"^Final Results: Minibatch\[\d+-\d+\]: (.*)$")
+# the Python API's ProgressPrinter after an evaluation (Evaluator.summarize_test_progress), its
+# summaries numbered from 1: `Finished Evaluation [1]: Minibatch[1-157]: metric = 38.14% * 10000;`
+EVALUATION = re.compile(r"^Finished Evaluation \[(\d+)\]: Minibatch\[\d+-\d+\]: (.*)$")
 # ProgressPrinter's table: average loss since the start and since the last line, the same of the
 # metric where there is one, and the samples seen
 TABLE_HEADER = re.compile(r"^\s*average\s+since\s+average\s+since\s+examples\s*$")
@@ -60,6 +63,7 @@ class CntkEpochs:
         self.python_api = False  # the epoch lines are the Python API's ProgressPrinter's
         self.table = False       # a ProgressPrinter table's header was seen
         self.table_samples = 0   # samples seen at its last line
+        self.last_evaluation = 0  # number of ProgressPrinter's last evaluation summary
         self.completed = False   # the cntk executable's `__COMPLETED__`
         self.brainscript = None  # line of the first epoch line of the cntk executable's wording
         self.device_chosen = None  # line of CNTK's `Selected ... as the process wide default device.`
@@ -85,6 +89,8 @@ class CntkEpochs:
                 self.result.rows.append(row("throughput_records_per_s", float(r[1]), step=int(m[4]), epoch=epoch))
         elif t := TEST_RESULT.match(text):
             self._tested(t[1], None)
+        elif e := EVALUATION.match(text):
+            self._evaluated(no, int(e[1]), e[2])
         elif TABLE_HEADER.match(text):
             self.table = True
             self._wording(no, python_api=True)
@@ -117,6 +123,16 @@ class CntkEpochs:
             self.result.rows.append(row("top1_accuracy", 1 - errors[0][0] / 100, epoch=epoch))
             if errors[0][1] is not None:  # (CNTK 1.x does not say)
                 self.result.meta["test_records"] = errors[0][1]
+
+    def _evaluated(self, no: int, number: int, text: str) -> None:
+        """ProgressPrinter's evaluation summary, read as a test pass (_tested). One printer numbers
+        its summaries, so a number not above the last one's is another printer's: LogError."""
+        if number <= self.last_evaluation:
+            raise LogError(f"line {no}: evaluation {number} after evaluation {self.last_evaluation} "
+                           "(two logs interleaved or concatenated?)")
+        self.last_evaluation = number
+        self._wording(no, python_api=True)
+        self._tested(text, None)
 
     def _table_row(self, no: int, loss_since_last: float, samples: int) -> None:
         """A ProgressPrinter table line: the loss averaged since the line before, at the samples seen."""
