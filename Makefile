@@ -288,6 +288,11 @@ test-caffeonspark: setup ## build the port (cached), then LeNet on real MNIST: 1
 	DLOBD_SOURCE_MIRROR=$(SOURCE_MIRROR) CAFFEONSPARK_PREFIX=$(CAFFEONSPARK_PREFIX) SPARK_HOME=$(CAFFEONSPARK_SPARK_HOME) \
 	  $(BIN)/pytest -m integration tests/integration/test_caffeonspark_port.py -q
 
+# No setup: it runs on a bare GPU machine with only Python (and psutil), nvcc, CMake and an MPI.
+.PHONY: test-gpu
+test-gpu: ## every check that needs a GPU: fingerprint, the monitor on a GPU job, hr-reduce's device-buffer build (one line and a skip without a GPU)
+	$(PYTHON) tests/gpu/run.py
+
 .PHONY: test
 test: setup lint test-unit test-integration ## lint, unit tests, and the integration test on this machine
 

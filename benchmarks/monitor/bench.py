@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-MONITOR = Path(__file__).resolve().parents[2] / "dlobd" / "monitor.py"
+MONITOR = Path(__file__).resolve().parents[2] / "dlobd" / "cluster" / "monitor.py"
 
 
 def main() -> int:
