@@ -352,3 +352,17 @@ def test_the_h200s_topology_is_stored_without_its_escape_codes(tmp_path):
     assert "\x1b" not in gpus["topology"]
     assert gpus["topology"].splitlines()[:2] == ["\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID",
                                                  "GPU0\t X \t0-15\t0\t\tN/A"]
+
+
+@pytest.mark.parametrize("report", ["nvidia-smi-busy.txt", "nvidia-smi-q.txt"])
+def test_the_h200s_cuda_version_from_its_banner_and_its_full_report(report):
+    text = (Path(__file__).parent / "data" / "gpu-h200" / report).read_text()
+    assert fabric.parse_cuda_version(text) == "13.0"
+
+
+def test_an_earlier_fingerprints_topology_reads_as_the_plain_matrix():
+    # the H200's fingerprint as the project wrote it before the escape codes were dropped
+    h200 = Path(__file__).parent / "data" / "gpu-h200"
+    old = json.loads((h200 / "fabric-detect.json").read_text())["gpus"]["topology"]
+    assert "\x1b" in old
+    assert fabric.plain_text(old) == fabric.plain_text((h200 / "topo.txt").read_text()).rstrip()

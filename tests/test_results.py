@@ -1,5 +1,7 @@
 """Raw runs to the tidy results table (dlobd/results/tidy.py), on real BigDL logs."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -144,6 +146,16 @@ def test_gpu_samples_become_gpu_metrics(tmp_path, log):
     assert device["value"].round(3).tolist() == [7.196, 7.196] and set(device["gpu"]) == {"0"}
     util = mon[mon["metric"] == "gpu_util_pct"]
     assert list(util["value"]) == [100.0, 100.0] and set(util["host"]) == {"gpu1"}
+
+
+def test_a_monitor_file_from_before_the_gpu_columns_still_reads(tmp_path, log):
+    # the H200's samples as the monitor wrote them before it sampled GPUs (CRLF line ends)
+    real = (Path(__file__).parent / "data" / "gpu-h200" / "monitor.csv").read_bytes()
+    point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, "monitor/vm.csv": real.decode()})
+    mon = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    assert mon.loc[mon["metric"] == "host_mem_mb", "value"].max() == 709.0
+    assert not mon["metric"].astype(str).str.startswith("gpu").any()
 
 
 def test_results_table_has_the_contract_columns(tmp_path, log):
