@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from dlobd.cluster import capabilities
 from dlobd.execution import runs
 from dlobd.stacks import hr_reduce, parse_run
 from dlobd.stacks.shared import mpi as mpi_launch
@@ -89,11 +90,46 @@ def test_a_wrong_result_fails_loudly(binary):
     (["--algorithm", "cc"], "--algorithm cc needs --chain K"),
     (["--algorithm", "ring"], "unknown --algorithm 'ring'"),
     (["--sizes", "6:64"], "sizes must be multiples of 4 bytes"),
+    (["--gpu-buffers", "pinned"], "--gpu-buffers 'pinned': one of device, managed, auto"),
 ])
 def test_wrong_options_fail_clearly(binary, args, message):
     proc = bench(binary, 4, *args)
     assert proc.returncode != 0
     assert message in proc.stderr
+
+
+def test_cpu_build_reports_host_buffers_and_refuses_gpu_ones(binary):
+    proc = bench(binary, 2, "--gpu-buffers", "auto", "--sizes", "4:8", "--iterations", "1")
+    result = sweep_ok_sizes(proc, 2)
+    assert result.meta["buffers"] == "host"
+    assert (result.meta["buffer_memory"], result.meta["additions"]) == ("host", "host")
+    for memory in ("device", "managed"):
+        proc = bench(binary, 2, "--gpu-buffers", memory, "--sizes", "4:8")
+        assert proc.returncode == 2 and "# Verified" not in proc.stdout
+        assert (f"--gpu-buffers {memory}: this hr_reduce was built without CUDA; rebuild it with "
+                "-DHR_REDUCE_CUDA=ON") in proc.stderr
+
+
+def test_gpu_build_without_nvcc_names_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDACXX", str(tmp_path / "nvcc"))  # no such compiler
+    with pytest.raises(NotRunnable, match=r"needs the CUDA toolkit \(nvcc, the CUDA runtime\) and a CUDA-aware "
+                                          r"MPI: .*: no nvcc in \$CUDACXX, on PATH"):
+        hr_reduce.ensure_built("openmpi", gpu=True)
+
+
+@pytest.mark.skipif(not capabilities.find_nvcc(),
+                    reason="no CUDA compiler: nvcc neither in $CUDACXX, on PATH nor under "
+                           "$CUDAToolkit_ROOT, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda")
+def test_cuda_build_compiles_and_on_a_gpu_verifies(tmp_path):
+    binary = hr_reduce.ensure_built("openmpi", tmp_path / "build.log", gpu=True)
+    assert "reduce_kernel.cu" in (tmp_path / "build.log").read_text()
+    if not shutil.which("nvidia-smi") or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode:
+        return  # compiled and linked; running needs a GPU
+    proc = bench(binary, 2, "--algorithm", "chain", "--chunks", CHUNKS, "--sizes", SIZES,
+                 "--iterations", "2", "--warmup", "1")
+    result = sweep_ok(proc, "chain")
+    path = (result.meta["buffer_memory"], result.meta["additions"])
+    assert path in {("device", "gpu"), ("managed", "host")}, result.meta["buffers"]
 
 
 def test_model_predictions_follow_the_equations(binary):
@@ -192,6 +228,19 @@ def test_parser_rejects_damaged_logs(text, reason):
     assert result.status == "unparseable" and reason in result.reason
 
 
+@pytest.mark.parametrize("buffers,memory,additions", [
+    ("host", "host", "host"),
+    ("gpu device (cudaMalloc, CUDA-aware MPI: Open MPI v4.1.2), additions on the GPU", "device", "gpu"),
+    ("gpu managed (cudaMallocManaged; MPI not CUDA-aware: MPICH Version: 4.0.2), additions on the host",
+     "managed", "host"),
+    ("gpu (CUDA managed memory)", "managed", "host"),  # the GPU build before --gpu-buffers
+])
+def test_parser_records_the_buffer_path(buffers, memory, additions):
+    result = hr_reduce.parse(GOOD.replace("# Ranks: 4\n", f"# Ranks: 4\n# Buffers: {buffers}\n"))
+    assert result.meta["buffers"] == buffers
+    assert (result.meta["buffer_memory"], result.meta["additions"]) == (memory, additions)
+
+
 def test_parser_cut_short_keeps_complete_lines():
     cut = GOOD.split("# Verified")[0] + "16  1.2  0."
     result = hr_reduce.parse(cut)
@@ -225,6 +274,11 @@ def test_plan_maps_the_spec_axes():
     mpi, args = hr_reduce.plan_point({"algorithm": "none"},
                                      {"mode": "training loop", "gradient_bytes": 64, "iterations": 3})
     assert args == ["--algorithm", "mpi", "--train", "3", "--grad-bytes", "64", "--batch", "2"]
+    for fixed, memory in [({"buffers": "gpu"}, "device"),
+                          ({"buffers": "gpu", "gpu_buffers": "auto"}, "auto")]:
+        args = hr_reduce.plan_point({"algorithm": "cc-4"}, fixed)[1]
+        assert args[args.index("--gpu-buffers") + 1] == memory
+    assert "--gpu-buffers" not in hr_reduce.plan_point({"algorithm": "mv2"}, {})[1]
     with pytest.raises(ValueError, match="algorithm 'ring'"):
         hr_reduce.benchmark_args("ring")
 

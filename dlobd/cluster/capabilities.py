@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,6 +37,23 @@ def _have(pattern: str) -> bool:
 def _home(var: str) -> Path | None:
     value = provenance.stack_setting(var)
     return Path(value) if value else None
+
+
+# hr-reduce's GPU build (S-Caffe's reduce on device buffers) and where its compiler is looked for
+CUDA_NEEDS = ("the CUDA toolkit (nvcc, the CUDA runtime) and a CUDA-aware MPI: MVAPICH2-GDR "
+              "(MV2_USE_CUDA=1) or an Open MPI built with CUDA")
+CUDA_HOMES = ("CUDAToolkit_ROOT", "CUDA_HOME", "CUDA_PATH")
+NO_NVCC = (f"no nvcc in $CUDACXX, on PATH, or under ${', $'.join(CUDA_HOMES)} or /usr/local/cuda")
+
+
+def find_nvcc() -> str | None:
+    """The CUDA compiler: $CUDACXX, nvcc on PATH, else under $CUDAToolkit_ROOT, $CUDA_HOME,
+    $CUDA_PATH or /usr/local/cuda."""
+    if os.environ.get("CUDACXX"):
+        return shutil.which(os.environ["CUDACXX"])
+    homes = [os.environ[v] for v in CUDA_HOMES if os.environ.get(v)] + ["/usr/local/cuda"]
+    return shutil.which("nvcc") or next(
+        (str(Path(h) / "bin" / "nvcc") for h in homes if os.access(Path(h) / "bin" / "nvcc", os.X_OK)), None)
 
 
 def capabilities() -> dict[str, tuple[bool, str]]:
@@ -65,6 +83,9 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     caps["nvidia-smi"] = (smi is not None, smi or "nvidia-smi not on PATH")
     caps["gpu"] = (bool(gpus) and smi is not None,
                    f"{len(gpus)} GPU device(s)" if gpus else "no GPU (/dev/nvidia* absent)")
+    nvcc = find_nvcc()
+    caps["cuda"] = (nvcc is not None, f"nvcc: {nvcc}; the MPI's CUDA-awareness is asked at run time"
+                    if nvcc else f"needs {CUDA_NEEDS}: {NO_NVCC}")
 
     profile = provenance.stack_setting("DLOBD_PROFILE")
     caps["paper-profile"] = (profile == "paper",
@@ -225,6 +246,9 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
                                                                                   for h in workers})))))
     caps["nvidia-smi"] = (caps["gpu"][0], "comes with the NVIDIA driver of the declared GPUs"
                           if gpu_hosts else caps["gpu"][1])
+    caps["cuda"] = (caps["gpu"][0], f"{CUDA_NEEDS}, on the hosts of group gpu: the hr_reduce role builds "
+                                    "with hr_reduce_nvcc (default /usr/local/cuda/bin/nvcc); not checked "
+                                    "from here" if gpu_hosts else caps["gpu"][1])
     profile = cluster.settings.get("DLOBD_PROFILE")
     caps["paper-profile"] = (profile == "paper", f"dlobd_profile is {profile}"
                              + ("" if profile == "paper" else ", not paper"))

@@ -8,6 +8,7 @@ column header line:
   # Chunks: auto (~1024 KiB each, 1..64)
   # Ranks: 4
   # MPI library: Open MPI v4.1.4, ...
+  # Buffers: host
   # Size  Avg Latency(us)  Min Latency(us)  Max Latency(us)  Median(us)  Iterations  Chunks  Chain  Choice
   67108864  87188.37  62580.10  112161.40  87822.47  5  64  0  chain
   # Verified: 15 sizes, the reduced result on rank 0 matched the expected sum
@@ -23,6 +24,11 @@ column header line:
   iteration `loss` and `time_breakdown_s` (phases propagation, forward_backward,
   aggregation); the run's `train_time_s` from the `# Total(s):` line.
 
+The header's fields go to meta (lower case, `_` for spaces); from the `# Buffers:` line also
+`buffer_memory` (host, device or managed: which path a GPU build took) and `additions` (gpu or
+host: where the received data is added), e.g. `gpu device (cudaMalloc, CUDA-aware MPI: Open
+MPI v4.1.2), additions on the GPU` gives device and gpu.
+
 Finished when the `# Verified:` line is present (the benchmark prints it only after every
 reduce matched; a mismatch aborts the job before it).
 
@@ -30,10 +36,12 @@ Launcher: builds workloads/hr-reduce with CMake against the point's MPI (Debian 
 or MPICH, through `mpicc.openmpi` / `mpicc.mpich`; MVAPICH2 or MVAPICH2-GDR from the install
 named by MVAPICH2_HOME / MVAPICH2_GDR_HOME, as they need a registered download) into
 `$DLOBD_PREFIX/build/hr-reduce-<mpi>[-cuda]-<checkout>` (one per checkout, outside the git
-tree; rebuilt when a source is newer than the binary; `-cuda` for `fixed.buffers: gpu`), then
-runs it under that MPI's mpirun with `fixed.processes` ranks: spread over the cluster's
-workers through a host file when it has several (the paper's 160 GPUs), else on this host,
-oversubscribed when they outnumber the cores (labelled so).
+tree; rebuilt when a source is newer than the binary; `-cuda` for `fixed.buffers: gpu`, which
+needs the CUDA toolkit's nvcc and runs S-Caffe's design, `--gpu-buffers device`, unless
+`fixed.gpu_buffers` says managed or auto), then runs it under that MPI's mpirun with
+`fixed.processes` ranks: spread over the cluster's workers through a host file when it has
+several (the paper's 160 GPUs), else on this host, oversubscribed when they outnumber the cores
+(labelled so).
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ import subprocess
 from pathlib import Path
 
 from dlobd import NotRunnable
-from dlobd.cluster import provenance
+from dlobd.cluster import capabilities, provenance
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
 from dlobd.stacks.shared.mpi import (
@@ -65,6 +73,7 @@ HEADER_FIELD = re.compile(r"^# ([A-Za-z][A-Za-z ]*?): (.*)$")
 TOTAL = re.compile(r"^# Total\(s\): train (\S+) propagation (\S+) forward_backward (\S+) "
                    r"aggregation (\S+)\s*$")
 PHASES = ("propagation", "forward_backward", "aggregation")
+# where a CUDA toolkit puts nvcc when it is not on PATH
 
 
 # ------------------------------------------------------------------ parser
@@ -116,7 +125,10 @@ def _parse(lines, cut) -> ParseResult:
             continue
         field = HEADER_FIELD.match(line)
         if field and mode is None:
-            result.meta[field.group(1).lower().replace(" ", "_")] = field.group(2).strip()
+            name, value = field.group(1).lower().replace(" ", "_"), field.group(2).strip()
+            result.meta[name] = value
+            if name == "buffers":
+                result.meta.update(_buffer_path(value))
             continue
         if line.startswith("#") or not line.strip():
             continue
@@ -170,6 +182,14 @@ def _parse(lines, cut) -> ParseResult:
     return result
 
 
+def _buffer_path(value: str) -> dict:
+    """buffer_memory and additions of a `# Buffers:` value; the GPU build before --gpu-buffers
+    printed `gpu (CUDA managed memory)` and added on the host."""
+    memory = ("device" if value.startswith("gpu device") else
+              "managed" if value.startswith("gpu") else "host")
+    return {"buffer_memory": memory, "additions": "gpu" if value.endswith("additions on the GPU") else "host"}
+
+
 def _check_order(no: int, last, value, what: str) -> None:
     if last is not None and value <= last:
         raise LogError(f"line {no}: {what} {value} after {last} (two logs interleaved or concatenated?)")
@@ -188,19 +208,25 @@ def built_binary(mpi: str, gpu: bool = False) -> Path:
 
 
 def ensure_built(mpi: str, log_path: Path | None = None, gpu: bool = False) -> Path:
-    """The benchmark binary for one MPI (GPU buffers: CUDA-aware MPI), (re)built with CMake
-    when missing or stale."""
+    """The benchmark binary for one MPI (GPU buffers: the CUDA build, for a CUDA-aware MPI),
+    (re)built with CMake when missing or stale."""
     mpicc = mpi_tool(mpi, "mpicc")
     if not shutil.which("cmake"):
         raise NotRunnable("cmake not found: it builds workloads/hr-reduce")
+    nvcc = capabilities.find_nvcc() if gpu else None
+    if gpu and not nvcc:
+        raise NotRunnable(f"hr_reduce on GPU buffers (HR_REDUCE_CUDA=ON) needs {capabilities.CUDA_NEEDS}: "
+                          f"{capabilities.NO_NVCC}; install CUDA on a GPU host, or run on host buffers")
     binary = built_binary(mpi, gpu)
     bdir = binary.parent
-    sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".h", ".txt")]
+    sources = [p for p in SOURCE_DIR.rglob("*") if p.suffix in (".c", ".cu", ".h", ".txt")]
     if binary.exists() and all(p.stat().st_mtime <= binary.stat().st_mtime for p in sources):
         return binary
-    steps = [["cmake", "-S", str(SOURCE_DIR), "-B", str(bdir), f"-DMPI_C_COMPILER={mpicc}",
-              "-DCMAKE_BUILD_TYPE=Release", f"-DHR_REDUCE_CUDA={'ON' if gpu else 'OFF'}"],
-             ["cmake", "--build", str(bdir)]]
+    configure = ["cmake", "-S", str(SOURCE_DIR), "-B", str(bdir), f"-DMPI_C_COMPILER={mpicc}",
+                 "-DCMAKE_BUILD_TYPE=Release", f"-DHR_REDUCE_CUDA={'ON' if gpu else 'OFF'}"]
+    if nvcc:
+        configure.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
+    steps = [configure, ["cmake", "--build", str(bdir)]]
     out = []
     for cmd in steps:
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -247,6 +273,10 @@ def plan_point(point: dict, fixed: dict) -> tuple[str, list[str]]:
         raise ValueError(f"hr_reduce: MPI {mpi!r} is not one of {', '.join(MPIS)}")
     if "chunks" in fixed:
         args += ["--chunks", str(fixed["chunks"])]
+    if str(fixed.get("buffers", "host")) == "gpu":
+        # S-Caffe's design unless the spec asks otherwise: a run without a CUDA-aware MPI
+        # fails with the reason instead of measuring managed-memory migration
+        args += ["--gpu-buffers", str(fixed.get("gpu_buffers", "device"))]
     if fixed.get("mode") == "training loop":
         args += ["--train", str(int(fixed.get("iterations", 20))),
                  "--grad-bytes", str(int(fixed["gradient_bytes"])),

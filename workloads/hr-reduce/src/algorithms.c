@@ -1,16 +1,11 @@
 /* The reduce algorithms of S-Caffe Sec. 5: binomial tree, chunked chain, and the
  * two-level chain-binomial / chain-chain designs. Every function sums `count` floats of
  * `buf` over `comm` into `buf` on rank 0 of `comm`; `buf` is a working copy the caller
- * owns (other ranks' contents are clobbered), `tmp` is scratch of the same length. */
+ * owns (other ranks' contents are clobbered), `tmp` is scratch of the same length; both are
+ * buffers of buffers.c, added by hr_buf_add (on the GPU for device buffers). */
 #include "hr_reduce.h"
 
 #include <stdlib.h>
-
-static void add_into(float *dst, const float *src, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        dst[i] += src[i];
-}
 
 /* Element range of chunk j when `count` elements are cut into `n` near-equal chunks;
  * the first count % n chunks get one element more, so no size needs to divide by n. */
@@ -34,7 +29,7 @@ void hr_binomial(MPI_Comm comm, float *buf, float *tmp, size_t count)
         }
         if (rank + mask < size) {
             hr_recv(tmp, count, rank + mask, 0, comm);
-            add_into(buf, tmp, count);
+            hr_buf_add(buf, tmp, count);
         }
     }
 }
@@ -70,7 +65,7 @@ void hr_chain(MPI_Comm comm, float *buf, float *tmp, size_t count, int nchunks)
         chunk_range(count, n, j, &off, &len);
         if (!last) {
             MPI_Wait(&rreq[j], MPI_STATUS_IGNORE);
-            add_into(buf + off, tmp + off, len);
+            hr_buf_add(buf + off, tmp + off, len);
         }
         if (rank > 0)
             hr_isend(buf + off, len, rank - 1, j, comm, &sreq[j]);

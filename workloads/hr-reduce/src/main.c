@@ -16,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef HR_USE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 enum alg { ALG_MPI, ALG_BINOMIAL, ALG_CHAIN, ALG_CB, ALG_CC, ALG_TUNED, ALG_MODEL_BIN, ALG_MODEL_CC };
 static const char *ALG_NAMES[] = {"mpi", "binomial", "chain", "cb", "cc", "tuned", "model-bin", "model-cc"};
@@ -41,6 +38,7 @@ struct options {
     int batch;
     double lr;
     int corrupt;        /* tests: the last rank's input is off by one, verification must fail */
+    const char *gpu_buffers; /* device, managed, auto; NULL: the build's default */
 };
 
 struct choice {
@@ -100,6 +98,9 @@ static void usage(void)
            "      --table-out F   tuned: write the choices made by the in-run tuning pass to F\n"
            "      --train N       training loop: N SGD iterations, gradient reduce by --algorithm\n"
            "      --grad-bytes B  training loop: gradient size in bytes;  --batch R  rows per rank\n"
+           "      --gpu-buffers M device (cudaMalloc, CUDA-aware MPI, additions on the GPU) | managed\n"
+           "                      (cudaMallocManaged, additions on the host) | auto (device if the MPI is\n"
+           "                      CUDA-aware, else managed; the default of a CUDA build)\n"
            "      --corrupt-input (tests) the last rank adds 1 to its first input element\n");
 }
 
@@ -112,7 +113,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"table", required_argument, 0, 'T'},     {"table-out", required_argument, 0, 'O'},
         {"train", required_argument, 0, 't'},     {"grad-bytes", required_argument, 0, 'g'},
         {"batch", required_argument, 0, 'b'},     {"help", no_argument, 0, 'h'},
-        {"corrupt-input", no_argument, 0, 'C'},
+        {"corrupt-input", no_argument, 0, 'C'},   {"gpu-buffers", required_argument, 0, 'G'},
         {0, 0, 0, 0}};
     *o = (struct options){.alg = ALG_MPI, .min_bytes = 4, .max_bytes = 1u << 20,
                           .iterations = 20, .warmup = 5, .grad_bytes = 1u << 24, .batch = 2,
@@ -181,6 +182,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                 return fail_usage("--batch '%s': rows per rank must be >= 1", optarg);
             break;
         case 'C': o->corrupt = 1; break;
+        case 'G':
+            if (strcmp(optarg, "device") && strcmp(optarg, "managed") && strcmp(optarg, "auto"))
+                return fail_usage("--gpu-buffers '%s': one of device, managed, auto", optarg);
+            o->gpu_buffers = optarg;
+            break;
         case 'h': usage(); return 1;
         default:
             return fail_usage("unknown or incomplete option '%s'", argv[optind - 1]);
@@ -211,30 +217,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 /* ------------------------------------------------------------------ buffers */
 
-static float *alloc_floats(size_t count)
+/* host memory for what is computed or checked on the host (inputs, sums, the SGD model) */
+static float *host_floats(size_t count)
 {
-    float *p = NULL;
-    size_t bytes = (count ? count : 1) * sizeof(float);
-#ifdef HR_USE_CUDA
-    /* managed memory: CUDA-aware MPI moves it as device memory; the additions touch it
-     * from the host, so this measures the transport, not a GPU reduction kernel */
-    if (cudaMallocManaged((void **)&p, bytes, cudaMemAttachGlobal) != cudaSuccess)
-        p = NULL;
-#else
-    p = malloc(bytes);
-#endif
+    float *p = malloc((count ? count : 1) * sizeof(float));
     if (!p)
-        hr_die(MPI_COMM_WORLD, "cannot allocate %zu bytes", bytes);
+        hr_die(MPI_COMM_WORLD, "cannot allocate %zu floats of host memory", count);
     return p;
-}
-
-static void free_floats(float *p)
-{
-#ifdef HR_USE_CUDA
-    cudaFree(p);
-#else
-    free(p);
-#endif
 }
 
 /* Each rank contributes (rank + 1) * (i % 7 + 1): small integers, so the float sum is exact
@@ -322,7 +311,8 @@ static struct stats summarize(double *t, int n)
     return s;
 }
 
-/* Time `iters` reduces after `warmup` untimed ones; the last result stays in `work`. */
+/* Time `iters` reduces after `warmup` untimed ones; the last result stays in `work`. Every
+ * buffer is one of buffers.c. */
 static struct stats time_reduce(enum alg alg, int chain, int chunks, const float *send, float *work,
                                 float *tmp, size_t count, int warmup, int iters)
 {
@@ -330,7 +320,7 @@ static struct stats time_reduce(enum alg alg, int chain, int chunks, const float
     if (!t)
         hr_die(MPI_COMM_WORLD, "out of memory");
     for (int it = -warmup; it < iters; it++) {
-        memcpy(work, send, count * sizeof(float)); /* the designs reduce in place */
+        hr_buf_copy(work, send, count); /* the designs reduce in place */
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         run_reduce(alg, chain, chunks, send, work, tmp, count);
@@ -352,15 +342,14 @@ static struct stats time_pair(const float *send, float *work, float *tmp, size_t
     if (!t)
         hr_die(MPI_COMM_WORLD, "out of memory");
     for (int it = -warmup; it < iters; it++) {
-        memcpy(work, send, count * sizeof(float));
+        hr_buf_copy(work, send, count);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         if (g_rank == 1) {
             hr_send(work, count, 0, 0, MPI_COMM_WORLD);
         } else if (g_rank == 0) {
             hr_recv(tmp, count, 1, 0, MPI_COMM_WORLD);
-            for (size_t i = 0; i < count; i++)
-                work[i] += tmp[i];
+            hr_buf_add(work, tmp, count);
         }
         double dt = MPI_Wtime() - t0;
         if (it >= 0)
@@ -501,23 +490,36 @@ static void print_header(const struct options *o, const char *title)
     printf("# Chunks: %s\n", chunks);
     printf("# Ranks: %d\n", g_size);
     printf("# MPI library: %s\n", lib);
-#ifdef HR_USE_CUDA
-    printf("# Buffers: gpu (CUDA managed memory)\n");
-#else
-    printf("# Buffers: host\n");
-#endif
+    printf("# Buffers: %s\n", hr_buffers_description());
     printf("# Datatype: float, operation: sum, root: 0\n");
 }
 
 /* ------------------------------------------------------------------ modes */
 
+/* --gpu-buffers: a refusal ends the job with status 2 and the reason, like a wrong option */
+static int choose_buffers(const struct options *o)
+{
+    char why[512] = "";
+    if (hr_buffers_select(o->gpu_buffers, why, sizeof why) != 0) {
+        if (g_rank == 0)
+            fprintf(stderr, "hr_reduce: error: %s\n", why);
+        return 2;
+    }
+    if (g_rank == 0 && hr_buffers_fallback())
+        fprintf(stderr, "hr_reduce: --gpu-buffers auto: falling back to CUDA managed memory with the "
+                "additions on the host: %s\n", hr_buffers_fallback());
+    return 0;
+}
+
 static int run_sweep(const struct options *o)
 {
     size_t max_count = o->max_bytes / sizeof(float);
-    float *send = alloc_floats(max_count), *work = alloc_floats(max_count), *tmp = alloc_floats(max_count);
-    fill_send(send, max_count, g_rank);
+    float *send = hr_buf_alloc(max_count), *work = hr_buf_alloc(max_count), *tmp = hr_buf_alloc(max_count);
+    float *host = host_floats(max_count); /* the input before upload, the result to verify */
+    fill_send(host, max_count, g_rank);
     if (o->corrupt && g_rank == g_size - 1)
-        send[0] += 1.0f;
+        host[0] += 1.0f;
+    hr_buf_upload(send, host, max_count);
     int model = (o->alg == ALG_MODEL_BIN || o->alg == ALG_MODEL_CC);
     FILE *table_out = NULL;
     if (o->alg == ALG_TUNED && o->table_in)
@@ -563,7 +565,8 @@ static int run_sweep(const struct options *o)
             }
             struct stats s = time_pair(send, work, tmp, unit, o->warmup, o->iterations);
             if (g_rank == 0) {
-                verify_sum(work, unit, 2, ALG_NAMES[o->alg], unit * sizeof(float));
+                hr_buf_download(host, work, unit);
+                verify_sum(host, unit, 2, ALG_NAMES[o->alg], unit * sizeof(float));
                 printf("%-12zu%20.2f%20.2f%12.0f%14zu%12d\n", bytes, factor * s.median, s.median, factor,
                        unit * sizeof(float), o->iterations);
             }
@@ -580,7 +583,8 @@ static int run_sweep(const struct options *o)
             struct stats s = time_reduce(c.alg, c.chain, c.chunks, send, work, tmp, count, o->warmup,
                                          o->iterations);
             if (g_rank == 0) {
-                verify_sum(work, count, g_size, ALG_NAMES[o->alg], bytes);
+                hr_buf_download(host, work, count);
+                verify_sum(host, count, g_size, ALG_NAMES[o->alg], bytes);
                 char choice[32];
                 if (c.alg == ALG_CB || c.alg == ALG_CC)
                     snprintf(choice, sizeof choice, "%s-%d", ALG_NAMES[c.alg], c.chain);
@@ -602,9 +606,10 @@ static int run_sweep(const struct options *o)
         fclose(table_out);
     if (g_rank == 0)
         printf("# Verified: %d sizes, the reduced result on rank 0 matched the expected sum\n", sizes);
-    free_floats(send);
-    free_floats(work);
-    free_floats(tmp);
+    hr_buf_free(send);
+    hr_buf_free(work);
+    hr_buf_free(tmp);
+    free(host);
     return 0;
 }
 
@@ -612,7 +617,9 @@ static int run_sweep(const struct options *o)
  * `batch` rows of X (d = grad_bytes / 4 columns) and targets y = X w* from a seeded
  * generator; per iteration the root broadcasts w (propagation), every rank computes its
  * gradient X^T (X w - y) / batch (forward_backward, with the root's update), and the
- * gradients are summed on the root by the chosen algorithm (aggregation). */
+ * gradients are summed on the root by the chosen algorithm (aggregation). The model and its
+ * gradient are host memory; the reduce runs on buffers.c's buffers (on GPU builds the gradient
+ * is uploaded and the sum downloaded outside the timed phases). */
 static uint64_t g_seed;
 
 static float next_uniform(void)
@@ -625,8 +632,9 @@ static int run_train(const struct options *o)
 {
     size_t d = o->grad_bytes / sizeof(float);
     size_t rows = (size_t)o->batch;
-    float *x = alloc_floats(rows * d), *y = alloc_floats(rows), *w = alloc_floats(d);
-    float *grad = alloc_floats(d), *work = alloc_floats(d), *tmp = alloc_floats(d);
+    float *x = host_floats(rows * d), *y = host_floats(rows), *w = host_floats(d);
+    float *grad = host_floats(d), *sum = host_floats(d);
+    float *send = hr_buf_alloc(d), *work = hr_buf_alloc(d), *tmp = hr_buf_alloc(d);
     float scale = (float)(1.0 / sqrt((double)d)); /* rows of norm ~ 1/sqrt(3): a stable step */
     g_seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(g_rank + 1);
     for (size_t r = 0; r < rows; r++) {
@@ -643,13 +651,12 @@ static int run_train(const struct options *o)
     int chunks = o->chunks ? o->chunks : auto_chunks(o->grad_bytes);
     struct choice c = {g_size, o->grad_bytes, o->alg, o->chain, chunks};
     if (o->alg == ALG_TUNED) {
-        float *send = alloc_floats(d);
-        fill_send(send, d, g_rank);
+        fill_send(grad, d, g_rank);
+        hr_buf_upload(send, grad, d);
         c = o->table_in ? (read_table(o->table_in), table_lookup(o->grad_bytes))
                         : tune_size(o, send, work, tmp, d, o->grad_bytes);
         if (c.chunks == 0)
             c.chunks = chunks;
-        free_floats(send);
     }
     int iters = o->train_iters;
     double *tp = calloc((size_t)iters * 3, sizeof(double));
@@ -692,11 +699,14 @@ static int run_train(const struct options *o)
         }
         tp[it * 3 + 1] = MPI_Wtime() - t0;
 
-        memcpy(work, grad, d * sizeof(float));
+        hr_buf_upload(send, grad, d);
+        hr_buf_copy(work, send, d);
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
-        run_reduce(c.alg, c.chain, c.chunks, grad, work, tmp, d);
+        run_reduce(c.alg, c.chain, c.chunks, send, work, tmp, d);
         tp[it * 3 + 2] = MPI_Wtime() - t0;
+        if (g_rank == 0)
+            hr_buf_download(sum, work, d);
 
         if (it == 0 || it == iters - 1) {
             /* outside the timed phases: the same gradients through MPI_Reduce in double */
@@ -713,11 +723,11 @@ static int run_train(const struct options *o)
             double tol = (double)g_size * g_size * FLT_EPSILON * gmax + DBL_MIN;
             if (g_rank == 0)
                 for (size_t j = 0; j < d; j++)
-                    if (fabs(work[j] - ref[j]) > tol)
+                    if (fabs(sum[j] - ref[j]) > tol)
                         hr_die(MPI_COMM_WORLD,
                                "VERIFICATION FAILED: training iteration %d: gradient element %zu is "
                                "%.9g, MPI_Reduce in double gives %.9g (tolerance %.3g)",
-                               it + 1, j, (double)work[j], ref[j], tol);
+                               it + 1, j, (double)sum[j], ref[j], tol);
             free(gd);
             free(ref);
         }
@@ -727,7 +737,7 @@ static int run_train(const struct options *o)
         t0 = MPI_Wtime();
         if (g_rank == 0)
             for (size_t j = 0; j < d; j++)
-                w[j] -= (float)(o->lr * work[j] / g_size);
+                w[j] -= (float)(o->lr * sum[j] / g_size);
         tp[it * 3 + 1] += MPI_Wtime() - t0; /* the solver's update counts as compute */
     }
     MPI_Allreduce(MPI_IN_PLACE, tp, iters * 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -745,8 +755,8 @@ static int run_train(const struct options *o)
     }
     free(tp);
     free(loss);
-    free_floats(x); free_floats(y); free_floats(w);
-    free_floats(grad); free_floats(work); free_floats(tmp);
+    free(x); free(y); free(w); free(grad); free(sum);
+    hr_buf_free(send); hr_buf_free(work); hr_buf_free(tmp);
     return 0;
 }
 
@@ -757,6 +767,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     struct options o;
     int rc = parse_options(argc, argv, &o);
+    if (rc == 0)
+        rc = choose_buffers(&o);
     if (rc == 0)
         rc = o.train_iters ? run_train(&o) : run_sweep(&o);
     for (int k = 1; k <= 64; k++)

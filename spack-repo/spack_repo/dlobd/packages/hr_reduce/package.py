@@ -18,8 +18,13 @@ class HrReduce(CMakePackage, CudaPackage):
     depends_on("c", type="build")
     depends_on("cmake@3.18:", type="build")
     depends_on("mpi")
+    # +cuda compiles the reduction kernel with nvcc, whose host compiler is the C++ one
+    depends_on("cxx", type="build", when="+cuda")
 
     root_cmakelists_dir = str(Path(__file__).resolve().parents[5] / "workloads" / "hr-reduce")
 
     def cmake_args(self):
-        return [self.define_from_variant("HR_REDUCE_CUDA", "cuda")]
+        args = [self.define_from_variant("HR_REDUCE_CUDA", "cuda")]
+        if self.spec.satisfies("+cuda"):
+            args.append(self.define_cuda_architectures(self))
+        return args
