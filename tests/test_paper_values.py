@@ -107,3 +107,18 @@ def test_an_empty_slot_says_what_its_point_needs(tmp_path):
     fig = figures.draw(s.data, "local", s.data["scales"]["local"], table, tmp_path / "f.png")
     notes = [t.get_text() for t in fig.axes[0].texts]
     assert notes == ["no run: needs multi-host, eth-1g-emulated"] * 3
+
+
+def test_a_number_of_another_stack_has_no_counterpart_in_this_figures_runs(tmp_path):
+    s = spec.load_all(ROOT)["dlobd-fig8b"]
+    # constructed rows (not measurements): GPU memory samples of the local CaffeOnSpark gpu point
+    table = pd.DataFrame([
+        {"device": "gpu", "metric": "gpu_mem_gb", "value": v, "status": "ok", "host": "vm",
+         "log": "monitor/vm.csv", "run_id": "local/local/dlobd-fig8b/device-gpu/attempt-001", "reason": None,
+         "cluster": "local", "epoch": None, "step": None, "wall_clock_s": t}
+        for t, v in ((1.0, 1.2), (2.0, 1.4))])
+    fig = figures.draw(s.data, "local", s.data["scales"]["local"], table, tmp_path / "f.png")
+    panel = next(ax for ax in fig.axes if ax.get_title().startswith("paper's stated values"))
+    # TensorFlowOnSpark's 10.9 GB is not set beside CaffeOnSpark's gpu run: its slot says why
+    assert [t.get_text() for t in panel.texts if t.get_text() in ("another stack", "1.4 GB")] == ["another stack"]
+    assert [tick.get_text() for tick in panel.get_xticklabels()] == ["gpu-cudnn", "gpu, tensorflowonspark"]

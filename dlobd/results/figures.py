@@ -393,6 +393,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
                 at += " over " + ", ".join(f"{k}={label_of(v)}" for k, v in p["over"].items())
             if p.get("up_to"):
                 at += f", max over {p['up_to']}"
+            if p.get("stack"):
+                at += f", {p['stack']}"
             what = f"{p['quantity']} " if p.get("quantity") else ""
             stated = stated_text(p, get_unit(ctx, p))
             if reaches_target(ctx, p):  # drawn as the time it states, so said as that time
@@ -1059,6 +1061,8 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     what was compared ('' when there is none, with the reason in its place)."""
     if ctx.scale_name == "paper":
         return None, ""
+    if p.get("stack") not in (None, ctx.spec["stack"]):
+        return None, "another stack"
     timed = is_time_to_target(ctx, p)
     # another metric (a phase's time) is reduced as the claims reduce it, by its own reducer
     name = p.get("metric") or ctx.metric["name"]
@@ -1128,6 +1132,8 @@ def _point_label(p: dict) -> str:
     parts = ([head] if head else []) + common
     if p.get("up_to"):
         parts.append(f"max over {p['up_to']}")
+    if p.get("stack"):
+        parts.append(p["stack"])
     return "\n".join(textwrap.wrap(", ".join(parts), 22))
 
 
