@@ -114,13 +114,18 @@ def test_stack_without_parser_is_unparseable(tmp_path, log):
     assert "unknown stack 'mxnet'" in frame.iloc[0]["reason"]
 
 
-def test_monitor_samples_become_vocabulary_rows(tmp_path, log):
+def _parsed_with_monitor(tmp_path, log, name: str, samples: str):
+    """The parsed point of a run whose monitor wrote `samples` to monitor/<name>."""
     point = {"network": "loopback", "cores": 1}
+    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, f"monitor/{name}": samples})
+    return results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+
+
+def test_monitor_samples_become_vocabulary_rows(tmp_path, log):
     monitor = ("time_s,host,cpu_util_pct,rss_mb,net_lo_rx_bytes,net_lo_tx_bytes\n"
                "0.0,vm,10.0,100.0,0,0\n1.0,vm,55.5,120.0,2000000,1000000\n"
                "2.0,vm,60.0,130.0,6000000,1000000\n")
-    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
-    frame = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    frame = _parsed_with_monitor(tmp_path, log, "vm.csv", monitor)
     mon = frame[frame["log"] == "monitor/vm.csv"]
     cpu = mon[mon["metric"] == "cpu_util_pct"]
     assert list(cpu["value"]) == [10.0, 55.5, 60.0] and set(cpu["unit"]) == {"%"}
@@ -133,12 +138,10 @@ def test_monitor_samples_become_vocabulary_rows(tmp_path, log):
 def test_gpu_samples_become_gpu_metrics(tmp_path, log):
     # a GPU host's columns (dlobd/cluster/monitor.py) with the H200's values under load; an empty
     # cell is a sample nvidia-smi did not give
-    point = {"network": "loopback", "cores": 1}
     monitor = ("time_s,host,cpu_util_pct,rss_mb,gpu0_util_pct,gpu0_mem_mib,gpu_job_mem_mib\n"
                "0.0,gpu1,10.0,100.0,,,\n1.0,gpu1,12.0,700.0,100,6863,3992\n"
                "2.0,gpu1,12.0,709.0,100,6863,3992\n")
-    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, "monitor/gpu1.csv": monitor})
-    mon = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    mon = _parsed_with_monitor(tmp_path, log, "gpu1.csv", monitor)
     job = mon[mon["metric"] == "gpu_mem_gb"]
     assert list(job["wall_clock_s"]) == [1.0, 2.0] and set(job["unit"]) == {"GB"}
     assert job["value"].round(3).tolist() == [4.186, 4.186]  # 3,992 MiB
@@ -150,10 +153,8 @@ def test_gpu_samples_become_gpu_metrics(tmp_path, log):
 
 def test_a_monitor_file_from_before_the_gpu_columns_still_reads(tmp_path, log):
     # the H200's samples as the monitor wrote them before it sampled GPUs (CRLF line ends)
-    real = (Path(__file__).parent / "data" / "gpu-h200" / "monitor.csv").read_bytes()
-    point = {"network": "loopback", "cores": 1}
-    make_run(tmp_path, SPEC, "local", point, {"stderr.log": log, "monitor/vm.csv": real.decode()})
-    mon = results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl")
+    real = (Path(__file__).parent / "data" / "gpu-h200" / "monitor.csv").read_bytes().decode()
+    mon = _parsed_with_monitor(tmp_path, log, "vm.csv", real)
     assert mon.loc[mon["metric"] == "host_mem_mb", "value"].max() == 709.0
     assert not mon["metric"].astype(str).str.startswith("gpu").any()
 
