@@ -34,7 +34,7 @@ def package_copy(tmp_path):
 def test_the_package_keeps_its_layers_and_has_no_cycles():
     done = lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Contracts: 3 kept, 0 broken." in done.stdout
+    assert "Contracts: 4 kept, 0 broken." in done.stdout
 
 
 def lint_with_import(root: Path, module: str, statement: str) -> str:
@@ -50,6 +50,13 @@ def test_an_upward_import_breaks_the_layers(package_copy):
     report = lint_with_import(package_copy, "cluster/fabric.py", "from dlobd.results import report")
     assert "layers: command line, results, execution, stacks, cluster, spec BROKEN" in report
     assert "dlobd.cluster.fabric -> dlobd.results.report" in report
+
+
+def test_a_figure_job_importing_one_above_it_breaks_the_figures_layers(package_copy):
+    report = lint_with_import(package_copy, "results/figures/values.py",
+                              "from dlobd.results.figures import paper")
+    assert "figures: each job's module imports only the jobs below it BROKEN" in report
+    assert "dlobd.results.figures.values -> dlobd.results.figures.paper" in report
 
 
 def test_a_cycle_inside_a_layer_breaks_the_acyclic_contract(package_copy):

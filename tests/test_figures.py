@@ -1,4 +1,4 @@
-"""Figures from tidy results (dlobd/results/figures.py): what is drawn is what the results say."""
+"""Figures from tidy results (dlobd/results/figures/): what is drawn is what the results say."""
 
 import copy
 

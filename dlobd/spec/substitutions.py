@@ -1,7 +1,7 @@
 """What a scale substitutes for the paper's setting, and when that voids a claim's premise.
 
 The one place the honesty rules live: the verdicts (dlobd/results/claims.py), the figures' footers
-(dlobd/results/figures.py) and the report (dlobd/results/report.py) all ask this module.
+(dlobd/results/figures/) and the report (dlobd/results/report.py) all ask this module.
 
 Substitutions come from the spec: the scale's `axis_map` (paper value -> local value), an
 MPI standing in for another, ranks oversubscribed on fewer cores, CPU processes for the

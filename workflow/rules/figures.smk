@@ -5,11 +5,13 @@
 # the profile sets to the pool's size.
 
 
+# the figures package's modules each figure kind draws with (its __init__ draws every kind)
+FIGURE_CODE = [f"results/figures/{m}.py" for m in ("__init__", "values", "labels", "layout")]
 # what a figure is drawn from, as PNG or PDF
 FIGURE_INPUT = {
     "csv": lambda wc: results_csv(wc.scale, wc.experiment),
     "spec": lambda wc: spec_file(wc.experiment),
-    "code": code("results/figures.py"),
+    "code": code(*FIGURE_CODE, "results/figures/paper.py", "results/figures/forms.py"),
 }
 
 
@@ -57,7 +59,7 @@ rule utilisation:
         drawing=1,
     input:
         csv=lambda wc: results_csv(wc.scale, wc.experiment),
-        code=code("results/figures.py"),
+        code=code(*FIGURE_CODE, "results/figures/utilisation.py"),
     output:
         png=f"{FIGURES}/{{scale}}/utilisation/{{experiment}}.png",
     log:

@@ -1,0 +1,369 @@
+"""Labels and the drawing context: what a figure says on its face (titles, axis names, legends,
+status notes) and the Context every drawing function reads."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import textwrap
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from dlobd.results.figures.values import as_number, label_of, ordered_values, point_values, same
+from dlobd.spec import _matches, expand, substitutions
+
+
+STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
+# the settings of a scale that size its work: one the paper leaves unstated, set at a scale, makes
+# that scale's absolute times and rates another workload's
+WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
+                     "steps", "test_images", "train_images")
+PAPER_COLOR = "#c0392b"
+
+
+def size_text(key: str, value, stated=None) -> str:
+    """'8 train images', 'image size 64 (paper: 224)', 'pages huge 5000, bigdata 50000': a count
+    (a plural setting) before its noun, another size after its name; the paper's number after."""
+    name = key.replace("_", " ")
+    if isinstance(value, dict):  # a size per data set or graph
+        text = f"{name} " + ", ".join(f"{k} {label_of(v)}" for k, v in value.items())
+    else:
+        count = name if as_number(value) != 1 else name.rstrip("s")
+        text = f"{label_of(value)} {count}" if key.endswith("s") else f"{name} {label_of(value)}"
+    return text + (f" (paper: {label_of(stated)})" if as_number(stated) is not None else "")
+
+
+def setting_pattern(key: str, value) -> re.Pattern:
+    """A number with the setting it counts: '300 steps' for steps=300, '768 cores'."""
+    noun = re.escape(key.replace("_", " ").rstrip("s"))
+    return re.compile(rf"(?<![\w.]){re.escape(label_of(value))}\s+{noun}s?\b", re.IGNORECASE)
+
+
+class Context:
+    """Everything a drawing function needs besides the axes: spec, scale, labels."""
+
+    def __init__(self, spec: dict, scale_name: str, scale: dict, table: pd.DataFrame,
+                 not_run_reason: str | None = None):
+        self.spec = spec
+        self.scale_name = scale_name
+        self.scale = scale or {}
+        self.table = table
+        self.not_run_reason = not_run_reason
+        self.plot = spec["plot"]
+        self.metric = spec["metric"]
+        self.matrix = self.scale.get("matrix") or {}
+        self.axes = list(spec.get("axes") or self.matrix)
+        for col in table.columns:
+            if col in self.matrix and col not in self.axes:
+                self.axes.append(col)
+        # beside results of another scale, or no results, the paper's numbers get a panel
+        self.paper_panel = bool(self.paper_values()) and (scale_name != "paper"
+                                                          or bool(not_run_reason))
+        self.main_axes: list = []
+        self.extra_bottom = 0.0  # room for long tick labels, set by a form before its axes
+        self.right = 0.98  # less when a form draws a right-hand axis
+        self.paper_area = None
+        self.outer = None
+        self.left_out: list[str] = []  # panels without a value, and why: '<panel>: <statuses>'
+        self.no_line: list[str] = []  # lines without a value, and why: '<series>: <statuses>'
+        # a series drawn from some of its runs only: '<series>: 1 of 3 (failed)'
+        self.not_drawn: list[str] = []
+        self.timed: list[tuple] = []  # the paper panel's times to a target accuracy (main_area)
+        self._values: dict[tuple, pd.DataFrame] = {}
+
+    def values(self, metric: str, how: str, over: str | None = None, only: dict | None = None,
+               samples: bool = False) -> pd.DataFrame:
+        """point_values of this figure's table, each reduction computed once: the paper panel asks
+        for the same one at every point it compares. Callers select from it, never change it."""
+        key = (metric, how, over, repr(sorted((only or {}).items())), samples)
+        if key not in self._values:
+            self._values[key] = point_values(self.table, self.axes, metric, how, over, only, samples)
+        return self._values[key]
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        t = self.table
+        return t[(t["status"] == "ok") & t["value"].notna()] if not t.empty else t
+
+    def y_label(self) -> str:
+        label = self.local_text(self.plot["y_label"])
+        unit = self.metric.get("unit")
+        named = unit and re.search(rf"(^|[\s(/]){re.escape(unit)}($|[\s),])", label, re.IGNORECASE)
+        return label if not unit or named else f"{label} ({unit})"
+
+    def x_label(self) -> str:
+        """The x axis's label; away from the paper's scale, with the paper's values the run's
+        values stand for, e.g. 'CPU cores (paper: 96/192/384)'."""
+        label = self._x_base()
+        x = self.plot["x"]
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("matrix") or {}
+        if self.scale_name == "paper" or x not in paper:
+            return label
+        ran = [str(v) for v in self.matrix.get(x, [])]
+        stated = [str(v) for v in paper[x]]
+        if ran == stated:
+            return label
+        return f"{label} (paper: {'/'.join(label_of(v) for v in paper[x])})"
+
+    def changed_settings(self) -> list[tuple[str, object, object]]:
+        """(setting, the paper's value, this scale's) of each number the scale changes."""
+        if self.scale_name == "paper":
+            return []
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        here = self.scale.get("fixed") or {}
+        return [(k, v, here[k]) for k, v in paper.items() if k in here and as_number(v) is not None
+                and as_number(here[k]) is not None and not same(v, here[k])]
+
+    def other_workload(self) -> bool:
+        """Whether this scale runs another workload than the paper's (other step counts or sizes,
+        a size the paper does not state, another model or data set): its absolute times and
+        rates are not the paper's quantity."""
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        unstated = [k for k in WORKLOAD_SETTINGS if k in (self.scale.get("fixed") or {}) and k not in paper]
+        return bool(self.changed_settings() or unstated) or any(
+            s.startswith(("model ", "data ")) for s in substitutions.substitutions(self.spec, self.scale_name))
+
+    def local_text(self, text: str) -> str:
+        """A spec label with the paper's numbers this scale changes put as they ran here:
+        'Elapsed time of 300 steps' -> 'Elapsed time of 8 steps (paper: 300)'."""
+        for key, stated, ran in self.changed_settings():
+            found = setting_pattern(key, stated).search(text)
+            if found:
+                text = text.replace(found[0], found[0].replace(label_of(stated), label_of(ran), 1)) \
+                    + f" (paper: {label_of(stated)})"
+        return text
+
+    def settings_here(self, said: str = "") -> list[str]:
+        """What ran here that the title has to name besides `said` (its axes' labels): the changed
+        numbers the spec's title names, '2 cores (paper: 768)', and each size of the work this scale
+        sets otherwise than the paper, '8 train images', 'image size 64 (paper: 224)'."""
+        named = [(key, stated, ran) for key, stated, ran in self.changed_settings()
+                 if setting_pattern(key, stated).search(self.spec["title"])]
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
+        # the model is named by the substitutions
+        sizes = [(key, paper.get(key), ran) for key, ran in (self.scale.get("fixed") or {}).items()
+                 if key in WORKLOAD_SETTINGS and key != "model" and key not in {k for k, _, _ in named}
+                 and not same(paper.get(key), ran) and not setting_pattern(key, ran).search(said)]
+        return [size_text(key, ran, stated) for key, stated, ran in named + sizes]
+
+    def axis_name(self, axis: str) -> str:
+        """What an axis's values count here: the paper's GPUs are CPU worker processes at a
+        scale without GPUs, its nodes executors on fewer hosts."""
+        subs = substitutions.substitutions(self.spec, self.scale_name)
+        if axis == "gpus" and any(s.startswith("CPU processes") for s in subs):
+            return "CPU worker processes (paper: GPUs)"
+        if axis == "nodes" and any(s.startswith("processes on") for s in subs):
+            return "executors (paper: nodes)"
+        return axis
+
+    def _x_base(self) -> str:
+        x = self.plot["x"]
+        if self.plot.get("x_label"):
+            label = self.local_text(self.plot["x_label"])
+            if self.axis_name(x) != x:
+                label = re.sub(r"\bnodes\b|\bGPUs\b", "executors" if x == "nodes" else "CPU worker processes",
+                               label, flags=re.IGNORECASE)
+            return label
+        desc = (self.spec.get("axes") or {}).get(x) or (self.spec.get("dimensions") or {}).get(x)
+        unit = (desc or {}).get("unit")
+        defaults = {"wall_clock_s": "Training time (s)", "epoch": "Epoch", "step": "Iteration"}
+        base = defaults.get(x, self.axis_name(x).replace("_", " "))
+        return f"{base} ({unit})" if unit else base
+
+    def series_keys(self, frame: pd.DataFrame, names: list[str]) -> list[tuple]:
+        values = [ordered_values(self.matrix, n, frame[n].dropna().unique() if n in frame else [])
+                  for n in names]
+        return list(itertools.product(*values)) if names else [()]
+
+    def clusters(self) -> list[str]:
+        t = self.table
+        return sorted({str(c) for c in t["cluster"].dropna()}) if "cluster" in t else []
+
+    def data_labels(self) -> list[str]:
+        t = self.table
+        found = sorted({str(d) for d in t["data_label"].dropna()}) if "data_label" in t else []
+        return found or [str(self.scale.get("dataset") or self.spec.get("dataset"))]
+
+    def paper_software(self) -> bool:
+        """Whether a drawn point ran the paper profile's software."""
+        return "profile" in self.ok and (self.ok["profile"] == "paper").any()
+
+    def emulated(self) -> bool:
+        """Whether a drawn point ran on an emulated network (a failed one draws no data)."""
+        t = self.ok
+        cols = [c for c in ("network",) if c in t.columns]
+        vals = {str(v) for c in cols for v in t[c].dropna().unique()}
+        return any("emulated" in v for v in vals)
+
+    def footer(self) -> str:
+        cluster_spec = self.scale.get("cluster")
+        ran_on = self.clusters()
+        cluster = ", ".join(ran_on) if ran_on else (cluster_spec or "(no runs)")
+        data = ", ".join(self.data_labels())
+        parts = [f"scale: {self.scale_name}", f"cluster: {cluster}", f"data: {data}"]
+        if self.paper_software():
+            parts.insert(0, "PAPER SOFTWARE (the papers' releases), local hardware")
+        if any("synthetic" in d for d in self.data_labels()):
+            parts.append("SYNTHETIC DATA")
+        if self.emulated():
+            parts.append("EMULATED NETWORK (shaped veth links, not IPoIB/RDMA)")
+        repeats = int(self.scale.get("repeats", 1))
+        if repeats > 1:
+            parts.append(f"{repeats} repeats a point: mean, bars min–max")
+        substituted = substitutions.footer(self.spec, self.scale_name)
+        if substituted:
+            parts.append(substituted)
+        return "  ·  ".join(parts)
+
+    def paper_values(self) -> list[dict]:
+        """The numbers the paper states: this scale's, else the paper scale's."""
+        own = self.scale.get("paper_values")
+        if own:
+            return list(own)
+        return list(((self.spec.get("scales") or {}).get("paper") or {}).get("paper_values") or [])
+
+
+def is_model(key: tuple) -> bool:
+    """Whether a series is a cost model's prediction (an axis value `model-…`), not a run."""
+    return any(str(v).startswith("model-") for v in key)
+
+
+def legend_label(names: list[str], key: tuple) -> str:
+    label = ", ".join(f"{label_of(v)}" if len(names) == 1 else f"{n}={label_of(v)}"
+                      for n, v in zip(names, key)) or "reproduced"
+    return f"{label} (model)" if is_model(key) else label
+
+
+# predictions dashed without markers, so they never read as measurements
+MODEL_STYLE = {"ls": "--", "marker": None}
+
+
+def legend_title(ctx: Context, series: list[str]) -> str | None:
+    return ", ".join(ctx.axis_name(n) for n in series) if series else None
+
+
+def select(frame: pd.DataFrame, names: list[str], key: tuple) -> pd.DataFrame:
+    mask = pd.Series(True, index=frame.index)
+    for n, v in zip(names, key):
+        if n in frame.columns:
+            mask &= frame[n].map(lambda x, v=v: same(x, v)).astype(bool)
+        else:
+            mask &= False
+    return frame[mask]
+
+
+def panel_keys(ctx: Context, frame: pd.DataFrame) -> list[tuple]:
+    """The panels to draw: a panel without a value would show only notes, so it is left out
+    and the footer says why (ctx.left_out); all are kept when none has a value."""
+    names = list(ctx.plot.get("panels") or [])
+    keys = ctx.series_keys(frame, names)
+    cells = {key: select(frame, names, key) for key in keys}
+    drawn = [key for key in keys if ((cells[key]["status"] == "ok") & cells[key]["value"].notna()).any()]
+    if not drawn:
+        return keys
+    for key in keys:
+        if key not in drawn:
+            ctx.left_out.append(f"{panel_title(ctx, key)}: {_why_empty(cells[key])}")
+    return drawn
+
+
+def _why_empty(cell: pd.DataFrame) -> str:
+    """The statuses of the runs of points without a value: 'n/r: needs multi-host', 'failed'."""
+    runs = cell.drop_duplicates("run_id")
+    return ", ".join(dict.fromkeys(status_text(run) for _, run in runs.iterrows())) or "no run"
+
+
+def lines_left_out(ctx: Context, values: pd.DataFrame, pkeys: list[tuple], series: list[str]) -> set:
+    """The (panel, series) of the lines without a value, said in the footer (ctx.no_line): their
+    notes would stand at every x, across the other lines' points and error bars."""
+    panels = list(ctx.plot.get("panels") or [])
+    out = set()
+    for pkey in pkeys if series else []:
+        pframe = select(values, panels, pkey)
+        for skey in ctx.series_keys(pframe, series):
+            cell = select(pframe, series, skey)
+            if not ((cell["status"] == "ok") & cell["value"].notna()).any():
+                out.add((pkey, skey))
+                where = ", ".join(f"{ctx.axis_name(n)}={label_of(v)}" for n, v in zip(series, skey))
+                ctx.no_line.append(", ".join(filter(None, [panel_title(ctx, pkey), where]))
+                                   + f": {_why_empty(cell)}")
+    return out
+
+
+def panel_title(ctx: Context, key: tuple) -> str:
+    names = list(ctx.plot.get("panels") or [])
+    return ", ".join(f"{ctx.axis_name(n)}={label_of(v)}" for n, v in zip(names, key))
+
+
+def axis_scales(ax, ctx: Context) -> None:
+    if ctx.plot.get("log_x"):
+        ax.set_xscale("log", base=2)
+    if ctx.plot.get("log_y"):
+        ax.set_yscale("log")
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def status_note(ax, x, cell: pd.DataFrame) -> None:
+    """Say at the foot of the axes why a point has no value: its status and, for a point
+    not runnable here, the capabilities it needs (e.g. 'n/r: needs multi-host')."""
+    ax.annotate(status_text(cell.iloc[0]), (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+
+
+def status_text(run: pd.Series) -> str:
+    """A run's status as a note says it: 'failed', 'n/r: needs multi-host, eth-10g-emulated'."""
+    status = str(run["status"])
+    text = STATUS_MARK.get(status, status)
+    reason = str(run["reason"]) if pd.notna(run.get("reason")) else ""
+    needs = list(dict.fromkeys(re.findall(r"needs ([\w+-]+):", reason)))
+    if status == "not runnable" and needs:
+        text += ": needs " + ", ".join(needs)
+    return text
+
+
+def empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
+    """Say why a point of this scale has no run in the set drawn: the capabilities its
+    point_needs names (e.g. a tier only an emulated cluster has), or that it was not run."""
+    full = {k: v for k, v in point.items() if k in ctx.matrix}
+    if not any(_matches(p, full) for _, p in expand(ctx.scale)):
+        return      # excluded from this scale's matrix: no slot to explain
+    needs = [n for pn in ctx.scale.get("point_needs", []) if _matches(full, pn["at"]) for n in pn["needs"]]
+    text = ("no run: needs " + ", ".join(dict.fromkeys(needs))) if needs else "no run in this set"
+    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+
+
+def non_ok_summary(ctx: Context) -> str | None:
+    t = ctx.table
+    if t.empty:
+        return None
+    bad = t[t["status"] != "ok"].drop_duplicates("run_id")
+    if bad.empty:
+        return None
+    counts = bad["status"].value_counts()
+    return "runs not ok: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def dedupe_legend(ax, title: str | None) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    seen = {}
+    for h, lab in zip(handles, labels):
+        seen.setdefault(lab, h)
+    if seen:
+        ax.legend(list(seen.values()), list(seen.keys()), fontsize=7, title=title, title_fontsize=7)
+
+
+def text_renderer(fig: Figure):
+    """The renderer that measures the texts of a figure not yet drawn."""
+    return fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else \
+        FigureCanvasAgg(fig).get_renderer()
+
+
+def reason_box(ax, text: str) -> None:
+    """Why there is nothing to draw, boxed in place of the data (no empty axes)."""
+    ax.axis("off")
+    ax.text(0.5, 0.55, "\n".join(textwrap.wrap(text, 70)),
+            ha="center", va="center", fontsize=11, color="#7f2704",
+            bbox={"boxstyle": "round", "fc": "#fdf2e9", "ec": "#e59866"})
