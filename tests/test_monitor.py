@@ -83,24 +83,37 @@ H200 = Path(__file__).parent / "data" / "gpu-h200"
 
 
 def test_reads_the_device_report_of_a_gpu_under_load():
-    got = monitor.query_rows((H200 / "nvsmi.csv").read_text().splitlines())
+    got = monitor.query_rows((H200 / "nvsmi.csv").read_text().splitlines(),
+                             "timestamp,utilization.gpu,memory.used")
     assert len(got) > 20
     busy = [r for r in got if r["utilization.gpu"] > 0]
     assert {(r["utilization.gpu"], r["memory.used"]) for r in busy} == {(100.0, 6863.0)}
     assert got[0] == {"timestamp": "2026/11/28 14:38:10.995", "utilization.gpu": 0.0, "memory.used": 0.0}
 
 
+def test_reads_a_sample_without_header_or_units():
+    fields = ("index,uuid,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,"
+              "temperature.gpu,clocks.sm")
+    (got,) = monitor.query_rows((H200 / "query-gpu.csv").read_text().splitlines(), fields)
+    assert (got["index"], got["utilization.gpu"], got["memory.used"], got["memory.total"]) == (0, 100, 4001, 143771)
+    assert got["uuid"] == "GPU-d3e4db5e-f346-f8f9-e7e3-acae1203370f"
+
+
 def test_the_jobs_gpu_memory_is_its_own_processes():
-    header_and_row = (H200 / "compute-apps.csv").read_text().splitlines()[:2]
-    apps = monitor.query_rows(header_and_row)
-    assert apps == [{"pid": 857.0, "process_name": "python3", "used_gpu_memory": 3992.0}]
+    text = (H200 / "compute-apps.csv").read_text().splitlines()
+    with_header = monitor.query_rows(text[:2], "pid,process_name,used_gpu_memory")
+    assert with_header == [{"pid": 857.0, "process_name": "python3", "used_gpu_memory": 3992.0}]
+    # the monitor's own format: noheader, nounits
+    apps = monitor.query_rows(text[2:], "pid,used_gpu_memory")
+    assert apps == [{"pid": 857.0, "used_gpu_memory": 3992.0}]
     assert monitor.job_gpu_memory(apps, {857, 12}) == 3992
     assert monitor.job_gpu_memory(apps, {858}) == 0
 
 
 # A stand-in for nvidia-smi on this GPU-less machine: it streams the H200's recorded samples as
-# `--query-... -lms` does (a header, then one poll per period), the per-process report naming the
-# test's job; MODE=hang stops answering after three polls, MODE=exit exits 1 after three.
+# `--query-... --format=csv,noheader,nounits -lms` does (one poll per period), the per-process
+# report naming the test's job; MODE=hang stops answering after three polls, MODE=exit exits 1
+# after three.
 STAND_IN = """#!{python}
 import os, sys, time
 data, pid, mode = {data!r}, os.environ["SMI_JOB_PID"], os.environ.get("SMI_MODE", "loop")
@@ -108,12 +121,12 @@ args = " ".join(sys.argv[1:])
 if args.startswith("--query-gpu=index"):
     print("0"); sys.exit(0)
 period = int(sys.argv[sys.argv.index("-lms") + 1]) / 1000
+if "--format=csv,noheader,nounits" not in args:
+    sys.exit("the stand-in streams --format=csv,noheader,nounits only")
 if "--query-gpu=" in args:
-    print("timestamp, index, utilization.gpu [%], memory.used [MiB]", flush=True)
     lines = open(data + "/nvsmi.csv").read().splitlines()[1:]
     polls = [[l.split(", ")[0] + ", 0, " + ", ".join(v.split()[0] for v in l.split(", ")[1:])] for l in lines]
 else:
-    print("timestamp, pid, used_gpu_memory [MiB]", flush=True)
     memory = open(data + "/compute-apps.csv").read().splitlines()[-1].split(", ")[1]
     polls = [["2026/11/28 14:38:%02d.000, %s, %s" % (i, p, memory), "2026/11/28 14:38:%02d.000, 1, 5" % i]
              for i, p in enumerate([pid] * 40)]

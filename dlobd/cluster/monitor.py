@@ -2,8 +2,9 @@
 
 One sampler runs on every host of a run while the job runs. Once a period (1 s by
 default) it appends a row: the time since it started (`time_s`) and the Unix time, the
-host's CPU utilisation, the resident memory of the job's processes (`rss_mb`), and the
-byte counters of every network interface (`net_<if>_rx_bytes`, `net_<if>_tx_bytes`).
+host's CPU utilisation since the sample before (empty in the first sample), the resident memory
+of the job's processes (`rss_mb`) and their count (`processes`), and the byte counters of every
+network interface (`net_<if>_rx_bytes`, `net_<if>_tx_bytes`).
 
 On a host with NVIDIA GPUs it adds, per GPU, its utilisation and the device memory in use
 (`gpu<i>_util_pct`, `gpu<i>_mem_mib`), and the device memory held by the job's own processes
@@ -33,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -46,17 +48,15 @@ STALE_PERIODS = 3
 START_TIMEOUT_S = 15  # for the one-off `nvidia-smi --query-gpu=index` that lists the GPUs
 
 
-def query_rows(lines) -> list[dict]:
-    """Rows of an `nvidia-smi --query-*` CSV with its header (`--format=csv`, with or without
-    `nounits`): field name (its `[unit]` dropped) -> value (its unit dropped; numbers as float,
-    `[N/A]` and the like as None)."""
-    rows, names = [], None
+def query_rows(lines, fields: str) -> list[dict]:
+    """Rows of `nvidia-smi --query-*=<fields>` output, by position: field -> value (numbers as
+    float with any unit dropped, `[N/A]` and the like as None). Any `--format=csv` takes: with or
+    without its header line (skipped), with or without units."""
+    names = fields.split(",")
+    rows = []
     for line in lines:
         cells = [c.strip() for c in line.split(",")]
-        if not line.strip():
-            continue
-        if names is None:
-            names = [re.sub(r"\s*\[.*\]$", "", c) for c in cells]
+        if not line.strip() or cells[0].split(" [")[0] == names[0]:
             continue
         row = {}
         for name, cell in zip(names, cells):
@@ -73,37 +73,37 @@ def job_gpu_memory(apps: list[dict], pids) -> float:
 
 
 class Report:
-    """One `nvidia-smi --query-<kind>=<fields> --format=csv,nounits -lms <period>` process,
-    read by a thread: the rows of its newest complete poll, grouped by their timestamp."""
+    """One `nvidia-smi --query-<kind>=<fields> --format=csv,noheader,nounits -lms <period>`
+    process, read by a thread: the rows of its newest complete poll, grouped by their timestamp."""
 
     def __init__(self, nvidia_smi: str, kind: str, fields: str, period_s: float):
         self.name = kind
+        self.fields = fields
         self.period_s = period_s
         self.lock = threading.Lock()
         self.latest: list[dict] = []
         self.pending: list[dict] = []
         self.seen = time.monotonic()
         self.ended: str | None = None
+        # a file, not a pipe: an nvidia-smi that complains at every poll must not fill a pipe and stall
+        self.errors = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(
-            [nvidia_smi, f"--query-{kind}={fields}", "--format=csv,nounits",
+            [nvidia_smi, f"--query-{kind}={fields}", "--format=csv,noheader,nounits",
              "-lms", str(max(100, round(period_s * 1000)))],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=self.errors, stdin=subprocess.DEVNULL, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        header = None
         for line in self.proc.stdout:
-            if header is None or line == header:
-                header = line
-                continue
-            for row in query_rows([header, line]):
+            for row in query_rows([line], self.fields):
                 with self.lock:
                     if self.pending and row.get("timestamp") != self.pending[0].get("timestamp"):
                         self.latest, self.pending = self.pending, []  # the poll before is complete
                     self.pending.append(row)
                     self.seen = time.monotonic()
         code = self.proc.wait()
-        err = self.proc.stderr.read().strip().splitlines()
+        self.errors.seek(0)
+        err = self.errors.read().strip().splitlines()
         with self.lock:
             self.ended = f"exited with code {code}" + (f" ({err[-1]})" if err else "")
 
@@ -252,10 +252,12 @@ class Sampler:
             c = counters.get(name)
             nets += [c.bytes_recv, c.bytes_sent] if c else ["", ""]
         gpus = self.gpu.sample(processes) if self.gpu else []
+        cpu = psutil.cpu_percent(interval=None)
+        # the first sample's value spans the milliseconds since __init__: no reading, left empty
+        cpu = f"{cpu:.1f}" if self.periods else ""
         self.periods += 1
         now = time.time()
-        return [f"{now - started:.3f}", f"{now:.3f}", host,
-                f"{psutil.cpu_percent(interval=None):.1f}", f"{rss / 2**20:.1f}",
+        return [f"{now - started:.3f}", f"{now:.3f}", host, cpu, f"{rss / 2**20:.1f}",
                 len(processes), *nets, *gpus]
 
     def roots_alive(self) -> bool:
