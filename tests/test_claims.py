@@ -688,3 +688,44 @@ def test_a_series_of_a_repeated_point_must_name_its_repeat():
     v = verdict("time_to(end_to_end_s[device=gpu, nodes=1] >= 10) > 0", rows)
     assert v.verdict == "not checkable"
     assert "the point has 2 repeats; name one (`repeat=N`)" in v.reason
+
+
+# ---------------------------------------------------------------- findings in words
+
+LATENCY = {**SPEC, "metric": {"name": "latency_us", "unit": "us", "better": "lower", "reduce": "median"},
+           "axes": {"algorithm": {"description": "a"}, "message_bytes": {"description": "m", "numeric": True}},
+           "scales": {"local": {"runnable": True, "matrix": {"algorithm": ["chain", "binomial"],
+                                                             "message_bytes": [16777216, 33554432, 67108864]}}}}
+REDUCE = table([({"algorithm": a, "message_bytes": m}, v, ) for a, m, v in (
+    ("chain", 16777216, 29642.0), ("binomial", 16777216, 31850.0), ("chain", 33554432, 58000.0),
+    ("binomial", 33554432, 60100.0), ("chain", 67108864, 120000.0), ("binomial", 67108864, 118000.0))],
+    metric="latency_us")
+
+
+def test_a_finding_says_each_comparison_in_the_metric_s_unit_and_summarises_the_rest():
+    check = "all(m in {16777216, 33554432}: y[algorithm=chain, message_bytes=m] < y[algorithm=binomial, message_bytes=m])"
+    v = verdict(check, REDUCE, spec=LATENCY)
+    assert v.verdict == "holds"
+    assert v.finding == "chain 29.6 ms < binomial 31.9 ms at 16 MB, and so at 32 MB"
+    # a failing part leads, with the relation measured and the claimed one beside it
+    v = verdict(check.replace("33554432}", "33554432, 67108864}"), REDUCE, spec=LATENCY)
+    assert v.verdict == "differs"
+    assert v.finding == ("chain 120 ms > binomial 118 ms at 64 MB (the claim: <); "
+                         "and 2 more comparisons, all holding")
+    assert "y[" not in v.finding and "y[algorithm=chain, message_bytes=67108864]" in v.reason
+
+
+def test_a_finding_writes_ratios_shares_and_the_paper_s_tolerance():
+    v = verdict("approx(y[device=cpu-openblas, nodes=1] / y[device=gpu, nodes=1], 12, rtol=0.05)", FIG4)
+    assert v.finding == "cpu-openblas / gpu 10× for 1 node (the paper: 12×, within 5%)"
+    v = verdict("approx(reduction(y[device=cpu-openblas, nodes=1], y[device=cpu-mkl, nodes=1]), 0.63, atol=0.01)", FIG4)
+    assert v.finding == ("the reduction from cpu-openblas to cpu-mkl 57.6% for 1 node "
+                         "(the paper: 63%, within ±1%)")
+
+
+def test_a_not_run_finding_names_the_point_in_words_and_why():
+    v = verdict("y[device=gpu, nodes=16] < y[device=cpu-mkl, nodes=16]", FIG4)
+    assert v.verdict == "not run"
+    assert v.finding == "gpu, 16 nodes (here: 4 nodes): no run; and 1 more missing"
+    results = pd.concat([FIG4, table([({"device": "gpu", "nodes": 4}, ("not runnable", "needs gpu: no GPU; needs cuda: none"))])])
+    assert verdict("y[device=gpu, nodes=4] > 0", results).finding == "gpu, 4 nodes: not runnable: needs gpu: no GPU"

@@ -3,9 +3,11 @@ one complete `make reproduce` rebuild every local figure, the verdicts and the r
 are only read."""
 
 import hashlib
+import html
 import re
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -274,3 +276,62 @@ def test_each_section_carries_its_caveats_and_the_top_summarises_the_runs(rebuil
     order = re.findall(r'<tr data-paper="[^"]*" data-verdict="([^"]*)"', table)
     ranks = [report.VERDICT_ORDER.index(v) for v in order]
     assert ranks == sorted(ranks) and order[0] == "differs"   # no claim holds in these runs
+
+
+# a check's own expression: y[...], y@<experiment>[...] or <metric>[...], as the claim language writes it
+EXPRESSION = re.compile(r"\b[a-z][a-z0-9_]*(@[a-z0-9-]+)?\[[a-z_]+=")
+
+
+def verdict_cells(page: str, table: str) -> list[str]:
+    """The rows of a page's verdict table, each without its check's fold."""
+    body = page[page.index(table):]
+    body = body[:body.index("</table>")]
+    return [re.sub(r"<details.*?</details>", "", row, flags=re.S) for row in body.split("<tr")[2:]]
+
+
+def test_verdicts_read_as_findings_with_the_evaluated_expression_under_the_check(rebuilt):
+    report_dir = rebuilt["tmp"] / "report"
+    index = (report_dir / "index.html").read_text()
+    rows = verdict_cells(index, 'id="verdict-table"')
+    assert len(rows) == 172
+    pages = {p.stem: p.read_text() for p in (report_dir / "experiments").glob("*.html")}
+    claim_rows = [row for page in pages.values() if 'class="claims"' in page
+                  for row in verdict_cells(page, 'class="claims"')]
+    assert len(claim_rows) > 100
+    for row in rows + claim_rows:
+        assert not EXPRESSION.search(row), row
+    # scaffe-c26's finding: the first size in full, in the metric's unit, the others summarised;
+    # the expressions it evaluated one click away
+    row = next(r for r in index.split("<tr")[1:] if "<b>scaffe-c26</b>" in r)
+    finding = html.unescape(re.search(r'<td class="finding"><div class="clip">(.*?)</div>', row, re.S)[1].strip())
+    assert re.fullmatch(r"chain [\d.]+ ms [<>] binomial [\d.]+ ms at 16 MB \(the claim: <\), "
+                        r"and so at 32 and 64 MB", finding), finding
+    fold = row[row.index('<details class="check">'):]
+    assert "evaluated: y[algorithm=chain, message_bytes=16777216] = " in fold
+    # a claim whose points could not run says which, in words, and why
+    row = next(r for r in index.split("<tr")[1:] if "<b>dlobd-c01</b>" in r)
+    assert "rdma, 384 cores (here: 2 cores): not runnable: needs infiniband: no InfiniBand HCA" in row
+
+
+def test_page_headers_and_thumbnails_name_what_ran_here(rebuilt):
+    report_dir = rebuilt["tmp"] / "report"
+    page = (report_dir / "experiments" / "dlobd-fig6c-local.html").read_text()
+    assert "ran: <b>lenet5</b> on mnist with <b>bigdl 2.4.0</b> (paper: vgg16, bigdl)" in page
+    # the project's own Keras trainer stands in for tf_cnn_benchmarks
+    page = (report_dir / "experiments" / "dlobd-fig11-local.html").read_text()
+    assert "with <b>tensorflow 2.15.1</b> (paper: resnet50, tf_cnn_benchmarks)" in page
+    index = (report_dir / "index.html").read_text()
+    thumb = index[index.index('id="dlobd-fig6c-local"'):]
+    assert "ran: <b>lenet5</b> on mnist" in thumb[:thumb.index("</div>")]
+
+
+def test_the_report_folder_travels_alone(rebuilt, browser, tmp_path):
+    """Copied elsewhere without the rest of the build, every image of the index and of every
+    experiment page loads."""
+    copy = tmp_path / "sent" / "report"
+    shutil.copytree(rebuilt["tmp"] / "report", copy)
+    browser.set_script_timeout(60)
+    for page in [copy / "index.html", *sorted((copy / "experiments").glob("*.html"))]:
+        browser.get(page.as_uri())
+        images = decoded(browser)
+        assert images and all(ok for _, ok in images), (page.name, [a for a, ok in images if not ok])

@@ -53,7 +53,8 @@ def built(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "prefix", lambda: prefix)
     monkeypatch.setattr(provenance, "prefix_env", lambda: {})
     log = real_logs("bigdl", min_rows=5)[0]
-    runs_dir, res, figs = tmp_path / "runs", tmp_path / "results", tmp_path / "figures"
+    # the figures in the report's own folder, where the pipeline links them (rule report_figures)
+    runs_dir, res, figs = tmp_path / "runs", tmp_path / "results", tmp_path / "report" / "figures"
     point = {"network": "loopback"}
     make_run(runs_dir, RUN_SPEC, "local", point, {"stderr.log": log}, status="failed",
              reason="exit status 1")
@@ -74,7 +75,7 @@ def built(tmp_path, monkeypatch):
         {"paper": "dlobd", "experiment": "dlobd-fig7a", "claim_id": "dlobd-c30", "kind": "quantitative",
          "scale": "local", "verdict": "differs", "reason": "0.31 is not within 3% of 0.7",
          "paper_values": "0.7", "reproduced": "top1 = 0.31", "check": "approx(y, 0.7, rtol=0.03)",
-         "text": "RDMA reaches 70% <sooner>"},
+         "text": "RDMA reaches 70% <sooner>", "finding": "top-1 accuracy 31% (the paper: 70%, within 3%)"},
     ]).to_csv(verdicts / "dlobd-fig7a.csv", index=False)
     pd.DataFrame([
         {"paper": "scaffe", "experiment": "scaffe-fig8", "claim_id": "scaffe-c01", "kind": "trend",
@@ -101,11 +102,11 @@ def test_index_links_every_figure_and_each_experiment_page_its_figure(built):
     page = out.read_text()
     # thumbnails: the figure files themselves, loaded lazily, each linking to its page
     thumbs = re.findall(r'<a href="experiments/([^"]+)-local\.html">\s*<img src="([^"]+)" loading="lazy"', page)
-    assert thumbs == [(e, f"../figures/local/{e}.png") for e in ("dlobd-fig7a", "scaffe-fig8")]
+    assert thumbs == [(e, f"figures/local/{e}.png") for e in ("dlobd-fig7a", "scaffe-fig8")]
     assert all((out.parent / src).resolve() == (figs / "local" / f"{e}.png").resolve() for e, src in thumbs)
     assert "data:image" not in page
     own = experiment_page(out, "dlobd-fig7a")
-    assert '<img src="../../figures/local/dlobd-fig7a.png"' in own
+    assert '<img src="../figures/local/dlobd-fig7a.png"' in own
     assert 'href="../index.html"' in own
     # built without PDFs: the page says how to get one instead of linking a missing file
     assert ".pdf" not in own and "as a vector PDF: <code>make figures-pdf</code>" in own
@@ -120,8 +121,8 @@ def test_pages_link_the_pdfs_drawn_with_the_report_only(built):
     assert ".pdf" not in experiment_page(out, "dlobd-fig7a")
     # drawn with the report (the pipeline draws them beside it, so none need be there yet)
     write(pdfs=True)
-    assert 'href="../../figures/local/dlobd-fig7a.pdf"' in experiment_page(out, "dlobd-fig7a")
-    assert 'href="../../figures/local/scaffe-fig8.pdf"' in experiment_page(out, "scaffe-fig8")
+    assert 'href="../figures/local/dlobd-fig7a.pdf"' in experiment_page(out, "dlobd-fig7a")
+    assert 'href="../figures/local/scaffe-fig8.pdf"' in experiment_page(out, "scaffe-fig8")
 
 
 def test_report_is_self_contained(built):
@@ -140,7 +141,32 @@ def test_verdict_table_rows_carry_paper_and_verdict_for_the_filter(built):
     assert '<option value="not checkable">' in page
     # claim text is escaped, not interpreted
     assert "RDMA reaches 70% &lt;sooner&gt;" in page
-    assert "0.31 is not within 3% of 0.7" in page
+    # the finding in the table; the evaluated values and the reason under the check
+    assert '<td class="finding"><div class="clip">top-1 accuracy 31% (the paper: 70%, within 3%)' in page
+    fold = page[page.index('<details class="check"><summary>check</summary><code>approx(y, 0.7, rtol=0.03)'):]
+    fold = fold[:fold.index("</details>")]
+    assert "evaluated: top1 = 0.31" in fold and "differs: 0.31 is not within 3% of 0.7" in fold
+
+
+def test_headers_and_thumbnails_name_what_ran_beside_the_paper_s_model_and_stack(built):
+    """The spec's model and stack are the paper's; the scale's own model and the version the runs
+    recorded are what ran."""
+    spec = {**RUN_SPEC, "scales": {**RUN_SPEC["scales"], "local": {**RUN_SPEC["scales"]["local"],
+                                                                  "fixed": {"model": "lenet5"}}}}
+    ran = report.what_ran(spec, spec["scales"]["local"], [
+        {"used": True, "status": "ok", "versions": {"stack": "bigdl 2.4.0"}},
+        {"used": False, "status": "ok", "versions": {"stack": "bigdl 0.3.0"}}])
+    assert ran == {"ran": True, "model": "lenet5", "data": "cifar10-synthetic", "stack": "bigdl 2.4.0",
+                   "paper": "vgg16, bigdl"}
+    # a bare version takes the stack's name: the stack axis' value where the spec has one
+    assert report.what_ran({"model": "m", "stack": "tensorflowonspark", "stack_axis": "framework"}, {}, [
+        {"used": True, "status": "ok", "point": {"framework": "tensorflow"}, "versions": {"stack": "2.15.1"}},
+    ])["stack"] == "tensorflow 2.15.1"
+    # the fixture's experiment ran the paper's model and stack: no paper part; not run: says so
+    own = experiment_page(built[0], "dlobd-fig7a")
+    assert "ran: <b>vgg16</b> on cifar10-synthetic with <b>bigdl" in own and "(paper:" not in own
+    assert "set for the local scale, not run: <b>alexnet</b> on imagenet with <b>scaffe</b>" \
+        in experiment_page(built[0], "scaffe-fig8")
 
 
 def test_experiment_without_runs_says_not_run_with_the_reason(built):

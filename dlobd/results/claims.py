@@ -14,7 +14,7 @@ import functools
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -23,9 +23,19 @@ import yaml
 from dlobd import ROOT
 from dlobd.results.verdicts import (
     MISSING,
+    RATIO,
+    SHARE,
+    SYMBOLS,
     VERDICTS,
+    Part,
     Verdict,
+    gaps_text,
     is_missing,
+    metric_words,
+    parts_text,
+    point_text,
+    quantity,
+    significant,
     summary_text,
     unique_pairs,
     verdicts_frame,
@@ -186,16 +196,73 @@ class _Context:
 EXCLUDED = " (excluded)"
 
 
+@dataclass(frozen=True)
+class _Gap:
+    """A value a check could not read: `text` for the reason column (in the check's own terms),
+    `words` for the finding (which value, in words, and why)."""
+    text: str
+    words: str
+
+
+@dataclass(frozen=True)
+class _Said:
+    """An operand of a comparison in words: what it is, its unit, the metrics it reads, where a
+    max or min over points found its value ('at 64 MB'), and whether it is a metric's whole (a
+    reference naming nothing the comparison's other references do not)."""
+    label: str
+    unit: str | None = None
+    metrics: frozenset = frozenset()
+    at: str = ""
+    whole: bool = False
+
+
+def _nodes(node, kind) -> list:
+    """Every node of `kind` in a check's node, itself included."""
+    found = [node] if isinstance(node, kind) else []
+    for f in fields(node) if is_dataclass(node) else ():
+        value = getattr(node, f.name)
+        for item in value if isinstance(value, tuple) else (value,):
+            found += _nodes(item, kind)
+    return found
+
+
+def _refs(operands) -> list[Ref]:
+    return [r for o in operands for r in _nodes(o, Ref)]
+
+
+def _written(node, env: dict):
+    """A selector's value: a quantifier's current value, else the value as written."""
+    if isinstance(node, Word) and not node.quoted and env.get(node.text) is not None:
+        return env[node.text].value
+    return node.value if isinstance(node, Num) else node.text
+
+
+def _is_variable(node, env: dict) -> bool:
+    return isinstance(node, Word) and not node.quoted and node.text in env
+
+
+def _difference(node) -> bool:
+    """A difference, or its absolute value: divided by a value, it is a relative difference."""
+    if isinstance(node, Call) and node.name == "abs":
+        return _difference(node.args[0])
+    return isinstance(node, Arith) and node.op in "+-"
+
+
+_ARITH_WORDS = {"+": "+", "-": "−", "*": "×", "/": "/"}
+
+
 class _Evaluator:
     """Evaluates one check over the results; records what it read and compared."""
 
     def __init__(self, context: _Context):
         self.scale = context.scale
         self.table = context.table
-        self.missing: list[str] = []
+        self.missing: list[_Gap] = []
         self.excluded_misses = 0     # how many of `missing` are points the scale excludes
-        self.unreached: list[str] = []
+        self.unreached: list[_Gap] = []
         self.tests: list[tuple[str, bool]] = []
+        self.parts: list[Part] = []          # the comparisons, in words
+        self.picked: dict = {}               # (max/min node, env) -> the point it picked
         self.paper: list[tuple[str, object]] = []
         self.reproduced: list[tuple[str, object]] = []
         self.inputs: list[tuple[str, object]] = []
@@ -206,8 +273,11 @@ class _Evaluator:
     def _no_results(self, spec: dict) -> None:
         """The whole experiment has no results: one reason for all its selections."""
         scale = _scale_of(spec, self.scale)
-        why = f": not runnable ({scale['reason']})" if scale.get("runnable") is False else ""
-        self.missing.append(f"no results for {spec.get('id', '?')} at `{self.scale}` scale{why}")
+        not_runnable = scale.get("runnable") is False
+        why = f": not runnable ({scale['reason']})" if not_runnable else ""
+        self.missing.append(_Gap(f"no results for {spec.get('id', '?')} at `{self.scale}` scale{why}",
+                                 f"{spec.get('id', '?')} has no results at the {self.scale} scale"
+                                 + (": not runnable here (its page says why)" if not_runnable else "")))
 
     def _map(self, spec: dict, ref: Ref, env: dict) -> tuple[dict, bool]:
         """(selector column -> value at this scale, whether axis_map changed any value)."""
@@ -250,9 +320,9 @@ class _Evaluator:
                 return ", ".join(f"{a}={fmt(v)}" for a, v in ex.items()) + EXCLUDED
         return None
 
-    def _point_runs(self, spec: dict, table: _Table, point: dict, where: str):
+    def _point_runs(self, spec: dict, table: _Table, point: dict, where: str, subject: str):
         """The runs (oldest attempt first, any status) of the points matching `point`, or
-        None after recording why there are none."""
+        None after recording why there are none (`subject`: the value sought, in words)."""
         for column in point:
             if column not in table.columns:
                 raise CheckError(f"{where}: results of {spec.get('id', '?')} have no column {column!r}")
@@ -261,8 +331,10 @@ class _Evaluator:
             outside = self._outside_matrix(spec, point)
             if outside and outside.endswith(EXCLUDED):
                 self.excluded_misses += 1
-            self.missing.append(f"{where}: point not in the `{self.scale}` matrix ({outside})"
-                                if outside else f"{where}: no run")
+            self.missing.append(
+                _Gap(f"{where}: point not in the `{self.scale}` matrix ({outside})",
+                     f"{subject}: not in the {self.scale} matrix ({outside})") if outside
+                else _Gap(f"{where}: no run", f"{subject}: no run"))
             return None
         return runs
 
@@ -278,7 +350,8 @@ class _Evaluator:
         axes, point, row_sels = self._split(spec, table, sels, text)
         mapped = ", ".join(f"{c}={fmt(v)}" for c, v in sels.items())
         where = f"{text} (at `{self.scale}`: {mapped})" if changed else text
-        runs = self._point_runs(spec, table, point, where)
+        subject = self.ref_words(ref, env, sels)
+        runs = self._point_runs(spec, table, point, where, subject)
         if runs is None:
             return None
         open_axes = {}
@@ -296,24 +369,28 @@ class _Evaluator:
         groups = [[r for r in runs if fmt(r.get(REPEAT)) == v] for v in repeated or ()] or [runs]
         metric = spec["metric"]["name"] if ref.metric == "y" else ref.metric
         missing_before = len(self.missing)
-        found = [f for f in (self._newest_ok(table, group, metric, row_sels, where)
+        found = [f for f in (self._newest_ok(table, group, metric, row_sels, where, subject)
                              for group in groups) if f is not None]
         if not found:
             return None
         if len(groups) > 1:
             # repeats without a value: the others still give the point's value; say which
-            self.inputs.extend((f"{where}: a repeat without a value", m)
+            self.inputs.extend((f"{where}: a repeat without a value", m.text)
                                for m in self.missing[missing_before:])
             del self.missing[missing_before:]
         return found if repeats else found[0]
 
-    def _newest_ok(self, table: _Table, runs: list, metric: str, row_sels: dict, where: str):
+    def _newest_ok(self, table: _Table, runs: list, metric: str, row_sels: dict, where: str,
+                   subject: str):
         ok = [r for r in runs if r["status"] == "ok"]
         if not ok:
             last = runs[-1]
             reason = last.get("reason")
             because = f": {reason}" if isinstance(reason, str) and reason else ""
-            self.missing.append(f"{where}: run {last['run_id']} is {last['status']}{because}")
+            # the first of a reason's parts ('needs infiniband: ...; needs rdma: ...') says enough
+            first = f": {reason.split('; needs ')[0]}" if because else ""
+            self.missing.append(_Gap(f"{where}: run {last['run_id']} is {last['status']}{because}",
+                                     f"{subject}: {last['status']}{first}"))
             return None
         run_id = ok[-1]["run_id"]
         run = table.rows[run_id]
@@ -321,9 +398,10 @@ class _Evaluator:
         for column, value in row_sels.items():
             rows = rows[_matches(rows[column], value)] if column in rows.columns else rows.iloc[:0]
         if rows.empty:
-            self.missing.append(f"{where}: run {run_id} has no {metric} values"
-                                + (f" at {', '.join(f'{c}={fmt(v)}' for c, v in row_sels.items())}"
-                                   if row_sels else ""))
+            self.missing.append(_Gap(f"{where}: run {run_id} has no {metric} values"
+                                     + (f" at {', '.join(f'{c}={fmt(v)}' for c, v in row_sels.items())}"
+                                        if row_sels else ""),
+                                     f"{subject}: its run has no {metric_words(metric)} values"))
             return None
         return rows, run, run_id, metric
 
@@ -335,7 +413,7 @@ class _Evaluator:
         found = self.run_rows(ref, env, text, repeats=True)
         if found is None:
             return self._input(text, MISSING)
-        values = [self._reduced(ref, rows, run_id, metric, text)
+        values = [self._reduced(ref, rows, run_id, metric, text, env)
                   for rows, _, run_id, metric in found]
         values = [v for v in values if not is_missing(v)]
         if not values:
@@ -347,7 +425,7 @@ class _Evaluator:
             return self._input(text, median)
         return self._input(text, values[0])
 
-    def _reduced(self, ref: Ref, rows: pd.DataFrame, run_id: str, metric: str, text: str):
+    def _reduced(self, ref: Ref, rows: pd.DataFrame, run_id: str, metric: str, text: str, env: dict):
         spec, _ = self.table(ref.experiment)
         if metric == spec["metric"]["name"]:
             how, over = spec["metric"]["reduce"], spec["metric"].get("over")
@@ -360,7 +438,8 @@ class _Evaluator:
             rows = rows[rows[over].notna()].sort_values(over, kind="stable") \
                 if over in rows.columns else rows.iloc[:0]
             if rows.empty:
-                self.missing.append(f"{text}: run {run_id} has no {metric} rows with {over}")
+                self.missing.append(_Gap(f"{text}: run {run_id} has no {metric} rows with {over}",
+                                         f"{self.ref_words(ref, env)}: its run has no values by {over}"))
                 return MISSING
         else:
             order = [c for c in ("epoch", "step") if c in rows.columns]
@@ -379,11 +458,12 @@ class _Evaluator:
         found = self.run_rows(ref, env, text)
         return (None, text) if found is None else (found[0], text)
 
-    def time_column(self, rows: pd.DataFrame, text: str) -> pd.Series | None:
+    def time_column(self, rows: pd.DataFrame, text: str, subject: str) -> pd.Series | None:
         for column in TIME_COLUMNS:
             if column in rows.columns and rows[column].notna().all():
                 return rows[column].astype(float)
-        self.missing.append(f"{text}: the rows have no sample time ({' or '.join(TIME_COLUMNS)})")
+        self.missing.append(_Gap(f"{text}: the rows have no sample time ({' or '.join(TIME_COLUMNS)})",
+                                 f"{subject}: its samples have no time"))
         return None
 
     def time_to(self, node: TimeTo, env: dict):
@@ -393,17 +473,22 @@ class _Evaluator:
         if found is None or is_missing(target):
             return self._input(text, MISSING)
         rows, run, run_id, metric = found
-        times = self._times(rows, run, text)
+        subject = self.said(node, env).label
+        times = self._times(rows, run, text, subject)
         if times is None:
             return self._input(text, MISSING)
         reached, best = first_reached(times, rows["value"], node.op, target)
         if reached is None:
-            self.unreached.append(f"{text}: {metric} never reached {node.op} {fmt(target)} in "
-                                  f"run {run_id} (best {fmt(best)})")
+            unit = self.said(node.ref, env).unit
+            self.unreached.append(_Gap(f"{text}: {metric} never reached {node.op} {fmt(target)} in "
+                                       f"run {run_id} (best {fmt(best)})",
+                                       f"{self.ref_words(node.ref, env)}: never reached "
+                                       f"{SYMBOLS[node.op]} {quantity(target, unit)} "
+                                       f"(best {quantity(best, unit)})"))
             return self._input(text, MISSING)
         return self._input(text, reached)
 
-    def _times(self, rows: pd.DataFrame, run: pd.DataFrame, text: str):
+    def _times(self, rows: pd.DataFrame, run: pd.DataFrame, text: str, subject: str):
         """Elapsed time of each row: its own wall_clock_s, else the run's wall_clock_s rows
         at the same step, else the latest wall_clock_s of the same epoch."""
         if "wall_clock_s" in rows.columns and rows["wall_clock_s"].notna().all():
@@ -414,7 +499,8 @@ class _Evaluator:
                 times = rows[key].map(clock.groupby(key)["value"].max())
                 if times.notna().any():
                     return times
-        self.missing.append(f"{text}: no wall_clock_s for the rows of {rows['metric'].iloc[0]}")
+        self.missing.append(_Gap(f"{text}: no wall_clock_s for the rows of {rows['metric'].iloc[0]}",
+                                 f"{subject}: its run recorded no time of its values"))
         return None
 
     def slope(self, node: Slope, env: dict):
@@ -428,7 +514,8 @@ class _Evaluator:
         if any(is_missing(y) for _, y in points):
             return self._input(text, MISSING)
         if len(points) < 2:
-            self.missing.append(f"{text}: needs at least two values of {node.axis}")
+            self.missing.append(_Gap(f"{text}: needs at least two values of {node.axis}",
+                                     f"{self.said(node, env).label}: needs at least two values of {node.axis}"))
             return self._input(text, MISSING)
         mx = sum(x for x, _ in points) / len(points)
         my = sum(y for _, y in points) / len(points)
@@ -465,7 +552,8 @@ class _Evaluator:
                 if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
                     values = sorted(values)
                 if not values:
-                    self.missing.append(f"{text}: no values of {name} in the results")
+                    self.missing.append(_Gap(f"{text}: no values of {name} in the results",
+                                             f"no values of {name} in the results of {spec.get('id', '?')}"))
                 return [(v, True) for v in values]
         raise TypeError(domain)
 
@@ -492,6 +580,173 @@ class _Evaluator:
 
     def _record(self, node, value, env) -> None:
         (self.reproduced if has_data(node) else self.paper).append((show(node, env), value))
+
+    # -- the check in words, for the finding
+
+    def _unit(self, experiment: str | None, metric: str) -> str | None:
+        spec, _ = self.table(experiment)
+        if metric == "y":
+            return spec["metric"].get("unit") or metrics.get(spec["metric"]["name"]).unit
+        return metrics.METRICS[metric].unit if metric in metrics.METRICS else None
+
+    def ref_words(self, ref: Ref, env: dict, mapped: dict | None = None) -> str:
+        """The value a reference reads, in words: 'rdma, 384 cores (here: 2 cores)'."""
+        written = {column: _written(node, env) for column, node in ref.selectors}
+        here = [point_text(c, mapped[c]) for c, v in written.items()
+                if mapped and c in mapped and not _same(mapped[c], v)]
+        words = ", ".join(point_text(c, v) for c, v in written.items())
+        if ref.metric != "y":
+            words = f"{metric_words(ref.metric)} at {words}" if words else metric_words(ref.metric)
+        words += f" (here: {', '.join(here)})" if here else ""
+        return words + (f" in {ref.experiment}" if ref.experiment else "")
+
+    @staticmethod
+    def _common(operands) -> list:
+        """The selectors (column, value or variable) every reference of a comparison has: its
+        labels leave them out, its `where` says them once."""
+        refs = _refs(operands)
+        if len(refs) < 2:
+            return []
+        return [s for s in refs[0].selectors if all(s in r.selectors for r in refs[1:])]
+
+    def _where(self, operands, env: dict) -> str:
+        """Where a comparison was made: the points its quantifiers bound, then the values its
+        references share ('at 16 MB', 'at loopback, for training')."""
+        bound, shared = [], []
+        inner = {n for o in operands for q in _nodes(o, Quant) for n in q.names}
+        for column, node in self._common(operands):
+            if isinstance(node, Word) and not node.quoted and node.text in inner:
+                continue    # ranged over inside: where the max or min was found says the point
+            if _is_variable(node, env):
+                bound += [point_text(column, env[node.text].value)] if env[node.text] is not None else []
+            else:
+                shared.append(point_text(column, _written(node, env)))
+        return ", ".join(filter(None, (f"at {', '.join(bound)}" if bound else "",
+                                       f"for {', '.join(shared)}" if shared else "")))
+
+    def said(self, node, env: dict, common: list = ()) -> _Said:
+        """A node of a check in words, with the unit of its value."""
+        match node:
+            case Num(_, text):
+                return _Said(text)
+            case Word(text, quoted):
+                bound = not quoted and env.get(text) is not None
+                return _Said(fmt(env[text].value) if bound else text)
+            case Ref(metric, experiment, selectors):
+                spec, _ = self.table(experiment)
+                name = spec["metric"]["name"] if metric == "y" else metric
+                words = ", ".join(point_text(c, _written(n, env)) for c, n in selectors
+                                  if (c, n) not in common and not (_is_variable(n, env) and env[n.text] is None))
+                label = f"{words} {metric_words(name)}" if words and metric != "y" else words or metric_words(name)
+                return _Said(label + (f" ({experiment})" if experiment else ""), self._unit(experiment, metric),
+                             frozenset({name}), whole=not words)
+            case Neg(operand):
+                inner = self.said(operand, env, common)
+                return _Said(f"−{inner.label}", inner.unit, inner.metrics)
+            case Arith(op, left, right):
+                return self._said_arith(op, left, right, env, common)
+            case Call(name, args, _):
+                return self._said_call(node, name, args, env, common)
+            case TimeTo(ref, op, target):
+                where = self.said(Ref("y", ref.experiment, ref.selectors), env, common).label
+                return _Said(f"time to {metric_words(ref.metric)} {SYMBOLS[op]} {self.said(target, env).label}"
+                             f" at {where}", "s", frozenset({ref.metric}))
+            case Slope(ref, axis):
+                return _Said(f"slope of {self.said(ref, env, common).label} over {axis}")
+            case Quant(kind, names, _, body):
+                inner = self.said(body, {**env, **{n: None for n in names}}, common)
+                at = self.picked.get((node, tuple(sorted(env.items()))))
+                at = f"at {point_text(self._axis_of(node), at)}" if at is not None else ""
+                if kind in ("max", "min"):
+                    return _Said(f"the {'largest' if kind == 'max' else 'smallest'} {inner.label}",
+                                 inner.unit, inner.metrics, at)
+                if kind in ("argmax", "argmin"):
+                    return _Said(f"the {self._axis_of(node)} of the {'largest' if kind == 'argmax' else 'smallest'} "
+                                 f"{inner.label}")
+                return _Said(f"{kind} of {names[0]}: {inner.label}")
+            case Compare(operands, ops):
+                labels = [self.said(o, env, common).label for o in operands]
+                return _Said(" ".join([labels[0]] + [f"{SYMBOLS[op]} {label}" for op, label in zip(ops, labels[1:])]))
+            case Logic(op, operands):
+                return _Said(f" {op} ".join(self.said(o, env, common).label for o in operands))
+            case Not(operand):
+                return _Said(f"not {self.said(operand, env, common).label}")
+        return _Said(show(node, {k: v for k, v in env.items() if v is not None}))
+
+    def _said_arith(self, op, left, right, env, common) -> _Said:
+        a, b = self.said(left, env, common), self.said(right, env, common)
+        wrap = [f"({s.label})" if isinstance(n, Arith) and n.op in "+-" and op in "*/" else s.label
+                for n, s in ((left, a), (right, b))]
+        if op in "+-":
+            # a ratio less one is a gain: a share of the baseline
+            unit = SHARE if RATIO in (a.unit, b.unit) and None in (a.unit, b.unit) else a.unit or b.unit
+        elif op == "*":
+            unit = b.unit if a.unit is None else a.unit if b.unit is None else None
+        elif b.unit is None:
+            unit = a.unit
+        elif a.unit == b.unit:
+            # a part of a whole, a difference relative to a value: a share; the same quantity at
+            # two points: a ratio
+            part = a.metrics != b.metrics or (b.whole and not a.whole)
+            unit = SHARE if _difference(left) or part else RATIO
+            wrap[1] = f"the total {wrap[1]}" if b.whole and not a.whole and a.metrics == b.metrics else wrap[1]
+        else:
+            unit = None
+        return _Said(f"{wrap[0]} {_ARITH_WORDS[op]} {wrap[1]}", unit, a.metrics | b.metrics)
+
+    def _said_call(self, node, name, args, env, common) -> _Said:
+        said = [self.said(a, env, common) for a in args]
+        labels = [s.label for s in said]
+        unit = next((s.unit for s in said if s.unit), None)
+        metrics_read = frozenset().union(*(s.metrics for s in said))
+        match name:
+            case "abs":
+                return _Said(f"|{labels[0]}|", unit, metrics_read)
+            case "min" | "max":
+                return _Said(f"the {'lowest' if name == 'min' else 'highest'} of {', '.join(labels)}",
+                             unit, metrics_read)
+            case "reduction":
+                return _Said(f"the reduction from {labels[0]} to {labels[1]}", SHARE, metrics_read)
+            case "speedup_gain":
+                return _Said(f"the gain of {labels[1]} over {labels[0]}", SHARE, metrics_read)
+            case "duration":
+                return _Said(f"the duration of {labels[0]}", "s", metrics_read)
+        shown = {"mean_over_time": "mean", "max_over_time": "peak", "min_over_time": "lowest"}
+        return _Said(f"{shown.get(name, name)} {', '.join(labels)}", unit, metrics_read)
+
+    def _axis_of(self, node: Quant) -> str:
+        """The column a quantifier's variable ranges over (to write its values: 16 MB, 2 nodes)."""
+        if isinstance(node.domain, AxisOf):
+            return node.domain.name
+        return next((c for r in _refs([node.body]) for c, n in r.selectors
+                     if isinstance(n, Word) and n.text == node.names[0]), node.names[0])
+
+    def _axis_words(self, node: Quant) -> str:
+        return f"{node.kind} over {self._axis_of(node)}"
+
+    def _say_compare(self, node: Compare, values: list, result: bool, env: dict) -> None:
+        """The comparison as a part of the finding: its sides with their values in their unit,
+        the measured relation where it is not the claimed one."""
+        common = self._common(node.operands)
+        said = [self.said(o, env, common) for o in node.operands]
+        unit = next((s.unit for s in said if s.unit), None)
+        sides = [" ".join(filter(None, (s.label if has_data(o) else "", quantity(v, s.unit or unit), s.at)))
+                 for o, s, v in zip(node.operands, said, values)]
+        claimed = [SYMBOLS[op] for op in node.ops]
+        shape = " ".join(s.label if has_data(o) else "#" for o, s in zip(node.operands, said)) + " ".join(claimed)
+        ops = claimed if result else [self._measured(a, b) for a, b in zip(values, values[1:])]
+        text = " ".join([sides[0]] + [f"{op} {side}" for op, side in zip(ops, sides[1:])])
+        self.parts.append(Part(shape, text, self._where(node.operands, env), result,
+                               "" if result else f"the claim: {', '.join(claimed)}"))
+
+    @staticmethod
+    def _measured(a, b) -> str:
+        """How two compared values relate, as measured."""
+        if is_missing(a) or is_missing(b):
+            return "vs"
+        if isinstance(a, str) or isinstance(b, str):
+            return "=" if a == b else "≠"
+        return "<" if a < b else ">" if a > b else "="
 
     def evaluate(self, node, env: dict):
         match node:
@@ -549,6 +804,7 @@ class _Evaluator:
             result = result and COMPARE[op](a, b)
         shown = " ".join([fmt(values[0])] + [f"{op} {fmt(v)}" for op, v in zip(node.ops, values[1:])])
         self.tests.append((f"{show(node, env)}: {shown}", result))
+        self._say_compare(node, values, result, env)
         return result
 
     def call(self, node: Call, env: dict):
@@ -559,7 +815,7 @@ class _Evaluator:
             if rows is None:
                 return self._input(shown, MISSING)
             if name == "duration":
-                times = self.time_column(rows, text)
+                times = self.time_column(rows, text, self.said(node, env).label)
                 if times is None:
                     return self._input(shown, MISSING)
                 return self._input(shown, float(times.max() - times.min()))
@@ -599,6 +855,12 @@ class _Evaluator:
             result = abs(a - b) <= atol + rtol * abs(b)
         self.tests.append((f"{show(node.args[0], env)} = {fmt(a)}, paper {fmt(b)} ({tolerance})",
                            result))
+        said, where = self.said(node.args[0], env, self._common(node.args)), self._where(node.args, env)
+        within = [f"within {significant(rtol * 100)}%"] if rtol else []
+        within += [f"within ±{quantity(atol, said.unit)}"] if atol else []
+        side = " ".join(filter(None, (said.label, quantity(a, said.unit), said.at)))
+        self.parts.append(Part(f"{said.label} ≈", side, where, result,
+                               f"the paper: {quantity(b, said.unit)}, {' and '.join(within) or 'exactly'}"))
         return result
 
     def exists(self, ref: Ref, env: dict) -> bool:
@@ -609,7 +871,8 @@ class _Evaluator:
             return self._input(text, MISSING)
         sels, _ = self._map(spec, ref, env)
         _, point, row_sels = self._split(spec, table, sels, text)
-        attempted = self._point_runs(spec, table, point, text)
+        subject = self.ref_words(ref, env, sels)
+        attempted = self._point_runs(spec, table, point, text, subject)
         if attempted is None:       # never attempted: unknown, not absent
             return self._input(text, MISSING)
         found = False
@@ -620,6 +883,9 @@ class _Evaluator:
                 rows = rows[_matches(rows[column], value)] if column in rows.columns else rows.iloc[:0]
             found = found or not rows.empty
         self.reproduced.append((text, found))
+        self.parts.append(Part(f"exists {subject}", f"{subject}: "
+                               + ("a run finished with results" if found else "no run finished with results"),
+                               "", found))
         return found
 
     def quantify(self, node: Quant, env: dict):
@@ -629,13 +895,15 @@ class _Evaluator:
             ordered = sorted(values, key=lambda v: self._float(v[0], text))
             bindings = [dict(zip(node.names, (a, b))) for a, b in zip(ordered, ordered[1:])]
             if not bindings and values:     # e.g. a local matrix with one value of the axis
-                self.missing.append(f"{text}: needs at least two values at `{self.scale}` scale")
+                self.missing.append(_Gap(f"{text}: needs at least two values at `{self.scale}` scale",
+                                         f"{self._axis_words(node)}: needs at least two values at the "
+                                         f"{self.scale} scale"))
         else:
             bindings = [{node.names[0]: v} for v in values]
         results = []
         for binding in bindings:
             inner = {**env, **{k: _Bound(v, local) for k, (v, local) in binding.items()}}
-            seen, excluded = len(self.missing), self.excluded_misses
+            seen, excluded, said = len(self.missing), self.excluded_misses, len(self.parts)
             body = self.truth(node.body, inner) if node.kind in ("all", "any", "count", "consecutive") \
                 else self.number(node.body, inner)
             # an axis ranges over the points the scale has: a value whose point the scale's
@@ -643,11 +911,14 @@ class _Evaluator:
             new = len(self.missing) - seen
             if isinstance(node.domain, AxisOf) and new and new == self.excluded_misses - excluded:
                 del self.missing[seen:]
+                del self.parts[said:]
                 continue
             results.append((binding[node.names[0]][0], body))
         if not results:
             if bindings:
-                self.missing.append(f"{text}: every point is excluded from the `{self.scale}` matrix")
+                self.missing.append(_Gap(f"{text}: every point is excluded from the `{self.scale}` matrix",
+                                         f"{self._axis_words(node)}: every point is excluded from the "
+                                         f"{self.scale} matrix"))
             return MISSING         # no values: recorded as missing by domain()
         bodies = [b for _, b in results]
         if node.kind in ("all", "consecutive"):
@@ -660,6 +931,7 @@ class _Evaluator:
             return MISSING
         pick = {"max": max, "min": min, "argmax": max, "argmin": min}[node.kind]
         best = pick(results, key=lambda r: r[1])
+        self.picked[(node, tuple(sorted(env.items())))] = best[0]
         return best[1] if node.kind in ("max", "min") else best[0]
 
 
@@ -669,21 +941,27 @@ def _evaluate_check(text: str, context: _Context) -> dict:
         check = parse_check(text)
         outcome = ev.truth(check.tree, {})
     except ClaimSyntaxError as e:
-        return {"verdict": "not checkable", "reason": f"check does not parse: {e}"}
+        return {"verdict": "not checkable", "reason": f"check does not parse: {e}",
+                "finding": "the check does not parse (its error is under the check)"}
     except CheckError as e:
         return {"verdict": "not checkable", "reason": f"check error: {e}",
-                "inputs": unique_pairs(ev.inputs)}
+                "inputs": unique_pairs(ev.inputs),
+                "finding": "the check cannot be evaluated as written (its error is under the check)"}
     values = {"paper_values": unique_pairs(ev.paper), "reproduced": unique_pairs(ev.reproduced),
               "inputs": unique_pairs(ev.inputs), "substituted": list(dict.fromkeys(ev.substituted))}
     if ev.missing:
-        return {"verdict": "not run", "reason": summary_text(ev.missing), **values}
+        return {"verdict": "not run", "reason": summary_text([g.text for g in ev.missing]),
+                "finding": gaps_text([g.words for g in ev.missing], "missing"), **values}
     if ev.unreached:
-        return {"verdict": "differs", "reason": summary_text(ev.unreached), **values}
+        return {"verdict": "differs", "reason": summary_text([g.text for g in ev.unreached]),
+                "finding": gaps_text([g.words for g in ev.unreached], "short of their target"), **values}
+    finding = parts_text(ev.parts, bool(outcome))
     if outcome:
-        return {"verdict": "holds", "reason": summary_text([t for t, _ in ev.tests]), **values}
+        return {"verdict": "holds", "reason": summary_text([t for t, _ in ev.tests]),
+                "finding": finding, **values}
     failed = [t for t, ok in ev.tests if not ok]
     return {"verdict": "differs", "reason": summary_text(failed) if failed else "the check is false",
-            **values}
+            "finding": finding or "the check is false", **values}
 
 
 def _context(spec: dict, results, scale: str, other_results, other_spec,
@@ -704,6 +982,7 @@ def _judged(claim: dict, spec: dict, context: _Context, check: str, base: dict) 
                                      context.cpus)
     if void:
         verdict.reason = f"{void}. Read here: {verdict.verdict}: {verdict.reason}"
+        verdict.finding = f"{void}. Read here: {verdict.verdict}: {verdict.finding}"
         verdict.verdict = substitutions.NOT_COMPARABLE
     return verdict
 
@@ -714,8 +993,8 @@ def _verdict(claim: dict, context: _Context) -> Verdict:
             "kind": claim.get("kind"), "text": claim.get("text"), "scale": context.scale,
             "software": context.tables[None][1].software}
     if not claim.get("check"):
-        return Verdict(verdict="not checkable",
-                       reason=claim.get("not_checkable") or "the claim has no check", **base)
+        reason = claim.get("not_checkable") or "the claim has no check"
+        return Verdict(verdict="not checkable", reason=reason, finding=reason, **base)
     verdict = _judged(claim, spec, context, claim["check"], base)
     if claim.get("check_alt"):
         verdict.check_alt = claim["check_alt"]

@@ -2,9 +2,10 @@
 paper and verdict) and a thumbnail of every experiment's figure, and a page per experiment
 with its figure, claims, caveats and the provenance of every run.
 
-Figures stay files beside the pages, linked by relative paths and loaded lazily, so the
-index opens fast and the report reads from the file system without a server. The pages read
-results, figures and verdicts only.
+Figures stay files in the report's own folder (figures/, linked in by `hold_figures`), linked
+by relative paths and loaded lazily, so the index opens fast, the report reads from the file
+system without a server, and the folder can be sent alone. The pages read results, figures and
+verdicts only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import datetime as _dt
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import jinja2
@@ -33,8 +35,8 @@ PAPERS = {
 VERDICT_ORDER = ["holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable"]
 # the columns of verdicts.verdicts_frame the verdict table shows
 VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
-                  "reproduced", "check", "alt_verdict", "alt_reproduced", "check_alt", "text",
-                  "substituted", "software")
+                  "reproduced", "check", "alt_verdict", "alt_reason", "alt_reproduced", "check_alt",
+                  "text", "substituted", "software", "finding", "alt_finding")
 
 
 # what an experiment's entry reads of its results table (tidy.not_run_reason and is_monitor, the
@@ -146,6 +148,44 @@ def fabric_rows(spec: dict, run_list: list[dict]) -> dict:
             "expected": expected.expectations(spec, record)}
 
 
+def _stack_version(run: dict, stack: str) -> str:
+    """The stack a run ran with its version: 'bigdl 2.4.0'; a bare version takes the stack's name."""
+    version = str((run.get("versions") or {}).get("stack") or "")
+    if not version:
+        return stack
+    return version if version[0].isalpha() else f"{stack} {version}"
+
+
+def what_ran(spec: dict, scale_data: dict, run_list: list[dict]) -> dict:
+    """What ran at the scale: the model (the scale's fixed model or its matrix's, else the paper's),
+    the data and each stack with the version its used runs recorded (the stack axis' value, else
+    the scale's stack); and the paper's model and stack where either differs."""
+    fixed_model = (scale_data.get("fixed") or {}).get("model")
+    models = (scale_data.get("matrix") or {}).get("model")
+    model = fixed_model or ("; ".join(map(str, models)) if models else spec.get("model"))
+    scale_stack = scale_data.get("stack") or spec.get("stack")
+    axis = spec.get("stack_axis")
+    ok = [r for r in run_list if r.get("used") and r.get("status") == "ok"]
+    stacks = list(dict.fromkeys(_stack_version(r, str((r.get("point") or {}).get(axis) or scale_stack))
+                                for r in ok))
+    differs = model != spec.get("model") or scale_stack != spec.get("stack")
+    return {"ran": bool(ok), "model": model, "data": scale_data.get("dataset", spec.get("dataset")),
+            "stack": ", ".join(stacks) or scale_stack,
+            "paper": f"{spec.get('model')}, {spec.get('stack')}" if differs else None}
+
+
+def hold_figures(files, source_dir, out_dir) -> None:
+    """The report's copy of each drawn file, at its path under `source_dir`: a hard link where
+    both are on one file system (no second copy of the bytes), else a copy."""
+    for file in map(Path, files):
+        target = Path(out_dir, file.relative_to(source_dir))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(file, target)
+        except OSError:
+            shutil.copy2(file, target)
+
+
 def scale_notes(scale_data: dict, run_list: list[dict]) -> list[str]:
     """The scale's notes, and its notes for the software profile of each profile its used runs
     ran (runs before the profile label ran the modern profile)."""
@@ -188,8 +228,7 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 "figure": spec["figure"],
                 "title": spec["title"],
                 "stack": spec.get("stack"),
-                "model": spec.get("model"),
-                "dataset": (scale_data or {}).get("dataset", spec.get("dataset")),
+                "ran": what_ran(spec, scale_data or {}, run_list),
                 "data_labels": data_labels,
                 "cluster": (scale_data or {}).get("cluster"),
                 "clusters": sorted({r.get("cluster") for r in run_list if r.get("cluster")}),

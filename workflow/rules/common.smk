@@ -169,7 +169,9 @@ PAPER_RECORDS = paper_records()
 
 
 def report_html():
-    return f"{REPORT}/index.html"
+    """What the pipeline asks of the report: its index, and per scale the folder of the figures it
+    holds (rule report_figures), so that the report folder travels alone."""
+    return [f"{REPORT}/index.html", *(f"{REPORT}/figures/{scale}" for scale in SCALES)]
 
 
 def stack_for(experiment, point, scale):
@@ -361,7 +363,7 @@ def step_report(input, output, params, log):
 
     dreport.write_report(
         output.html, specs={e: merged_spec(e) for e in IDS}, scales=SCALES,
-        figures_dir=FIGURES, results_dir=RESULTS, verdict_ids=VERDICT_IDS,
+        figures_dir=f"{REPORT}/figures", results_dir=RESULTS, verdict_ids=VERDICT_IDS,
         data_ids={e: data_id(e) for e in IDS}, runs_dir=RUNS,
         profiles=(input.profiles, PAPER_RUNS) if PAPER_RUNS else None, pdfs=params.pdfs,
     )
