@@ -14,17 +14,16 @@ import functools
 import json
 import re
 import sys
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from dlobd import ROOT
+from dlobd.results.findings import Gap, Wording
 from dlobd.results.verdicts import (
     MISSING,
-    RATIO,
-    SHARE,
     SYMBOLS,
     VERDICTS,
     Part,
@@ -33,14 +32,13 @@ from dlobd.results.verdicts import (
     is_missing,
     metric_words,
     parts_text,
-    point_text,
     quantity,
     significant,
     summary_text,
     unique_pairs,
     verdicts_frame,
 )
-from dlobd.spec import REPEAT, metrics, substitutions
+from dlobd.spec import REPEAT, metrics, same_value, substitutions
 from dlobd.spec.claimlang import (
     ARITH,
     COMPARE,
@@ -86,14 +84,6 @@ class _Bound:
 
 def _quoted(value) -> str:
     return f"'{value}'" if isinstance(value, str) else fmt(value)
-
-
-def _same(a, b) -> bool:
-    """Matrix values compare as numbers when both are numbers, else as text."""
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
 
 
 def _matches(column: pd.Series, value) -> pd.Series:
@@ -196,70 +186,15 @@ class _Context:
 EXCLUDED = " (excluded)"
 
 
-@dataclass(frozen=True)
-class _Gap:
-    """A value a check could not read: `text` for the reason column (in the check's own terms),
-    `words` for the finding (which value, in words, and why)."""
-    text: str
-    words: str
-
-
-@dataclass(frozen=True)
-class _Said:
-    """An operand of a comparison in words: what it is, its unit, the metrics it reads, where a
-    max or min over points found its value ('at 64 MB'), and whether it is a metric's whole (a
-    reference naming nothing the comparison's other references do not)."""
-    label: str
-    unit: str | None = None
-    metrics: frozenset = frozenset()
-    at: str = ""
-    whole: bool = False
-
-
-def _nodes(node, kind) -> list:
-    """Every node of `kind` in a check's node, itself included."""
-    found = [node] if isinstance(node, kind) else []
-    for f in fields(node) if is_dataclass(node) else ():
-        value = getattr(node, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            found += _nodes(item, kind)
-    return found
-
-
-def _refs(operands) -> list[Ref]:
-    return [r for o in operands for r in _nodes(o, Ref)]
-
-
-def _written(node, env: dict):
-    """A selector's value: a quantifier's current value, else the value as written."""
-    if isinstance(node, Word) and not node.quoted and env.get(node.text) is not None:
-        return env[node.text].value
-    return node.value if isinstance(node, Num) else node.text
-
-
-def _is_variable(node, env: dict) -> bool:
-    return isinstance(node, Word) and not node.quoted and node.text in env
-
-
-def _difference(node) -> bool:
-    """A difference, or its absolute value: divided by a value, it is a relative difference."""
-    if isinstance(node, Call) and node.name == "abs":
-        return _difference(node.args[0])
-    return isinstance(node, Arith) and node.op in "+-"
-
-
-_ARITH_WORDS = {"+": "+", "-": "−", "*": "×", "/": "/"}
-
-
-class _Evaluator:
+class _Evaluator(Wording):
     """Evaluates one check over the results; records what it read and compared."""
 
     def __init__(self, context: _Context):
         self.scale = context.scale
         self.table = context.table
-        self.missing: list[_Gap] = []
+        self.missing: list[Gap] = []
         self.excluded_misses = 0     # how many of `missing` are points the scale excludes
-        self.unreached: list[_Gap] = []
+        self.unreached: list[Gap] = []
         self.tests: list[tuple[str, bool]] = []
         self.parts: list[Part] = []          # the comparisons, in words
         self.picked: dict = {}               # (max/min node, env) -> the point it picked
@@ -275,7 +210,7 @@ class _Evaluator:
         scale = _scale_of(spec, self.scale)
         not_runnable = scale.get("runnable") is False
         why = f": not runnable ({scale['reason']})" if not_runnable else ""
-        self.missing.append(_Gap(f"no results for {spec.get('id', '?')} at `{self.scale}` scale{why}",
+        self.missing.append(Gap(f"no results for {spec.get('id', '?')} at `{self.scale}` scale{why}",
                                  f"{spec.get('id', '?')} has no results at the {self.scale} scale"
                                  + (": not runnable here (its page says why)" if not_runnable else "")))
 
@@ -290,8 +225,8 @@ class _Evaluator:
             else:
                 value, local = (node.value if isinstance(node, Num) else node.text), False
             if not local and column in axis_map:
-                mapped = next((v for k, v in axis_map[column].items() if _same(k, value)), value)
-                if not _same(mapped, value):
+                mapped = next((v for k, v in axis_map[column].items() if same_value(k, value)), value)
+                if not same_value(mapped, value):
                     changed = True
                     self.substituted.append(substitutions.axis_substitution(column, value, mapped))
                 value = mapped
@@ -313,10 +248,10 @@ class _Evaluator:
         scale = _scale_of(spec, self.scale)
         matrix = scale.get("matrix") or {}
         for axis, value in point.items():
-            if axis in matrix and not any(_same(value, v) for v in matrix[axis]):
+            if axis in matrix and not any(same_value(value, v) for v in matrix[axis]):
                 return f"{axis}={fmt(value)}"
         for ex in scale.get("exclude") or []:
-            if all(a in point and _same(point[a], v) for a, v in ex.items()):
+            if all(a in point and same_value(point[a], v) for a, v in ex.items()):
                 return ", ".join(f"{a}={fmt(v)}" for a, v in ex.items()) + EXCLUDED
         return None
 
@@ -326,15 +261,15 @@ class _Evaluator:
         for column in point:
             if column not in table.columns:
                 raise CheckError(f"{where}: results of {spec.get('id', '?')} have no column {column!r}")
-        runs = [r for r in table.runs if all(_same(r[c], v) for c, v in point.items())]
+        runs = [r for r in table.runs if all(same_value(r[c], v) for c, v in point.items())]
         if not runs:
             outside = self._outside_matrix(spec, point)
             if outside and outside.endswith(EXCLUDED):
                 self.excluded_misses += 1
             self.missing.append(
-                _Gap(f"{where}: point not in the `{self.scale}` matrix ({outside})",
+                Gap(f"{where}: point not in the `{self.scale}` matrix ({outside})",
                      f"{subject}: not in the {self.scale} matrix ({outside})") if outside
-                else _Gap(f"{where}: no run", f"{subject}: no run"))
+                else Gap(f"{where}: no run", f"{subject}: no run"))
             return None
         return runs
 
@@ -389,7 +324,7 @@ class _Evaluator:
             because = f": {reason}" if isinstance(reason, str) and reason else ""
             # the first of a reason's parts ('needs infiniband: ...; needs rdma: ...') says enough
             first = f": {reason.split('; needs ')[0]}" if because else ""
-            self.missing.append(_Gap(f"{where}: run {last['run_id']} is {last['status']}{because}",
+            self.missing.append(Gap(f"{where}: run {last['run_id']} is {last['status']}{because}",
                                      f"{subject}: {last['status']}{first}"))
             return None
         run_id = ok[-1]["run_id"]
@@ -398,7 +333,7 @@ class _Evaluator:
         for column, value in row_sels.items():
             rows = rows[_matches(rows[column], value)] if column in rows.columns else rows.iloc[:0]
         if rows.empty:
-            self.missing.append(_Gap(f"{where}: run {run_id} has no {metric} values"
+            self.missing.append(Gap(f"{where}: run {run_id} has no {metric} values"
                                      + (f" at {', '.join(f'{c}={fmt(v)}' for c, v in row_sels.items())}"
                                         if row_sels else ""),
                                      f"{subject}: its run has no {metric_words(metric)} values"))
@@ -438,7 +373,7 @@ class _Evaluator:
             rows = rows[rows[over].notna()].sort_values(over, kind="stable") \
                 if over in rows.columns else rows.iloc[:0]
             if rows.empty:
-                self.missing.append(_Gap(f"{text}: run {run_id} has no {metric} rows with {over}",
+                self.missing.append(Gap(f"{text}: run {run_id} has no {metric} rows with {over}",
                                          f"{self.ref_words(ref, env)}: its run has no values by {over}"))
                 return MISSING
         else:
@@ -462,7 +397,7 @@ class _Evaluator:
         for column in TIME_COLUMNS:
             if column in rows.columns and rows[column].notna().all():
                 return rows[column].astype(float)
-        self.missing.append(_Gap(f"{text}: the rows have no sample time ({' or '.join(TIME_COLUMNS)})",
+        self.missing.append(Gap(f"{text}: the rows have no sample time ({' or '.join(TIME_COLUMNS)})",
                                  f"{subject}: its samples have no time"))
         return None
 
@@ -480,7 +415,7 @@ class _Evaluator:
         reached, best = first_reached(times, rows["value"], node.op, target)
         if reached is None:
             unit = self.said(node.ref, env).unit
-            self.unreached.append(_Gap(f"{text}: {metric} never reached {node.op} {fmt(target)} in "
+            self.unreached.append(Gap(f"{text}: {metric} never reached {node.op} {fmt(target)} in "
                                        f"run {run_id} (best {fmt(best)})",
                                        f"{self.ref_words(node.ref, env)}: never reached "
                                        f"{SYMBOLS[node.op]} {quantity(target, unit)} "
@@ -499,7 +434,7 @@ class _Evaluator:
                 times = rows[key].map(clock.groupby(key)["value"].max())
                 if times.notna().any():
                     return times
-        self.missing.append(_Gap(f"{text}: no wall_clock_s for the rows of {rows['metric'].iloc[0]}",
+        self.missing.append(Gap(f"{text}: no wall_clock_s for the rows of {rows['metric'].iloc[0]}",
                                  f"{subject}: its run recorded no time of its values"))
         return None
 
@@ -514,7 +449,7 @@ class _Evaluator:
         if any(is_missing(y) for _, y in points):
             return self._input(text, MISSING)
         if len(points) < 2:
-            self.missing.append(_Gap(f"{text}: needs at least two values of {node.axis}",
+            self.missing.append(Gap(f"{text}: needs at least two values of {node.axis}",
                                      f"{self.said(node, env).label}: needs at least two values of {node.axis}"))
             return self._input(text, MISSING)
         mx = sum(x for x, _ in points) / len(points)
@@ -552,7 +487,7 @@ class _Evaluator:
                 if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
                     values = sorted(values)
                 if not values:
-                    self.missing.append(_Gap(f"{text}: no values of {name} in the results",
+                    self.missing.append(Gap(f"{text}: no values of {name} in the results",
                                              f"no values of {name} in the results of {spec.get('id', '?')}"))
                 return [(v, True) for v in values]
         raise TypeError(domain)
@@ -580,173 +515,6 @@ class _Evaluator:
 
     def _record(self, node, value, env) -> None:
         (self.reproduced if has_data(node) else self.paper).append((show(node, env), value))
-
-    # -- the check in words, for the finding
-
-    def _unit(self, experiment: str | None, metric: str) -> str | None:
-        spec, _ = self.table(experiment)
-        if metric == "y":
-            return spec["metric"].get("unit") or metrics.get(spec["metric"]["name"]).unit
-        return metrics.METRICS[metric].unit if metric in metrics.METRICS else None
-
-    def ref_words(self, ref: Ref, env: dict, mapped: dict | None = None) -> str:
-        """The value a reference reads, in words: 'rdma, 384 cores (here: 2 cores)'."""
-        written = {column: _written(node, env) for column, node in ref.selectors}
-        here = [point_text(c, mapped[c]) for c, v in written.items()
-                if mapped and c in mapped and not _same(mapped[c], v)]
-        words = ", ".join(point_text(c, v) for c, v in written.items())
-        if ref.metric != "y":
-            words = f"{metric_words(ref.metric)} at {words}" if words else metric_words(ref.metric)
-        words += f" (here: {', '.join(here)})" if here else ""
-        return words + (f" in {ref.experiment}" if ref.experiment else "")
-
-    @staticmethod
-    def _common(operands) -> list:
-        """The selectors (column, value or variable) every reference of a comparison has: its
-        labels leave them out, its `where` says them once."""
-        refs = _refs(operands)
-        if len(refs) < 2:
-            return []
-        return [s for s in refs[0].selectors if all(s in r.selectors for r in refs[1:])]
-
-    def _where(self, operands, env: dict) -> str:
-        """Where a comparison was made: the points its quantifiers bound, then the values its
-        references share ('at 16 MB', 'at loopback, for training')."""
-        bound, shared = [], []
-        inner = {n for o in operands for q in _nodes(o, Quant) for n in q.names}
-        for column, node in self._common(operands):
-            if isinstance(node, Word) and not node.quoted and node.text in inner:
-                continue    # ranged over inside: where the max or min was found says the point
-            if _is_variable(node, env):
-                bound += [point_text(column, env[node.text].value)] if env[node.text] is not None else []
-            else:
-                shared.append(point_text(column, _written(node, env)))
-        return ", ".join(filter(None, (f"at {', '.join(bound)}" if bound else "",
-                                       f"for {', '.join(shared)}" if shared else "")))
-
-    def said(self, node, env: dict, common: list = ()) -> _Said:
-        """A node of a check in words, with the unit of its value."""
-        match node:
-            case Num(_, text):
-                return _Said(text)
-            case Word(text, quoted):
-                bound = not quoted and env.get(text) is not None
-                return _Said(fmt(env[text].value) if bound else text)
-            case Ref(metric, experiment, selectors):
-                spec, _ = self.table(experiment)
-                name = spec["metric"]["name"] if metric == "y" else metric
-                words = ", ".join(point_text(c, _written(n, env)) for c, n in selectors
-                                  if (c, n) not in common and not (_is_variable(n, env) and env[n.text] is None))
-                label = f"{words} {metric_words(name)}" if words and metric != "y" else words or metric_words(name)
-                return _Said(label + (f" ({experiment})" if experiment else ""), self._unit(experiment, metric),
-                             frozenset({name}), whole=not words)
-            case Neg(operand):
-                inner = self.said(operand, env, common)
-                return _Said(f"−{inner.label}", inner.unit, inner.metrics)
-            case Arith(op, left, right):
-                return self._said_arith(op, left, right, env, common)
-            case Call(name, args, _):
-                return self._said_call(node, name, args, env, common)
-            case TimeTo(ref, op, target):
-                where = self.said(Ref("y", ref.experiment, ref.selectors), env, common).label
-                return _Said(f"time to {metric_words(ref.metric)} {SYMBOLS[op]} {self.said(target, env).label}"
-                             f" at {where}", "s", frozenset({ref.metric}))
-            case Slope(ref, axis):
-                return _Said(f"slope of {self.said(ref, env, common).label} over {axis}")
-            case Quant(kind, names, _, body):
-                inner = self.said(body, {**env, **{n: None for n in names}}, common)
-                at = self.picked.get((node, tuple(sorted(env.items()))))
-                at = f"at {point_text(self._axis_of(node), at)}" if at is not None else ""
-                if kind in ("max", "min"):
-                    return _Said(f"the {'largest' if kind == 'max' else 'smallest'} {inner.label}",
-                                 inner.unit, inner.metrics, at)
-                if kind in ("argmax", "argmin"):
-                    return _Said(f"the {self._axis_of(node)} of the {'largest' if kind == 'argmax' else 'smallest'} "
-                                 f"{inner.label}")
-                return _Said(f"{kind} of {names[0]}: {inner.label}")
-            case Compare(operands, ops):
-                labels = [self.said(o, env, common).label for o in operands]
-                return _Said(" ".join([labels[0]] + [f"{SYMBOLS[op]} {label}" for op, label in zip(ops, labels[1:])]))
-            case Logic(op, operands):
-                return _Said(f" {op} ".join(self.said(o, env, common).label for o in operands))
-            case Not(operand):
-                return _Said(f"not {self.said(operand, env, common).label}")
-        return _Said(show(node, {k: v for k, v in env.items() if v is not None}))
-
-    def _said_arith(self, op, left, right, env, common) -> _Said:
-        a, b = self.said(left, env, common), self.said(right, env, common)
-        wrap = [f"({s.label})" if isinstance(n, Arith) and n.op in "+-" and op in "*/" else s.label
-                for n, s in ((left, a), (right, b))]
-        if op in "+-":
-            # a ratio less one is a gain: a share of the baseline
-            unit = SHARE if RATIO in (a.unit, b.unit) and None in (a.unit, b.unit) else a.unit or b.unit
-        elif op == "*":
-            unit = b.unit if a.unit is None else a.unit if b.unit is None else None
-        elif b.unit is None:
-            unit = a.unit
-        elif a.unit == b.unit:
-            # a part of a whole, a difference relative to a value: a share; the same quantity at
-            # two points: a ratio
-            part = a.metrics != b.metrics or (b.whole and not a.whole)
-            unit = SHARE if _difference(left) or part else RATIO
-            wrap[1] = f"the total {wrap[1]}" if b.whole and not a.whole and a.metrics == b.metrics else wrap[1]
-        else:
-            unit = None
-        return _Said(f"{wrap[0]} {_ARITH_WORDS[op]} {wrap[1]}", unit, a.metrics | b.metrics)
-
-    def _said_call(self, node, name, args, env, common) -> _Said:
-        said = [self.said(a, env, common) for a in args]
-        labels = [s.label for s in said]
-        unit = next((s.unit for s in said if s.unit), None)
-        metrics_read = frozenset().union(*(s.metrics for s in said))
-        match name:
-            case "abs":
-                return _Said(f"|{labels[0]}|", unit, metrics_read)
-            case "min" | "max":
-                return _Said(f"the {'lowest' if name == 'min' else 'highest'} of {', '.join(labels)}",
-                             unit, metrics_read)
-            case "reduction":
-                return _Said(f"the reduction from {labels[0]} to {labels[1]}", SHARE, metrics_read)
-            case "speedup_gain":
-                return _Said(f"the gain of {labels[1]} over {labels[0]}", SHARE, metrics_read)
-            case "duration":
-                return _Said(f"the duration of {labels[0]}", "s", metrics_read)
-        shown = {"mean_over_time": "mean", "max_over_time": "peak", "min_over_time": "lowest"}
-        return _Said(f"{shown.get(name, name)} {', '.join(labels)}", unit, metrics_read)
-
-    def _axis_of(self, node: Quant) -> str:
-        """The column a quantifier's variable ranges over (to write its values: 16 MB, 2 nodes)."""
-        if isinstance(node.domain, AxisOf):
-            return node.domain.name
-        return next((c for r in _refs([node.body]) for c, n in r.selectors
-                     if isinstance(n, Word) and n.text == node.names[0]), node.names[0])
-
-    def _axis_words(self, node: Quant) -> str:
-        return f"{node.kind} over {self._axis_of(node)}"
-
-    def _say_compare(self, node: Compare, values: list, result: bool, env: dict) -> None:
-        """The comparison as a part of the finding: its sides with their values in their unit,
-        the measured relation where it is not the claimed one."""
-        common = self._common(node.operands)
-        said = [self.said(o, env, common) for o in node.operands]
-        unit = next((s.unit for s in said if s.unit), None)
-        sides = [" ".join(filter(None, (s.label if has_data(o) else "", quantity(v, s.unit or unit), s.at)))
-                 for o, s, v in zip(node.operands, said, values)]
-        claimed = [SYMBOLS[op] for op in node.ops]
-        shape = " ".join(s.label if has_data(o) else "#" for o, s in zip(node.operands, said)) + " ".join(claimed)
-        ops = claimed if result else [self._measured(a, b) for a, b in zip(values, values[1:])]
-        text = " ".join([sides[0]] + [f"{op} {side}" for op, side in zip(ops, sides[1:])])
-        self.parts.append(Part(shape, text, self._where(node.operands, env), result,
-                               "" if result else f"the claim: {', '.join(claimed)}"))
-
-    @staticmethod
-    def _measured(a, b) -> str:
-        """How two compared values relate, as measured."""
-        if is_missing(a) or is_missing(b):
-            return "vs"
-        if isinstance(a, str) or isinstance(b, str):
-            return "=" if a == b else "≠"
-        return "<" if a < b else ">" if a > b else "="
 
     def evaluate(self, node, env: dict):
         match node:
@@ -895,7 +663,7 @@ class _Evaluator:
             ordered = sorted(values, key=lambda v: self._float(v[0], text))
             bindings = [dict(zip(node.names, (a, b))) for a, b in zip(ordered, ordered[1:])]
             if not bindings and values:     # e.g. a local matrix with one value of the axis
-                self.missing.append(_Gap(f"{text}: needs at least two values at `{self.scale}` scale",
+                self.missing.append(Gap(f"{text}: needs at least two values at `{self.scale}` scale",
                                          f"{self._axis_words(node)}: needs at least two values at the "
                                          f"{self.scale} scale"))
         else:
@@ -916,7 +684,7 @@ class _Evaluator:
             results.append((binding[node.names[0]][0], body))
         if not results:
             if bindings:
-                self.missing.append(_Gap(f"{text}: every point is excluded from the `{self.scale}` matrix",
+                self.missing.append(Gap(f"{text}: every point is excluded from the `{self.scale}` matrix",
                                          f"{self._axis_words(node)}: every point is excluded from the "
                                          f"{self.scale} matrix"))
             return MISSING         # no values: recorded as missing by domain()

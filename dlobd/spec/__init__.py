@@ -107,6 +107,14 @@ def expand(scale: dict) -> list[tuple[str, dict]]:
     return sorted(points, key=lambda p: p[0])
 
 
+
+def same_value(a, b) -> bool:
+    """Matrix values compare as numbers when both are numbers (2 == 2.0), else as text."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
 @dataclass
 class Spec:
     id: str
