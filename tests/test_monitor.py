@@ -184,3 +184,15 @@ def test_a_host_without_nvidia_smi_writes_no_gpu_column_and_says_so_once(tmp_pat
     assert done.returncode == 0, done.stderr
     assert not [c for c in rows(done.stdout)[0] if c.startswith("gpu")]
     assert done.stderr == "monitor: no GPU columns: nvidia-smi not found on PATH\n"
+
+
+def test_the_first_sample_has_no_cpu_reading(tmp_path):
+    # psutil's first cpu_percent spans the milliseconds since the sampler started (100 % in 95 of
+    # data/reference's 103 files): the first row leaves the cell empty, the next ones measure
+    job = subprocess.Popen([sys.executable, "-c", BUSY.format(s=1.5)])
+    done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.5")
+    job.wait()
+    assert done.returncode == 0, done.stderr
+    got = rows(done.stdout)
+    assert len(got) >= 3 and got[0]["cpu_util_pct"] == ""
+    assert all(0 <= float(r["cpu_util_pct"]) <= 100 for r in got[1:])

@@ -122,3 +122,21 @@ def test_a_number_of_another_stack_has_no_counterpart_in_this_figures_runs(tmp_p
     # TensorFlowOnSpark's 10.9 GB is not set beside CaffeOnSpark's gpu run: its slot says why
     assert [t.get_text() for t in panel.texts if t.get_text() in ("another stack", "1.4 GB")] == ["another stack"]
     assert [tick.get_text() for tick in panel.get_xticklabels()] == ["gpu-cudnn", "gpu, tensorflowonspark"]
+
+
+def test_a_ratio_up_to_a_swept_size_is_the_largest_ratio_at_one_size(tmp_path):
+    # scaffe-fig12 states 'up to 133x' over message sizes: the local bar is the largest of the
+    # ratios at each size (here 30 / 10 = 3 at 4 bytes), not the ratio of the means over all
+    # sizes ((30 + 400) / (10 + 390) = 1.075)
+    s = spec.load_all(ROOT)["scaffe-fig12"]
+    data = {**s.data, "dimensions": s.dimensions()}
+    # constructed rows (not measurements): one run per reduce, two message sizes
+    table = pd.DataFrame([
+        {"mpi_impl": impl, "message_bytes": size, "metric": "latency_us", "value": v, "status": "ok",
+         "run_id": f"local/local/scaffe-fig12/mpi_impl-{impl}/attempt-001", "reason": None, "cluster": "local",
+         "epoch": None, "step": None, "wall_clock_s": None}
+        for impl, values in (("openmpi", (30.0, 400.0)), ("hr", (10.0, 390.0)), ("mpich", (20.0, 20.0)))
+        for size, v in zip((4, 1024), values)])
+    ctx = figures.Context(data, "local", data["scales"]["local"], table)
+    openmpi = next(p for p in ctx.paper_values() if p["at"] == {"mpi_impl": "openmpi"})
+    assert figures.local_counterpart(ctx, openmpi) == (pytest.approx(3.0), "")

@@ -1,5 +1,6 @@
 """Raw runs to the tidy results table (dlobd/results/tidy.py), on real BigDL logs."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -128,7 +129,8 @@ def test_monitor_samples_become_vocabulary_rows(tmp_path, log):
     frame = _parsed_with_monitor(tmp_path, log, "vm.csv", monitor)
     mon = frame[frame["log"] == "monitor/vm.csv"]
     cpu = mon[mon["metric"] == "cpu_util_pct"]
-    assert list(cpu["value"]) == [10.0, 55.5, 60.0] and set(cpu["unit"]) == {"%"}
+    # (the first sample's CPU value is psutil's first call: no reading)
+    assert list(cpu["value"]) == [55.5, 60.0] and set(cpu["unit"]) == {"%"}
     assert list(mon[mon["metric"] == "host_mem_mb"]["value"]) == [100.0, 120.0, 130.0]
     rx = mon[(mon["metric"] == "net_mb_per_s") & (mon["direction"] == "rx")]
     assert list(rx["value"]) == [2.0, 4.0] and list(rx["wall_clock_s"]) == [1.0, 2.0]
@@ -159,6 +161,39 @@ def test_a_monitor_file_from_before_the_gpu_columns_still_reads(tmp_path, log):
     assert not mon["metric"].astype(str).str.startswith("gpu").any()
 
 
+REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "local" / "local"
+
+
+def test_the_samples_that_measure_no_job_give_no_row(tmp_path, log):
+    # dlobd-fig9's TensorFlow run as sampled: 8 samples, the first at 0.014 s with psutil's
+    # first 100.0 %, the last at 7.001 s after the job exited (0 processes, 0.0 MB)
+    real = REFERENCE / "dlobd-fig9/framework-tensorflow_network-loopback/attempt-001/monitor/vm.csv"
+    raw = pd.read_csv(real)
+    assert (raw["cpu_util_pct"].iloc[0], raw["rss_mb"].iloc[-1], raw["processes"].iloc[-1]) == (100.0, 0.0, 0)
+    mon = _parsed_with_monitor(tmp_path, log, "vm.csv", real.read_text())
+    cpu = mon[mon["metric"] == "cpu_util_pct"]
+    memory = mon[mon["metric"] == "host_mem_mb"]
+    assert list(cpu["value"]) == list(raw["cpu_util_pct"].iloc[1:-1])
+    assert list(memory["value"]) == list(raw["rss_mb"].iloc[:-1]) and memory["value"].iloc[-1] == 540.6
+    for metric in ("net_mb_per_s", "host_mem_mb", "cpu_util_pct"):
+        assert mon.loc[mon["metric"] == metric, "wall_clock_s"].max() == 6.007, metric
+
+
+def test_a_job_not_yet_started_or_not_yet_reaped_keeps_its_samples_until_it_ends(tmp_path, log):
+    # a --match sampler sees no process until YARN starts the containers: those samples stand;
+    # a job whose processes are zombies (1 process, 0.0 MB, as rdmatf-fig6's last sample) has ended
+    monitor = ("time_s,host,cpu_util_pct,rss_mb,processes\n0.01,vm,100.0,0.0,0\n1.0,vm,20.0,0.0,0\n"
+               "2.0,vm,90.0,800.0,3\n3.0,vm,95.0,900.0,3\n4.0,vm,52.0,0.0,1\n5.0,vm,3.0,0.0,0\n")
+    mon = _parsed_with_monitor(tmp_path, log, "vm.csv", monitor)
+    assert list(mon.loc[mon["metric"] == "host_mem_mb", "value"]) == [0.0, 0.0, 800.0, 900.0]
+    assert list(mon.loc[mon["metric"] == "cpu_util_pct", "value"]) == [20.0, 90.0, 95.0]
+    # the monitor's own file from now on leaves the first CPU cell empty
+    monitor = "time_s,host,cpu_util_pct,rss_mb,processes\n0.01,vm,,10.0,1\n1.0,vm,20.0,50.0,1\n"
+    mon = _parsed_with_monitor(tmp_path / "new", log, "vm.csv", monitor)
+    assert list(mon.loc[mon["metric"] == "cpu_util_pct", "value"]) == [20.0]
+    assert list(mon.loc[mon["metric"] == "host_mem_mb", "value"]) == [10.0, 50.0]
+
+
 def test_results_table_has_the_contract_columns(tmp_path, log):
     parsed = []
     for i, (point, status) in enumerate([({"network": "loopback", "cores": 1}, "ok"),
@@ -175,7 +210,8 @@ def test_results_table_has_the_contract_columns(tmp_path, log):
     cols = list(table.columns)
     assert cols[:3] == ["experiment", "network", "cores"]
     assert cols[3:8] == ["metric", "value", "unit", "step", "epoch"]
-    assert cols[-7:] == ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile"]
+    assert cols[-10:] == ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile",
+                          "hosts", "processes", "layout"]
     assert "wall_clock_s" in cols and "point.cores" not in cols and "attempts" not in cols
     failed = table[table["status"] == "failed"]
     assert len(failed) == 1 and failed.iloc[0]["reason"] == "exit status 1"
@@ -188,3 +224,43 @@ def test_experiment_without_runs_is_an_empty_table(tmp_path):
     table = results.write_results("dlobd-fig7a", AXES, [], tmp_path / "r.csv")
     assert table.empty
     assert list(pd.read_csv(tmp_path / "r.csv").columns)[:3] == ["experiment", "network", "cores"]
+
+
+@pytest.mark.parametrize("point, layout, hosts, processes", [
+    # TF_CONFIG's tasks, as the launcher named them in the host's roles (worker:0, ps:0, chief:0)
+    ("dlobd-fig11/network-loopback_nodes-2_repeat-1", "2 workers + 1 PS + 1 chief on 1 host", 1, 4),
+    ("dlobd-fig9/framework-tensorflow_network-loopback", "2 collective workers on 1 host", 1, 2),
+    # Spark's executors (the event log's), their cores and TFoS's TF nodes from spark-submit's command
+    ("dlobd-fig9/framework-tensorflowonspark_network-loopback",
+     "2 collective workers in 2 executors × 1 core on 1 host", 1, 2),
+    ("slides-pagerank-32nodes/datasize-huge_network-loopback", "1 executor × 2 cores on 1 host", 1, 1),
+    ("slides-pagerank-64nodes/datasize-huge_network-loopback", "2 executors × 1 core on 1 host", 1, 2),
+    ("scaffe-fig11/algorithm-binomial", "8 MPI ranks on 1 host", 1, 8),  # mpirun -np 8
+    ("tfgrpc-fig13/network-loopback_payload-scheme-random", "3 workers + 2 PS on 1 host", 1, 5),
+])
+def test_a_runs_layout_comes_from_its_record(point, layout, hosts, processes):
+    record = json.loads((REFERENCE / point / "attempt-001" / "run.json").read_text())
+    assert results.run_layout(record) == {"hosts": hosts, "processes": processes, "layout": layout}
+
+
+def test_a_layout_over_several_hosts_says_how_many_processes_each_ran():
+    record = {"command": ["spark-submit", "--num-executors", "3", "--executor-cores", "2", "app.py"],
+              "hosts": [{"name": "master", "roles": ["namenode", "resourcemanager"]},
+                        {"name": "w1", "roles": ["worker", "executor:1", "executor:2"]},
+                        {"name": "w2", "roles": ["worker", "application-master", "executor:3"]}]}
+    assert results.run_layout(record) == {"hosts": 2, "processes": 3,
+                                          "layout": "3 executors × 2 cores on 2 hosts, 1–2 a host"}
+    ranks = {"command": ["/usr/bin/mpirun", "-np", "16", "--hostfile", "hostfile", "hr_reduce"],
+             "hosts": [{"name": "w1", "roles": ["workers"]}, {"name": "w2", "roles": ["workers"]}]}
+    assert results.run_layout(ranks)["layout"] == "16 MPI ranks on 2 hosts"
+
+
+def test_the_layout_reaches_every_row_of_its_point_and_a_run_that_started_nothing_has_none():
+    runs_dir = REFERENCE.parent.parent
+    frame = results.parse_point(REFERENCE / "slides-pagerank-64nodes/datasize-huge_network-loopback",
+                                runs_dir, "hibench_spark")
+    assert len(frame) > 1 and (frame["layout"] == "2 executors × 1 core on 1 host").all()
+    assert (frame["hosts"] == 1).all() and (frame["processes"] == 2).all()
+    not_run = results.parse_point(REFERENCE / "slides-pagerank-64nodes/datasize-huge_network-rdma",
+                                  runs_dir, "hibench_spark")
+    assert not_run["status"].eq("not runnable").all() and not_run["layout"].isna().all()

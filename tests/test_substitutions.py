@@ -94,3 +94,16 @@ def test_the_verdict_is_not_comparable_with_the_reason_and_the_numbers_read():
     assert tight.verdict == NOT_COMPARABLE
     assert "2 workers and 1 parameter server(s) share 2 cores" in tight.reason
     assert "Read here: holds" in tight.reason and tight.reproduced == roomy.reproduced
+
+
+def test_a_stand_in_that_did_not_run_is_named_with_its_mark_and_the_one_that_ran_in_its_place():
+    # rdmatf-fig1 maps the paper's eth-1g to eth-1g-emulated, which needs several hosts; its
+    # loopback runs are what the figure draws (the marks as a figure finds them in its runs)
+    ran = {"network": {"loopback": "", "eth-1g-emulated": "n/r"}}
+    assert substitutions.axis_map(SPECS["rdmatf-fig1"], "local", ran) == [
+        "network=eth-1g (here: loopback stands in; eth-1g-emulated n/r)"]
+    # rdmatf-fig5 maps ipoib to loopback: the loopback runs stand in for ipoib, none for eth-1g
+    assert substitutions.axis_map(SPECS["rdmatf-fig5"], "local", ran) == [
+        "network=eth-1g (here: eth-1g-emulated n/r)", "network=ipoib (here: loopback)"]
+    # without the runs (the verdicts, the report) the spec's substitutions as they are planned
+    assert substitutions.axis_map(SPECS["rdmatf-fig1"], "local") == ["network=eth-1g (here: eth-1g-emulated)"]

@@ -22,7 +22,8 @@ from dlobd.spec import metrics
 from dlobd.stacks import runner
 
 FIXED_COLUMNS = ["metric", "value", "unit", "step", "epoch"]
-TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile"]
+TAIL_COLUMNS = ["run_id", "status", "reason", "cluster", "scale", "data_label", "profile", "hosts",
+                "processes", "layout"]
 MONITOR_DIR = "monitor"
 _NET_COLUMN = re.compile(r"^net_(.+)_(rx|tx)_bytes$")
 _GPU_COLUMN = re.compile(r"^gpu(\d+)_(util_pct|mem_mib)$")
@@ -61,6 +62,11 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
     `gpu<i>_util_pct` and `gpu<i>_mem_mib` become gpu_util_pct and gpu_device_mem_gb of GPU i,
     and `gpu_job_mem_mib` gpu_mem_gb (empty cells, an nvidia-smi that stopped, give no row). Rows carry
     `log` = monitor/<host>.csv, which tells them apart from the stack's own rows.
+
+    Two kinds of sample measure no job and give no row (the raw file keeps them): the first
+    sample's CPU value (psutil's first `cpu_percent` spans the few milliseconds since the sampler
+    started: anything from 0 to 100 %), and every sample after the last that saw the job live on
+    the host (the sampler's closing sample, taken once the job's processes exited: 0 MB).
     """
     out = []
     for path in sorted((attempt_dir / MONITOR_DIR).glob("*.csv")):
@@ -70,14 +76,17 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
             continue  # a monitor that died early is not a reason to lose the run
         if "time_s" not in frame.columns or frame.empty:
             continue
-        frame = frame.sort_values("time_s")
+        frame = frame.sort_values("time_s", ignore_index=True)
+        frame = frame.iloc[:_job_samples(frame)]
         t = pd.to_numeric(frame["time_s"], errors="coerce")
         host = str(frame["host"].iloc[0]) if "host" in frame.columns else path.stem
         base = {"host": host, "log": f"{MONITOR_DIR}/{path.name}"}
         series = []
-        for column, metric in (("cpu_util_pct", "cpu_util_pct"), ("rss_mb", "host_mem_mb")):
-            if column in frame.columns:
-                series.append((metric, {}, t, pd.to_numeric(frame[column], errors="coerce")))
+        if "cpu_util_pct" in frame.columns:
+            cpu = pd.to_numeric(frame["cpu_util_pct"], errors="coerce")
+            series.append(("cpu_util_pct", {}, t.iloc[1:], cpu.iloc[1:]))
+        if "rss_mb" in frame.columns:
+            series.append(("host_mem_mb", {}, t, pd.to_numeric(frame["rss_mb"], errors="coerce")))
         if "gpu_job_mem_mib" in frame.columns:
             series.append(("gpu_mem_gb", {}, t,
                            pd.to_numeric(frame["gpu_job_mem_mib"], errors="coerce") / _MIB_PER_GB))
@@ -100,6 +109,99 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
                     out.append({"metric": metric, "value": float(v), "unit": unit,
                                 "wall_clock_s": float(ts), **base, **dims})
     return out
+
+
+def _job_samples(frame: pd.DataFrame) -> int:
+    """How many of the time-ordered samples were taken while the job ran: up to its last live
+    one, which saw job processes holding memory (a job that exited but is not reaped yet is
+    still counted, as a zombie holding none). A `--match` sampler may see no process before YARN
+    starts the containers: those samples stand. All of them when none saw the job."""
+    live = pd.Series(True, index=frame.index)
+    for column in ("rss_mb", "processes"):  # (a file from before `processes` lacks it)
+        if column in frame.columns:
+            live &= pd.to_numeric(frame[column], errors="coerce") > 0
+    seen = live.to_numpy().nonzero()[0]
+    return int(seen[-1]) + 1 if len(seen) else len(frame)
+
+
+# the processes a run.json's host roles name ('worker:0', 'executor:1'), in the order a layout
+# says them
+_ROLE_NOUNS = {"worker": "worker", "ps": "PS", "chief": "chief", "evaluator": "evaluator",
+               "local": "process", "executor": "executor"}
+# a count and what it counts in a layout text, plurals included ('2 executors', '1 PS')
+LAYOUT_COUNT = re.compile(
+    r"(\d+) (collective worker|worker|PS|chief|evaluator|process|executor|MPI rank|core|host)(?:e?s)?\b")
+
+
+def count_text(n, noun: str) -> str:
+    """'1 worker', '2 workers', '2 PS', '2 processes', '1/2 hosts'."""
+    if str(n) == "1" or noun == "PS":
+        return f"{n} {noun}"
+    return f"{n} {noun}{'es' if noun.endswith('s') else 's'}"
+
+
+def _flag(argv: list[str], name: str) -> int | None:
+    """The number after `name` in a command line ('--executor-cores 2'), or None."""
+    for arg, value in zip(argv, argv[1:]):
+        if arg == name and value.isdigit():
+            return int(value)
+    return None
+
+
+def _executors_text(executors: int, argv: list[str]) -> str:
+    """Spark's executors with their cores (--executor-cores), and the TF nodes TensorFlowOnSpark
+    runs in them: collective workers (train.py's --cluster-size) or workers and parameter servers
+    (train_tf1.py's --workers and --ps)."""
+    text = f"{count_text(executors, 'executor')} × {count_text(_flag(argv, '--executor-cores') or 1, 'core')}"
+    nodes, workers, ps = _flag(argv, "--cluster-size"), _flag(argv, "--workers"), _flag(argv, "--ps")
+    if nodes:
+        return f"{count_text(nodes, 'collective worker')} in {text}"
+    if workers:
+        return f"{count_text(workers, 'worker')}{f' + {ps} PS' if ps else ''} in {text}"
+    return text
+
+
+def _jobs_by_host(hosts: list[dict]) -> dict[str, list[str]]:
+    """Host -> the job of each process it ran, by its roles ('worker:0' -> 'worker'); hosts
+    that ran none (a NameNode's, a ResourceManager's roles) are left out."""
+    out = {}
+    for host in hosts:
+        jobs = [job for job, sep, _ in (str(r).partition(":") for r in host.get("roles") or [])
+                if sep and job in _ROLE_NOUNS]
+        if jobs:
+            out[host.get("name")] = jobs
+    return out
+
+
+def run_layout(record: dict) -> dict:
+    """Where a run's processes ran, from its run.json: `hosts` (how many ran them), `processes`
+    and `layout`, e.g. '2 workers + 1 PS + 1 chief on 1 host', '2 executors × 1 core on 1 host',
+    '8 MPI ranks on 1 host'. The processes are the roles the launcher gave its hosts (TensorFlow's
+    and the gRPC benchmark's tasks, Spark's executors from the event log), or MPI's ranks (the
+    command's -np); the cores of an executor and TensorFlowOnSpark's TF nodes come from the
+    command. A run that started nothing (not runnable) has no layout."""
+    argv = [str(a) for a in record.get("command") or []]
+    hosts = record.get("hosts") or []
+    ranks = _flag(argv, "-np") if argv and Path(argv[0]).name.startswith("mpirun") else None
+    by_host = {} if ranks else _jobs_by_host(hosts)
+    if ranks:
+        # ranks placed by a host file run on the hosts named 'workers' or 'gpu x<n>'; else on this one
+        placed = [h for h in hosts if any(r == "workers" or str(r).startswith("gpu") for r in h.get("roles") or [])]
+        count, processes, what = max(len(placed), 1), ranks, count_text(ranks, "MPI rank")
+    elif by_host:
+        jobs = [job for names in by_host.values() for job in names]
+        count, processes = len(by_host), len(jobs)
+        collective = (record.get("labels") or {}).get("strategy") == "collective"
+        what = _executors_text(jobs.count("executor"), argv) if "executor" in jobs else " + ".join(
+            count_text(jobs.count(j), f"collective {noun}" if collective and j == "worker" else noun)
+            for j, noun in _ROLE_NOUNS.items() if j in jobs)
+    else:
+        return {"hosts": None, "processes": None, "layout": None}
+    text = f"{what} on {count_text(count, 'host')}"
+    per_host = sorted({len(jobs) for jobs in by_host.values()})
+    if count > 1 and per_host:  # processes a host: '2 a host', '1–2 a host'
+        text += f", {'–'.join(str(n) for n in dict.fromkeys([per_host[0], per_host[-1]]))} a host"
+    return {"hosts": count, "processes": processes, "layout": text}
 
 
 def parse_point(point_dir, runs_dir, stack, as_point: dict | None = None) -> pd.DataFrame:
@@ -142,6 +244,8 @@ def parse_point(point_dir, runs_dir, stack, as_point: dict | None = None) -> pd.
         rec.get("dataset"))
     # runs recorded before the label have none (all of them ran the modern profile's software)
     frame["profile"] = (rec.get("labels") or {}).get("profile")
+    for column, value in run_layout(rec).items():
+        frame[column] = value
     frame["attempts"] = len(found)
     return frame
 

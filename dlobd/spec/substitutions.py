@@ -41,11 +41,26 @@ def axis_substitution(column: str, paper_value, local_value) -> str:
     return f"{column}={_fmt(paper_value)} (here: {_fmt(local_value)})"
 
 
-def axis_map(spec: dict, scale: str) -> list[str]:
-    """Every paper -> local value of the scale's `axis_map` that changes the value."""
+def axis_map(spec: dict, scale: str, ran: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """Every paper -> local value of the scale's `axis_map` that changes the value. With `ran`
+    (column -> local value -> '' where its runs drew a value, else their mark, 'n/r'), a stand-in
+    that did not run is named only with its mark, and the one value of the column that ran in its
+    place, unmapped, as the stand-in: `network=eth-1g (here: loopback stands in; eth-1g-emulated n/r)`."""
     out = []
     for column, pairs in (_scale(spec, scale).get("axis_map") or {}).items():
-        out.extend(axis_substitution(column, k, v) for k, v in pairs.items() if not _same(k, v))
+        status = (ran or {}).get(column) or {}
+        targets = {_fmt(v) for v in pairs.values()}
+        unmapped = [v for v, mark in status.items() if not mark and v not in targets]
+        missing = [k for k, v in pairs.items() if status.get(_fmt(v))]
+        for k, v in pairs.items():
+            if _same(k, v):
+                continue
+            mark = status.get(_fmt(v))
+            if not mark:
+                out.append(axis_substitution(column, k, v))
+                continue
+            instead = f"{unmapped[0]} stands in; " if len(unmapped) == 1 and len(missing) == 1 else ""
+            out.append(f"{column}={_fmt(k)} (here: {instead}{_fmt(v)} {mark})")
     return out
 
 
@@ -122,11 +137,13 @@ def _model_and_data(spec: dict, scale: str) -> list[str]:
     return out
 
 
-def substitutions(spec: dict, scale: str, cpus: int | None = None) -> list[str]:
-    """Everything the scale stands in with for the paper's setting, for footers and the report."""
+def substitutions(spec: dict, scale: str, cpus: int | None = None,
+                  ran: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """Everything the scale stands in with for the paper's setting, for footers and the report;
+    with `ran`, the axis_map's stand-ins as they ran (axis_map)."""
     if scale == "paper":
         return []
-    out = axis_map(spec, scale) + _model_and_data(spec, scale)
+    out = axis_map(spec, scale, ran) + _model_and_data(spec, scale)
     out += [s for s in (_fixed_network(spec, scale), _hosts(spec, scale), _mpi_standin(spec, scale),
                         oversubscribed(spec, scale, cpus), _device(spec, scale)) if s]
     return out
@@ -143,9 +160,10 @@ def paper_setting(spec: dict) -> str:
     return ", ".join(parts)
 
 
-def footer(spec: dict, scale: str, cpus: int | None = None) -> str | None:
+def footer(spec: dict, scale: str, cpus: int | None = None,
+           ran: dict[str, dict[str, str]] | None = None) -> str | None:
     """The substitutions line of a figure's footer, or None at paper scale or without any."""
-    subs = substitutions(spec, scale, cpus)
+    subs = substitutions(spec, scale, cpus, ran)
     if not subs:
         return None
     paper = paper_setting(spec)

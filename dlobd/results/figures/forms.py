@@ -13,7 +13,7 @@ from dlobd.results.figures.labels import (
     legend_label, legend_title, lines_left_out, panel_keys, panel_title, select, status_note,
     status_text, text_renderer)
 from dlobd.results.figures.layout import reuse_axes
-from dlobd.results.figures.paper import paper_points
+from dlobd.results.figures.paper import paper_points, target_accuracy
 from dlobd.results.figures.values import (
     ROW_X, as_number, label_of, ordered_values, reduce_values, run_rows, same, where,
     window_means)
@@ -46,9 +46,9 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     xpos = j - 0.4 + width * (i + 0.5)
                 okc = cell[cell["status"] == "ok"]
                 if not okc.empty:
-                    cell_values = okc["value"].astype(float)
-                    ys.append(float(cell_values.mean()))
-                    spread.append((ys[-1] - cell_values.min(), cell_values.max() - ys[-1]))
+                    ys.append(float(okc["value"].astype(float).mean()))
+                    spread.append((ys[-1] - okc["low"].astype(float).min(),
+                                   okc["high"].astype(float).max() - ys[-1]))
                     pos.append(xpos)
                 elif not cell.empty:
                     status_note(ax, xpos, cell)
@@ -56,7 +56,8 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
                     point = dict(zip(list(ctx.plot.get("panels") or []), pkey))
                     empty_slot_note(ax, xpos, ctx, {**point, **dict(zip(series, skey)), x: xv})
             label = legend_label(series, skey)
-            # repeats of a point: the mean, and a bar from the lowest to the highest run
+            # the mean of a point's runs, and a bar from the lowest to the highest value it
+            # stands for: the runs' values, or the repeats a run's mean is taken over
             yerr = list(zip(*spread)) if any(lo or hi for lo, hi in spread) else None
             if lines and pos:     # a series without data gets no legend entry
                 style = MODEL_STYLE if is_model(skey) else {"marker": "o"}
@@ -92,15 +93,59 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
         ax.set_ylabel(ctx.y_label())
         if pkey:
             ax.set_title(panel_title(ctx, pkey), fontsize=9)
+        ok_runs = pframe[pframe["status"] == "ok"]
+        if int(ctx.scale.get("repeats", 1)) <= 1 and (ok_runs["low"] < ok_runs["high"]).any():
+            # (the footer says what the bars of repeated runs are)
+            ax.set_title(f"{_repeats_in_a_run(ctx)}: mean, bars min–max", fontsize=8, loc="right")
         axis_scales(ax, ctx)
         if ax.get_legend_handles_labels()[0]:
             ax.margins(y=0.3)  # headroom, so the legend does not cover the tallest bars
             ax.legend(fontsize=7, title=legend_title(ctx, series), title_fontsize=7)
+        _value_axis(ax, ctx)
+
+
+def _repeats_in_a_run(ctx: Context) -> str:
+    """What a run's mean is taken over: '3 repeats a run' (TF-gRPC-Bench's `repeats`)."""
+    repeats = (ctx.scale.get("fixed") or {}).get("repeats")
+    return f"{label_of(repeats)} repeats a run" if repeats else "a run's values"
 
 
 def scaling_lines(fig: Figure, ctx: Context) -> None:
     """Lines over a numeric scale axis (nodes, GPUs, cores), one line per series."""
     grouped_bars(fig, ctx, lines=True)
+
+
+# drawn values whose highest is this many times their lowest span a decade: a linear axis
+# would flatten the low ones against zero (RPC latencies of 128 KiB and 8 MiB payloads)
+DECADE = 10.0
+# units of a bounded scale, read on a linear axis whatever their span (accuracy from chance up)
+BOUNDED_UNITS = ("fraction", "%")
+
+
+def _drawn_values(ax) -> np.ndarray:
+    """Every y an axes draws: its lines' points, its bars' bases and tops, its error bars' ends."""
+    ys = [np.asarray(line.get_ydata(), float) for line in ax.lines]
+    ys += [np.array([bar.get_y(), bar.get_y() + bar.get_height()]) for bar in ax.patches]
+    ys += [np.asarray(segment)[:, 1] for coll in ax.collections for segment in coll.get_segments()
+           if hasattr(coll, "get_segments")]
+    ys = np.concatenate(ys) if ys else np.array([])
+    return ys[np.isfinite(ys)]
+
+
+def _value_axis(ax, ctx: Context, log_where_decades: bool = True) -> None:
+    """A y axis fit for values that cannot be negative: logarithmic where the values span a
+    decade (unless the spec says `log_y`; bars keep their linear length, fractions and percentages
+    their bounded scale), and never below zero, where margins and error bars would push a linear
+    one (a latency axis to -1,300 us)."""
+    ys = _drawn_values(ax)
+    if not len(ys) or ys.min() < 0:
+        return
+    if (log_where_decades and ctx.plot.get("log_y") is None and not ax.patches
+            and ctx.metric.get("unit") not in BOUNDED_UNITS
+            and ys.min() > 0 and ys.max() >= DECADE * ys.min()):
+        ax.set_yscale("log")
+    elif ax.get_yscale() == "linear" and ax.get_ylim()[0] < 0:
+        ax.set_ylim(bottom=0)
 
 
 def _curve(rows: pd.DataFrame, xcol: str, how: str | None) -> tuple[list, list]:
@@ -118,14 +163,26 @@ def _curve(rows: pd.DataFrame, xcol: str, how: str | None) -> tuple[list, list]:
     return xs, ys
 
 
+def _ranks(rows: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
+    """A run's rows by the rank (`task`) that logged them, each rank's its own line: joined in
+    time order, two CaffeOnSpark executors' validations drew a fall from 0.560 to 0.459 at one
+    iteration. One group, unnamed, where one rank or none logged them."""
+    if "task" not in rows.columns or rows["task"].nunique() < 2:
+        return [(None, rows)]
+    return [(None if pd.isna(task) else str(task), part)
+            for task, part in rows.groupby("task", sort=True, dropna=False)]
+
+
 def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> None:
-    """One line per run of the series; with `per_x`, the metric's reducer gives one value per
-    x (e.g. the accumulated time at the end of each epoch), else every sample is drawn."""
+    """One line per run and rank of the series; with `per_x`, the metric's reducer gives one
+    value per x (e.g. the accumulated time at the end of each epoch), else every sample is drawn."""
     metric = ctx.metric["name"]
     ok = run_rows(ctx.ok)
     series = list(ctx.plot.get("series") or [])
     pkeys = panel_keys(ctx, ctx.table)
     y2 = ctx.plot.get("y2")
+    plotted = [metric, y2] if y2 else [metric]
+    y2_name = (ctx.plot.get("y2_label") or f"{y2} ({metrics.get(y2).unit})") if y2 else ""
     if y2:
         ctx.right = 0.9
     fig_axes = reuse_axes(fig, ctx, len(pkeys))
@@ -139,21 +196,24 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
             for run_id, rows in sframe.groupby("run_id", sort=False):
                 if xcol not in rows.columns:
                     continue
-                mine = rows[rows["metric"] == metric]
-                xs, ys = _curve(mine, xcol, ctx.metric["reduce"] if per_x else None)
-                if not xs:
-                    continue
-                drawn.add(run_id)
-                (line,) = ax.plot(xs, ys, marker="o" if len(xs) < 40 else None, ms=4,
-                                  label=legend_label(series, skey))
-                if twin is not None:
-                    xs2, ys2 = _curve(rows[rows["metric"] == y2], xcol,
-                                      metrics.get(y2).reducer if per_x else None)
-                    twin.plot(xs2, ys2, ls="--", marker="s", ms=3, color=line.get_color(),
-                              alpha=0.7)
+                for task, mine in _ranks(rows[rows["metric"].isin(plotted)]):
+                    xs, ys = _curve(mine[mine["metric"] == metric], xcol,
+                                    ctx.metric["reduce"] if per_x else None)
+                    if not xs:
+                        continue
+                    drawn.add(run_id)
+                    label = legend_label(series, skey)
+                    (line,) = ax.plot(xs, ys, marker="o" if len(xs) < 40 else None, ms=4,
+                                      label=f"{label} — {task}" if task else label)
+                    if twin is not None:
+                        xs2, ys2 = _curve(mine[mine["metric"] == y2], xcol,
+                                          metrics.get(y2).reducer if per_x else None)
+                        twin.plot(xs2, ys2, ls="--", marker="s", ms=3, color=line.get_color(),
+                                  alpha=0.7,
+                                  label=": ".join(filter(None, [line.get_label(), f"{y2_name} (dashed)"])))
         _runs_left_out(ctx, pkey, series, drawn_by_series)
         if twin is not None:
-            twin.set_ylabel(ctx.plot.get("y2_label") or f"{y2} ({metrics.get(y2).unit}, dashed)")
+            twin.set_ylabel(f"{y2_name} (dashed)")
         for p in paper_points(ctx):
             if xcol in p["at"]:
                 ax.plot([float(p["at"][xcol])], [p["value"]], marker="D", mfc="none",
@@ -171,6 +231,9 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
         if pkey:
             ax.set_title(panel_title(ctx, pkey), fontsize=9)
         axis_scales(ax, ctx)
+        _value_axis(ax, ctx)
+        if twin is not None:
+            _value_axis(twin, ctx, log_where_decades=False)
         dedupe_legend(ax, legend_title(ctx, series))
 
 
@@ -196,6 +259,18 @@ def _runs_left_out(ctx: Context, pkey: tuple, series: list[str], drawn: dict[tup
 def lines_over_time(fig: Figure, ctx: Context) -> None:
     """Metric against elapsed training time (accuracy-over-time charts)."""
     _lines_over(fig, ctx, ctx.plot["x"] if ctx.plot["x"] in ROW_X else "wall_clock_s")
+    _target_line(ctx)
+
+
+def _target_line(ctx: Context) -> None:
+    """The accuracy a time-to-accuracy figure times across its panels (the papers' '70% accuracy
+    line'), with its legend entry."""
+    target = target_accuracy(ctx)
+    if target is None:
+        return
+    for ax in ctx.main_axes:
+        ax.axhline(target, color=PAPER_COLOR, ls=":", lw=1.2, label=f"{target * 100:g}% top-1: the paper's target")
+        dedupe_legend(ax, legend_title(ctx, list(ctx.plot.get("series") or [])))
 
 
 def lines_over_epoch(fig: Figure, ctx: Context) -> None:
@@ -218,9 +293,12 @@ def payload_curves(fig: Figure, ctx: Context) -> None:
             sframe = select(pframe, series, skey)
             if sframe.empty or x not in sframe.columns:
                 continue
-            agg = sframe.groupby(x)["value"].mean().sort_index()
-            ax.plot(agg.index.astype(float), agg.values, label=legend_label(series, skey),
-                    **(MODEL_STYLE if is_model(skey) else {"marker": "o"}))
+            # the mean at each x of the runs' values, and a bar over their range where they differ
+            agg = sframe.groupby(x)["value"].agg(["mean", "min", "max"]).sort_index()
+            spread = [agg["mean"] - agg["min"], agg["max"] - agg["mean"]]
+            ax.errorbar(agg.index.astype(float), agg["mean"], capsize=3, label=legend_label(series, skey),
+                        yerr=spread if (agg["max"] > agg["min"]).any() else None,
+                        **(MODEL_STYLE if is_model(skey) else {"marker": "o"}))
         for p in paper_points(ctx):
             if x in p["at"]:
                 ax.plot([float(p["at"][x])], [p["value"]], marker="D", mfc="none",
@@ -233,6 +311,7 @@ def payload_curves(fig: Figure, ctx: Context) -> None:
             ax.set_xscale("log", base=2)
         if ctx.plot.get("log_y"):
             ax.set_yscale("log")
+        _value_axis(ax, ctx)
         ax.grid(True, alpha=0.3)
         dedupe_legend(ax, legend_title(ctx, series))
 
@@ -299,37 +378,55 @@ def table(fig: Figure, ctx: Context) -> None:
         return
     cols = [a for a in ctx.axes if a in values.columns]
     unit = ctx.metric.get("unit", "")
+    # a column for each other quantity the paper's table states (scaffe-table2's aggregation times)
+    stated = {(p["metric"], tuple(sorted((k, v) for k, v in p["at"].items() if k not in ctx.axes)))
+              for p in ctx.paper_values() if p.get("metric") not in (None, ctx.metric["name"])}
+    extra = [(", ".join([name, *(f"{k}={label_of(v)}" for k, v in only)]) + f" ({metrics.get(name).unit})",
+              ctx.values(name, metrics.get(name).reducer, None, dict(only)).set_index("run_id")["value"])
+             for name, only in sorted(stated)]
     cells = []
     for _, r in values.iterrows():
-        val = "" if r["value"] is None or pd.isna(r["value"]) else f"{float(r['value']):.4g}"
-        cells.append([label_of(r[c]) for c in cols] + [val, str(r["status"])])
-    head = cols + [f"{ctx.metric['name']} ({unit})", "status"]
+        vals = [r["value"], *(by_run.get(r["run_id"]) for _, by_run in extra)]
+        cells.append([label_of(r[c]) for c in cols] + [
+            "" if v is None or pd.isna(v) else f"{float(v):.4g}" for v in vals] + [str(r["status"])])
+    head = cols + [f"{ctx.metric['name']} ({unit})", *(name for name, _ in extra), "status"]
     tab = ax.table(cellText=cells[:30], colLabels=head, loc="upper center", cellLoc="center")
     tab.auto_set_font_size(False)
     tab.set_fontsize(8)
+    tab.auto_set_column_width(range(len(head)))  # each column as wide as its longest text
     tab.scale(1, 1.3)
 
 
 def _utilisation_lines(ax, ctx: Context, mon: pd.DataFrame, metric: str, window_s: float | None) -> None:
-    """One line per run, host and (for network) interface and direction; with a window, the
-    samples thin and their window means over them in the same colour."""
+    """One line per run, host and (for network) interface and direction, lines that coincide
+    drawn once under one legend entry naming them all; with a window, the samples thin and their
+    window means over them in the same colour."""
     series = list(ctx.plot.get("series") or [])
     mon = mon[mon["metric"] == metric]
     lines = [c for c in ("run_id", "host", "interface", "direction") if c in mon.columns]
+    span = float(mon["value"].max() - mon["value"].min()) if not mon.empty else 0.0
     for skey in ctx.series_keys(mon, series):
         sframe = select(mon, series, skey)
         if sframe.empty:
             continue
         # name only what tells the lines of one series apart
         varying = [c for c in lines[1:] if sframe[c].nunique() > 1]
+        curves: list[tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str]]] = []
         for key, rows in sframe.groupby(lines, sort=False, dropna=False):
             rows = rows.sort_values("wall_clock_s")
             parts = dict(zip(lines, key))
             # 'interface eth0': a bare 'loopback (eth0)' reads as if eth0 were the loopback
             extra = " ".join(f"interface {parts[c]}" if c == "interface" else str(parts[c]) for c in varying)
+            x, y = rows["wall_clock_s"].to_numpy(float), rows["value"].to_numpy(float)
+            under = next((c for c in curves if _coincide(c[1], c[2], x, y, span)), None)
+            if under is None:
+                curves.append((rows, x, y, [extra]))
+            else:
+                under[3].append(extra)
+        for rows, x, y, extras in curves:
+            extra = _names_of(extras)
             name = legend_label(series, skey)
             label = f"{name} — {extra}" if extra else name
-            x, y = rows["wall_clock_s"].astype(float), rows["value"].astype(float)
             if window_s:
                 (sampled,) = ax.plot(x, y, linewidth=0.9, alpha=0.5)
                 ax.plot(*window_means(rows, window_s), marker="o", markersize=3,
@@ -339,8 +436,28 @@ def _utilisation_lines(ax, ctx: Context, mon: pd.DataFrame, metric: str, window_
     if window_s:
         ax.set_title(f"markers: {window_s:g}-s window means (the paper's); thin: samples",
                      fontsize=8, loc="right")
+    # samples of an idle host or interface are 0: a log axis would leave them out
+    _value_axis(ax, ctx, log_where_decades=False)
     ax.grid(True, alpha=0.3)
     dedupe_legend(ax, legend_title(ctx, series))
+
+
+# lines whose samples differ by less than this share of the axis's span draw one curve (a pixel
+# or so): an idle interface's line lies under another's, loopback's rx under its tx
+COINCIDE = 0.005
+
+
+def _coincide(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray, span: float) -> bool:
+    return len(x1) == len(x2) and np.allclose(x1, x2) and bool(np.all(np.abs(y1 - y2) <= COINCIDE * span))
+
+
+def _names_of(extras: list[str]) -> str:
+    """The names of coinciding lines, each last word after its shared head: 'interface lo rx/tx'."""
+    heads: dict[str, list[str]] = {}
+    for extra in extras:
+        head, _, last = extra.rpartition(" ")
+        heads.setdefault(head, []).append(last)
+    return ", ".join(f"{head} {'/'.join(lasts)}".strip() for head, lasts in heads.items())
 
 
 def utilisation(fig: Figure, ctx: Context) -> None:
@@ -352,6 +469,12 @@ def utilisation(fig: Figure, ctx: Context) -> None:
         mon = mon[mon["status"] == "ok"]
     beside = ctx.plot.get("beside")
     drawn_beside = bool(beside) and not mon.empty and (mon["metric"] == beside["metric"]).any()
+    # the series without samples (dlobd-fig8b's devices without their builds) named with their
+    # marks in the footer, which the axes leave room for
+    series = list(ctx.plot.get("series") or [])
+    sampled = mon[mon["metric"] == ctx.metric["name"]] if not mon.empty else mon
+    _runs_left_out(ctx, (), series, {skey: set(select(sampled, series, skey)["run_id"])
+                                     for skey in ctx.series_keys(sampled, series)})
     axes = reuse_axes(fig, ctx, 2 if drawn_beside else 1)
     _utilisation_lines(axes[0], ctx, mon, ctx.metric["name"], ctx.plot.get("window_s"))
     axes[0].set_ylabel(ctx.y_label())

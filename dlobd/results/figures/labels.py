@@ -3,6 +3,7 @@ status notes) and the Context every drawing function reads."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import textwrap
@@ -11,8 +12,9 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from dlobd.results.figures.values import as_number, label_of, ordered_values, point_values, same
-from dlobd.spec import _matches, expand, substitutions
+from dlobd.results.figures.values import as_number, label_of, ordered_values, point_values, same, where
+from dlobd.results.tidy import LAYOUT_COUNT, count_text
+from dlobd.spec import _matches, expand, load_all, substitutions
 
 
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
@@ -21,6 +23,11 @@ STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unpar
 WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
                      "steps", "test_images", "train_images")
 PAPER_COLOR = "#c0392b"
+# the axes that count machines in a paper; here they may count processes on fewer hosts, and
+# what a layout's count names then ('worker' -> 'worker processes')
+MACHINE_AXES = ("nodes", "workers", "gpus")
+PROCESS_NAMES = {"worker": "worker processes", "collective worker": "collective worker processes",
+                 "executor": "executors", "MPI rank": "MPI ranks", "process": "processes"}
 
 
 def size_text(key: str, value, stated=None) -> str:
@@ -95,10 +102,15 @@ class Context:
 
     def x_label(self) -> str:
         """The x axis's label; away from the paper's scale, with the paper's values the run's
-        values stand for, e.g. 'CPU cores (paper: 96/192/384)'."""
+        values stand for, e.g. 'CPU cores (paper: 96/192/384)', and an axis of machines that
+        counts processes here named as them: 'worker processes on 1 host (paper: 2/4/8 nodes)'."""
         label = self._x_base()
         x = self.plot["x"]
         paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("matrix") or {}
+        counted = self.counted(x)
+        if counted:
+            stated = " ".join(["/".join(label_of(v) for v in paper.get(x, [])), x.replace("gpus", "GPUs")])
+            return f"{counted} on {self.hosts_text()} (paper: {stated.strip()})"
         if self.scale_name == "paper" or x not in paper:
             return label
         ran = [str(v) for v in self.matrix.get(x, [])]
@@ -125,6 +137,24 @@ class Context:
         return bool(self.changed_settings() or unstated) or any(
             s.startswith(("model ", "data ")) for s in substitutions.substitutions(self.spec, self.scale_name))
 
+    def ran(self) -> dict[str, dict[str, str]]:
+        """axis_map column -> each local value of it -> '' where a run drew a value, else the marks
+        of its runs ('n/r', 'failed') or 'not run': what the substitutions may name as run."""
+        runs = self.table.drop_duplicates("run_id")
+        out = {}
+        for column in (self.scale.get("axis_map") or {}) if not runs.empty else ():
+            if column not in runs:
+                continue
+            drawn = {label_of(v) for v in self.ok[column].dropna()}
+            out[column] = {label_of(v): "" if label_of(v) in drawn else ", ".join(dict.fromkeys(
+                STATUS_MARK.get(str(s), str(s)) for s in where(runs, column, v)["status"])) or "not run"
+                for v in self.matrix.get(column, [])}
+        return out
+
+    def substitutions(self) -> list[str]:
+        """What this scale stands in with, as it ran (substitutions.substitutions)."""
+        return substitutions.substitutions(self.spec, self.scale_name, ran=self.ran())
+
     def local_text(self, text: str) -> str:
         """A spec label with the paper's numbers this scale changes put as they ran here:
         'Elapsed time of 300 steps' -> 'Elapsed time of 8 steps (paper: 300)'."""
@@ -150,13 +180,128 @@ class Context:
 
     def axis_name(self, axis: str) -> str:
         """What an axis's values count here: the paper's GPUs are CPU worker processes at a
-        scale without GPUs, its nodes executors on fewer hosts."""
+        scale without GPUs, its nodes or workers the processes that ran on fewer hosts."""
         subs = substitutions.substitutions(self.spec, self.scale_name)
         if axis == "gpus" and any(s.startswith("CPU processes") for s in subs):
             return "CPU worker processes (paper: GPUs)"
-        if axis == "nodes" and any(s.startswith("processes on") for s in subs):
-            return "executors (paper: nodes)"
-        return axis
+        counted = self.counted(axis)
+        return f"{counted} (paper: {axis})" if counted else axis
+
+    @functools.cached_property
+    def drawn_runs(self) -> pd.DataFrame:
+        """One row per run with a value drawn: its axes and layout (hosts, processes, layout)."""
+        t = self.table
+        if t.empty or "run_id" not in t:
+            return t
+        # the first row of each run, without copying every drawn row of the table first
+        drawn = t.loc[(t["status"] == "ok") & t["value"].notna(), "run_id"]
+        return t.loc[drawn.drop_duplicates().index]
+
+    def counted(self, axis: str) -> str | None:
+        """What an axis of machines (nodes, workers, GPUs) counts where the drawn runs had more
+        of them than hosts: the processes whose number is the axis's value in every run's layout,
+        'worker processes' (2 workers + 1 PS + 1 chief on 1 host at nodes=2), 'executors'."""
+        return self._process_axes.get(axis)
+
+    @functools.cached_property
+    def _process_axes(self) -> dict[str, str]:
+        runs = self.drawn_runs
+        if "layout" not in runs or self.scale_name == "paper":
+            return {}
+        runs = runs[runs["layout"].notna()]
+        counts = [{noun: n for n, noun in LAYOUT_COUNT.findall(text)} for text in runs["layout"]]
+        hosts = pd.to_numeric(runs["hosts"], errors="coerce")
+        out = {}
+        for axis in MACHINE_AXES:
+            if axis in runs and (pd.to_numeric(runs[axis], errors="coerce") > hosts).any():
+                out[axis] = next((PROCESS_NAMES[noun] for noun in counts[0] if noun in PROCESS_NAMES
+                                  and all(same(c.get(noun), v) for c, v in zip(counts, runs[axis]))), None)
+        return {axis: name for axis, name in out.items() if name}
+
+    def hosts_text(self) -> str:
+        """The hosts the drawn runs ran on: '1 host', '1/3 hosts'."""
+        hosts = sorted({int(h) for h in self.drawn_runs.get("hosts", pd.Series()).dropna()})
+        return count_text("/".join(map(str, hosts)), "host") if hosts else ""
+
+    @functools.cached_property
+    def layout_here(self) -> str | None:
+        """How the drawn runs were laid out (their results' `layout`), beside the paper's layout
+        where its spec states one: 'n workers + 1 PS + 1 chief on 1 host, n on the x axis (paper:
+        2/4/8 nodes)'."""
+        runs = self.drawn_runs
+        if "layout" not in runs or self.scale_name == "paper" or runs["layout"].isna().all():
+            return None
+        runs = runs[runs["layout"].notna()]
+        shapes = runs["layout"].map(lambda text: LAYOUT_COUNT.sub(r"# \2", text))  # all but the counts
+        texts = {shape: self._merged_counts(runs[shapes == shape]) for shape in dict.fromkeys(shapes)}
+        text = self._side_by_side(runs, shapes, texts) if len(texts) > 1 else next(iter(texts.values()))
+        paper = self.paper_layout()
+        return f"{text} (paper: {paper})" if paper else text
+
+    def _side_by_side(self, runs: pd.DataFrame, shapes: pd.Series, texts: dict[str, str]) -> str:
+        """Unlike layouts, each after the value of the axis that tells them apart and their hosts
+        said once: 'tensorflowonspark: 2 collective workers in 2 executors × 1 core / tensorflow:
+        2 collective workers, on 1 host'."""
+        axis = next((a for a in self.axes if a in runs and runs[a].nunique() == len(texts)
+                     and runs.groupby(shapes)[a].nunique().eq(1).all()), None)
+        if axis is None:
+            return " / ".join(texts.values())
+        order = [label_of(v) for v in ordered_values(self.matrix, axis, runs[axis].unique())]
+        named = sorted(((label_of(runs.loc[shapes == shape, axis].iloc[0]), text) for shape, text in texts.items()),
+                       key=lambda pair: order.index(pair[0]))
+        hosts = {text.rsplit(" on ", 1)[-1] for _, text in named}
+        if len(hosts) > 1:
+            return " / ".join(f"{value}: {text}" for value, text in named)
+        return " / ".join(f"{value}: {text.rsplit(' on ', 1)[0]}" for value, text in named) + f", on {hosts.pop()}"
+
+    def _merged_counts(self, runs: pd.DataFrame) -> str:
+        """The layouts of runs alike but for their counts as one: a count that follows an axis
+        said as n, 'n workers + 1 PS + 1 chief on 1 host, n on the x axis'; one that varies
+        otherwise with its values, '1/2 workers'."""
+        counts = [LAYOUT_COUNT.findall(text) for text in runs["layout"]]
+        position = itertools.count()
+        follows = None  # the one axis n stands for
+
+        def merged(match: re.Match) -> str:
+            nonlocal follows
+            i = next(position)
+            values = [c[i][0] for c in counts]
+            if len(set(values)) > 1:
+                axis = next((a for a in ([follows] if follows else dict.fromkeys([self.plot["x"], *self.axes]))
+                             if a in runs and all(same(n, v) for n, v in zip(values, runs[a]))), None)
+                if axis:
+                    follows = axis
+                    return count_text("n", match[2])
+            return count_text("/".join(dict.fromkeys(values)), match[2])
+
+        text = LAYOUT_COUNT.sub(merged, runs["layout"].iloc[0])
+        if follows:  # where the figure shows n
+            text += ", n " + ("on the x axis" if follows == self.plot["x"] else "in the panel titles"
+                              if follows in (self.plot.get("panels") or []) else "in the legend"
+                              if follows in (self.plot.get("series") or []) else f"= {follows}")
+        return text
+
+    def paper_layout(self) -> str | None:
+        """The paper's layout as its spec states it: '3 workers + 1 PS on 4 nodes', '2/4/8 nodes',
+        '32 worker nodes', '160 processes'."""
+        paper = (self.spec.get("scales") or {}).get("paper") or {}
+
+        def stated(key: str, noun: str) -> str | None:
+            values = (paper.get("matrix") or {}).get(key) or [(paper.get("fixed") or {}).get(key)]
+            numbers = [label_of(v) for v in values if as_number(v) is not None]
+            return count_text("/".join(numbers), noun) if numbers else None
+
+        workers = stated("workers", "worker")
+        tasks = [t for t in (workers, workers and stated("parameter_servers", "PS"),
+                             stated("processes", "process")) if t]
+        nodes = stated("nodes", "node") or stated("worker_nodes", "worker node")
+        placed = " on ".join(filter(None, [" + ".join(tasks), nodes]))
+        return ", ".join(filter(None, [placed, stated("gpus", "GPU")])) or None
+
+    @functools.cached_property
+    def same_runs(self) -> list[str]:
+        """The other experiments whose figures at this scale draw this one's runs (same_runs)."""
+        return same_runs(self.spec, self.scale_name) if not self.drawn_runs.empty else []
 
     def _x_base(self) -> str:
         x = self.plot["x"]
@@ -212,9 +357,11 @@ class Context:
         repeats = int(self.scale.get("repeats", 1))
         if repeats > 1:
             parts.append(f"{repeats} repeats a point: mean, bars min–max")
-        substituted = substitutions.footer(self.spec, self.scale_name)
+        substituted = substitutions.footer(self.spec, self.scale_name, ran=self.ran())
         if substituted:
             parts.append(substituted)
+        if self.same_runs:
+            parts.append(f"same runs as {', '.join(self.same_runs)}")
         return "  ·  ".join(parts)
 
     def paper_values(self) -> list[dict]:
@@ -225,15 +372,33 @@ class Context:
         return list(((self.spec.get("scales") or {}).get("paper") or {}).get("paper_values") or [])
 
 
+@functools.cache
+def _specs() -> dict:
+    return load_all()
+
+
+def same_runs(spec: dict, scale: str) -> list[str]:
+    """The other experiments whose figures at `scale` draw the runs this spec's draws: a slide
+    chart and the paper figure it shows (`data_from`), and specs whose scale takes another's runs
+    (`runs_from`), either way round."""
+    def owner(s) -> str:  # whose runs a spec draws at the scale
+        return s.runs_from(scale) or s.source_spec.id
+
+    own = ((spec.get("scales") or {}).get(scale) or {}).get("runs_from") or spec.get("data_from") or spec.get("id")
+    return [i for i, s in _specs().items() if i != spec.get("id") and owner(s) == own]
+
+
 def is_model(key: tuple) -> bool:
     """Whether a series is a cost model's prediction (an axis value `model-…`), not a run."""
     return any(str(v).startswith("model-") for v in key)
 
 
 def legend_label(names: list[str], key: tuple) -> str:
+    """A series' legend entry: its values; '' (no entry) for the one series of a figure without
+    `series`, which a legend would name with a word that says nothing ('reproduced')."""
     label = ", ".join(f"{label_of(v)}" if len(names) == 1 else f"{n}={label_of(v)}"
-                      for n, v in zip(names, key)) or "reproduced"
-    return f"{label} (model)" if is_model(key) else label
+                      for n, v in zip(names, key))
+    return f"{label} (model)" if label and is_model(key) else label
 
 
 # predictions dashed without markers, so they never read as measurements
@@ -308,8 +473,16 @@ def axis_scales(ax, ctx: Context) -> None:
 def status_note(ax, x, cell: pd.DataFrame) -> None:
     """Say at the foot of the axes why a point has no value: its status and, for a point
     not runnable here, the capabilities it needs (e.g. 'n/r: needs multi-host')."""
-    ax.annotate(status_text(cell.iloc[0]), (x, 0.02), xycoords=ax.get_xaxis_transform(),
+    ax.annotate(upright_lines(ax, status_text(cell.iloc[0])), (x, 0.02), xycoords=ax.get_xaxis_transform(),
                 ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+
+
+def upright_lines(ax, text: str, points: float = 7) -> str:
+    """A note turned upright, wrapped to end inside its axes: one line of it ran out of a short
+    panel's top ('n/r: needs infiniband, rdma, gpu, caffeonspark-gpu')."""
+    room_pt = ax.get_position().height * ax.figure.get_figheight() * 72 * 0.9
+    # a character of DejaVu Sans is about 0.55 of the font size wide
+    return "\n".join(textwrap.wrap(text, max(int(room_pt / (0.55 * points)), 12), break_on_hyphens=False))
 
 
 def status_text(run: pd.Series) -> str:
@@ -331,7 +504,7 @@ def empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
         return      # excluded from this scale's matrix: no slot to explain
     needs = [n for pn in ctx.scale.get("point_needs", []) if _matches(full, pn["at"]) for n in pn["needs"]]
     text = ("no run: needs " + ", ".join(dict.fromkeys(needs))) if needs else "no run in this set"
-    ax.annotate(text, (x, 0.02), xycoords=ax.get_xaxis_transform(),
+    ax.annotate(upright_lines(ax, text), (x, 0.02), xycoords=ax.get_xaxis_transform(),
                 ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
 
 
@@ -347,12 +520,17 @@ def non_ok_summary(ctx: Context) -> str | None:
 
 
 def dedupe_legend(ax, title: str | None) -> None:
-    handles, labels = ax.get_legend_handles_labels()
+    """One legend entry per label, for the lines of the axes and of its twins (a right-hand axis's
+    dashed lines), drawn on the twin drawn last so that no line of it crosses the legend."""
+    twins = [a for a in ax.get_shared_x_axes().get_siblings(ax)
+             if a is not ax and a.get_position().bounds == ax.get_position().bounds]
     seen = {}
-    for h, lab in zip(handles, labels):
-        seen.setdefault(lab, h)
+    for shown in [ax, *twins]:
+        for h, lab in zip(*shown.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
     if seen:
-        ax.legend(list(seen.values()), list(seen.keys()), fontsize=7, title=title, title_fontsize=7)
+        (twins or [ax])[-1].legend(list(seen.values()), list(seen.keys()), fontsize=7, title=title,
+                                   title_fontsize=7)
 
 
 def text_renderer(fig: Figure):

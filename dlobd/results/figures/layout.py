@@ -12,7 +12,6 @@ from dlobd.results.figures.labels import Context, non_ok_summary
 from dlobd.results.figures.paper import (
     get_unit, point_text, reaches_target, stated_text, target_text, timed_points)
 from dlobd.results.figures.values import label_of
-from dlobd.spec import substitutions
 
 
 FIGSIZE = (8.0, 5.0)
@@ -30,7 +29,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
     else:  # the title says what ran here; the paper's setting follows in a line of its own
         here = f"{ctx.y_label()} over {ctx.x_label().split(' (paper:')[0]}"
-        subs = ctx.settings_here(here) + substitutions.substitutions(spec, ctx.scale_name)
+        # how the runs were laid out first: the processes and hosts that ran what follows
+        subs = [s for s in [ctx.layout_here] if s] + ctx.settings_here(here) + ctx.substitutions()
         if subs:
             here += " — here: " + "; ".join(subs)
         done = "Not run" if ctx.not_run_reason else "Rerun"
@@ -82,6 +82,14 @@ def _margins(ctx: Context) -> dict:
 
 def decorate(fig: Figure, ctx: Context) -> None:
     title, footer = _texts(ctx)
+    margins = _margins(ctx) if ctx.outer is not None else {}
+    if margins and margins != {k: getattr(ctx.outer, k) for k in margins}:
+        # a note the form added while drawing (a line without a value) lengthened the footer
+        # past the room made for it: the areas move to the final texts' room
+        ctx.outer.update(**margins)
+        for ax in fig.axes:
+            if ax.get_subplotspec() is not None:
+                ax.set_position(ax.get_subplotspec().get_position(fig))
     fig.suptitle("\n".join(title), fontsize=9.5, y=0.995, va="top")
     fig.text(0.01, 0.005, "\n".join(footer), fontsize=7, va="bottom", ha="left",
              color="#333333")

@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
 from dlobd.results.figures.labels import Context, PAPER_COLOR, text_renderer
-from dlobd.results.figures.values import ROW_X, label_of, run_rows, same, where
-from dlobd.spec import metrics
+from dlobd.results.figures.values import ROW_X, label_of, ordered_values, run_rows, same, where
+from dlobd.spec import metrics, substitutions
 from dlobd.spec.claimlang import first_reached
 
 
@@ -132,13 +132,39 @@ def sample_extreme(p: dict) -> tuple[str, str] | None:
     return SAMPLE_EXTREMES.get(words[0]) if words else None
 
 
+def not_counterpart(ctx: Context, p: dict) -> str:
+    """Why this scale's value of a paper value's quantity is not its counterpart, '' when it is:
+    the one rule of every paper panel (absolute values, relations, times to a target, a table's
+    rows). A counterpart is the same stack's, model's and data's; a quantity that grows with
+    the work (a time, a rate, a size, a time to the target) also needs the paper's sizes and
+    settings, while a relation of two points of one workload (a ratio, reduction, gain, share)
+    and a utilisation's extreme sample, a percentage, do not."""
+    if p.get("stack") not in (None, ctx.spec["stack"]):
+        return "another stack"
+    swapped = [s.split()[0] for s in substitutions.substitutions(ctx.spec, ctx.scale_name)
+               if s.startswith(("model ", "data "))]
+    if swapped:
+        return "another " + " and ".join({"model": "model", "data": "data set"}[w] for w in swapped)
+    if not (p.get("as") or sample_extreme(p)) and ctx.other_workload():
+        return "another workload"
+    return ""
+
+
 def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
-    """This scale's value of the quantity a paper value states, in the same form, and
-    what was compared ('' when there is none, with the reason in its place)."""
+    """This scale's value of the quantity a paper value states, in the same form, where it is
+    the counterpart (not_counterpart), else None and why: it was not run, or is no counterpart."""
     if ctx.scale_name == "paper":
         return None, ""
-    if p.get("stack") not in (None, ctx.spec["stack"]):
-        return None, "another stack"
+    unlike = not_counterpart(ctx, p)
+    if unlike == "another stack":
+        return None, unlike
+    here, why = _local_value(ctx, p)
+    return (None, unlike) if unlike and here is not None else (here, why)
+
+
+def _local_value(ctx: Context, p: dict) -> tuple[float | None, str]:
+    """This scale's value of the quantity a paper value states, in the same form, and
+    what was compared ('' when there is none, with the reason in its place)."""
     timed = is_time_to_target(ctx, p)
     # another metric (a phase's time) is reduced as the claims reduce it, by its own reducer
     name = p.get("metric") or ctx.metric["name"]
@@ -171,9 +197,8 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
         return None, why or f"{p['quantity']}: no reduction of the {name} samples to it here"
 
     up_to = p.get("up_to")
-    choices = ctx.matrix.get(up_to, [None]) if up_to in ctx.matrix else [None]
     found, why = [], ""
-    for choice in choices:
+    for choice in up_to_points(ctx, up_to):
         extra = {up_to: choice} if choice is not None else {}
         a, why_a = at({**p["at"], **extra})
         if "over" not in p:
@@ -187,6 +212,16 @@ def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
     if not found:
         return None, why or "not run here"
     return max(found), ""
+
+
+def up_to_points(ctx: Context, up_to: str | None) -> list:
+    """The values of an `up_to` axis to take the maximum over: the matrix's, or those of a
+    dimension swept inside a run (message sizes), each point's relation taken at its own value."""
+    if up_to in ctx.matrix:
+        return list(ctx.matrix[up_to])
+    if up_to in (ctx.spec.get("dimensions") or {}) and up_to in ctx.ok:
+        return ordered_values({}, up_to, ctx.ok[up_to].dropna().unique())
+    return [None]
 
 
 def stand_in(ctx: Context, p: dict) -> str:
@@ -231,11 +266,18 @@ def timed_points(ctx: Context) -> list[tuple[dict, float | None, float | None, s
     matrix = ((ctx.spec.get("scales") or {}).get("paper") or {}).get("matrix") or ctx.matrix
     points = [dict(zip(matrix, combo)) for combo in itertools.product(*matrix.values())]
     stated = [p for p in ctx.paper_values() if reaches_target(ctx, p)]
-    local = ctx.scale_name != "paper"
     return [(point, next((float(p["at"][x]) for p in stated
                           if all(same(p["at"].get(k), v) for k, v in point.items())), None),
-             *(time_to_target_at(ctx, point) if local else (None, "")))
+             *(_timed_counterpart(ctx, point) if ctx.scale_name != "paper" else (None, "")))
             for point in points]
+
+
+def _timed_counterpart(ctx: Context, point: dict) -> tuple[float | None, str]:
+    """This scale's time to the target at a paper point where it is the counterpart: a time to
+    the target grows with the work, so the rule of an absolute value (not_counterpart) holds."""
+    here, why = time_to_target_at(ctx, point)
+    unlike = not_counterpart(ctx, {})
+    return (None, unlike) if unlike and here is not None else (here, why)
 
 
 def target_text(ctx: Context) -> str:
@@ -252,6 +294,7 @@ def point_text(ctx: Context, point: dict) -> str:
 def time_to_target_panel(ax, ctx: Context, timed: list[tuple[dict, float | None, float | None, str]]) -> None:
     """Time to the target accuracy at each of the paper's points, as a time: the paper's stated
     time hatched, this scale's run solid (its first validation at or past the target)."""
+    unlike = one_reason(ctx, [{}])
     for i, (_, paper, here, why) in enumerate(timed):
         if paper is not None:
             ax.bar(i - 0.2, paper, width=0.38, fc="none", ec=PAPER_COLOR, hatch="///", lw=1)
@@ -264,7 +307,7 @@ def time_to_target_panel(ax, ctx: Context, timed: list[tuple[dict, float | None,
             ax.bar(i + 0.2, here, width=0.38, color="#1f77b4")
             ax.annotate(f"local {here:.3g} s", (i + 0.2, here), xytext=(0, 2), textcoords="offset points",
                         ha="center", va="bottom", fontsize=7, color="#1f77b4")
-        elif why and not ctx.not_run_reason:
+        elif why and not ctx.not_run_reason and why != unlike:
             ax.annotate("\n".join(textwrap.wrap("local: " + why, 20)), (i + 0.2, 0.02),
                         xycoords=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7,
                         color="#7f7f7f", rotation=90)
@@ -273,9 +316,11 @@ def time_to_target_panel(ax, ctx: Context, timed: list[tuple[dict, float | None,
     ax.tick_params(axis="y", labelsize=7)
     _log_y(ax)
     ax.set_ylabel(f"{target_text(ctx)} (s, log)", fontsize=7)
-    ax.set_title(f"{target_text(ctx)}: paper hatched, local solid\n(first validation at or past it)",
-                 fontsize=7.5, color=PAPER_COLOR)
+    ax.set_title(f"{target_text(ctx)}: paper hatched" + (
+        f";\nnone here: {unlike}" if unlike else ", local solid\n(first validation at or past it)"
+        if any(here is not None for _, _, here, _ in timed) else ""), fontsize=7.5, color=PAPER_COLOR)
     ax.margins(y=0.25)
+    _fit_value_labels(ax.figure, ax)
 
 
 def paper_panel(fig: Figure, ctx: Context) -> None:
@@ -297,7 +342,8 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
     for k, group in enumerate(groups):
         ax = fig.add_subplot(area[k])
         relation = bool(group[0].get("as"))
-        shown_here = 0
+        found = [local_counterpart(ctx, p) for p in group]
+        unlike = one_reason(ctx, group)
         for i, p in enumerate(group):
             unit = get_unit(ctx, p)
             paper = implied_ratio(p) if relation else p["value"]
@@ -310,12 +356,8 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             ax.annotate(stated_text(p, unit), (i - 0.2, max(top, 0)), xytext=(0, 2),
                         textcoords="offset points", ha="center", va="bottom", fontsize=7,
                         color=PAPER_COLOR, rotation=90 if len(group) > 4 else 0)
-            here, why = local_counterpart(ctx, p)
-            if here is not None and not relation and ctx.other_workload() and not sample_extreme(p):
-                # an absolute time or rate of another workload is no counterpart (the panel's title
-                # says so); relations and a utilisation's extreme sample still compare
-                here, why = None, ""
-            shown_here += here is not None
+            here, why = found[i]
+            why = "" if why == unlike else why  # said once, in the panel's title
             if here is not None:
                 shown = implied_ratio(p, here) if relation else here
                 ax.bar(i + 0.2, shown, width=0.38, color="#1f77b4")
@@ -336,24 +378,29 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                       rotation=30 if crowded else 0, ha="right" if crowded else "center")
         ax.set_xlim(-0.6, len(group) - 0.4)
         ax.tick_params(axis="y", labelsize=7)
+        here_said = f", none here: {unlike}" if unlike else \
+            ", here solid" if any(here is not None for here, _ in found) else ""
         if relation:
             shown = [implied_ratio(p) for p in group]
             if max(shown) / max(min(shown), 1e-9) > 20:   # shapes of very different size
                 _log_y(ax)
             ax.axhline(1, color="#7f7f7f", lw=0.6, ls=":")
             ax.set_ylabel("y[at] / y[baseline]", fontsize=7)
-            ax.set_title("each over its baseline: paper hatched, here solid", fontsize=7.5,
-                         color=PAPER_COLOR)
+            ax.set_title(f"each over its baseline: paper hatched{here_said}", fontsize=7.5, color=PAPER_COLOR)
         else:
             _log_y(ax)
             units = {get_unit(ctx, p) for p in group}
             ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
-            ax.set_title("paper's stated values hatched" + (
-                ", here solid" if not ctx.other_workload() else
-                ", here solid;\nno times of another workload" if shown_here else
-                ", none here: another workload"), fontsize=7.5, color=PAPER_COLOR)
+            ax.set_title(f"paper's stated values hatched{here_said}", fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
         _fit_value_labels(fig, ax)
+
+
+def one_reason(ctx: Context, group: list[dict]) -> str:
+    """The counterpart rule's reason (not_counterpart) that holds for every value of a panel, said
+    once in its title instead of beside each value; '' when it holds for none or some only."""
+    reasons = {not_counterpart(ctx, p) for p in group} if ctx.scale_name != "paper" else {""}
+    return reasons.pop() if len(reasons) == 1 else ""
 
 
 def _log_y(ax) -> None:

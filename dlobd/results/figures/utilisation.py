@@ -93,6 +93,9 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
                 ax.annotate(" ".join(_line_part(c, parts[c]) for c in varying),
                             (float(line.loc[peak, "wall_clock_s"]), float(line.loc[peak, "value"])),
                             fontsize=7, color=colours[parts["run_id"]])
+        lowest = min((line["value"].astype(float).min() for _, line in drawn), default=0.0)
+        if lowest >= 0 and ax.get_ylim()[0] < 0:
+            ax.set_ylim(bottom=0)  # the margin under an idle sample: no quantity here goes below 0
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
     if "direction" in mon.columns and mon["direction"].notna().any():

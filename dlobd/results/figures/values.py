@@ -59,15 +59,20 @@ def run_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[~is_monitor(table)]
 
 
+# reductions that stand for a run's repeated values: a figure draws the repeats' range with them
+CENTRES = ("mean", "median")
+
+
 def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
                  over: str | None = None, only: dict | None = None, samples: bool = False) -> pd.DataFrame:
     """One value per run (its axes, run_id, status, value) for a metric, reduced by `how` over
     its rows (those with the values `only` gives, e.g. {'phase': 'training'}, if any); the
-    monitor's samples among them with `samples`."""
+    monitor's samples among them with `samples`. `low` and `high`: the lowest and highest of
+    the rows a mean or median stands for (a run's `repeats`), else the value."""
     table = table if samples else run_rows(table)
     out = []
     if table.empty:
-        return pd.DataFrame(columns=[*axes, "cluster", "run_id", "status", "reason", "value"])
+        return pd.DataFrame(columns=[*axes, "cluster", "run_id", "status", "reason", "value", "low", "high"])
     for run_id, rows in table.groupby("run_id", sort=False):
         first = rows.iloc[0]
         rec = {a: first[a] for a in axes if a in rows.columns}
@@ -81,6 +86,11 @@ def point_values(table: pd.DataFrame, axes: list[str], metric: str, how: str,
             rec["value"] = reduce_values(sel, how, over)
             if rec["value"] is None:
                 rec["status"], rec["reason"] = "no value", f"no {metric} rows in the run's logs"
+            elif how in CENTRES:
+                repeats = pd.to_numeric(sel["value"], errors="coerce")
+                rec["low"], rec["high"] = float(repeats.min()), float(repeats.max())
+        rec.setdefault("low", rec["value"])
+        rec.setdefault("high", rec["value"])
         out.append(rec)
     return pd.DataFrame(out)
 
