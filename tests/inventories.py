@@ -40,3 +40,27 @@ def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), **c
         (root / "host_vars" / f"ibm-a{i}.yml").write_text(yaml.safe_dump(
             {"dlobd_hardware": {"hca": "mlx5", "ib_rate_gbps": 200, **gpus}}))
     return root / "hosts.yml"
+
+
+def write_plain(root: Path, **settings) -> Path:
+    """A new user's first inventory: one hosts.yml of an InfiniBand cluster with a head node (ib-head)
+    and 6 workers, ib-c1 to ib-c4 without GPUs and ib-g1, ib-g2 (group gpu) with 2 K80s each; only
+    the paper profile, the spack method and the prefix set under `all: vars:` (`settings` added)."""
+    cpu = {"hca": "mlx5", "ib_rate_gbps": 100, "link_layer": "InfiniBand", "gpus": 0}
+    hardware = {**{f"ib-c{i}": cpu for i in range(1, 5)},
+                **{f"ib-g{i}": {**cpu, "gpus": 2, "gpu_model": "K80"} for i in (1, 2)}}
+    hosts = {name: {"ansible_host": f"10.0.0.{i}", "dlobd_cluster_interface": "ib0",
+                    "dlobd_cluster_address": f"192.168.0.{i}", "dlobd_ethernet_address": f"10.0.1.{i}",
+                    **({"dlobd_hardware": hardware[name]} if name in hardware else
+                       {"dlobd_hardware": {**cpu}})}
+             for i, name in enumerate(["ib-head", *hardware], start=1)}
+    data = {"all": {"vars": {"dlobd_profile": "paper", "dlobd_install_method": "spack",
+                             "dlobd_prefix": "/scratch/dlobd", **settings},
+                    "hosts": hosts,
+                    "children": {"namenode": {"hosts": {"ib-head": None}},
+                                 "resourcemanager": {"hosts": {"ib-head": None}},
+                                 "workers": {"hosts": {name: None for name in hardware}},
+                                 "gpu": {"hosts": {"ib-g1": None, "ib-g2": None}}}}}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hosts.yml").write_text(yaml.safe_dump(data))
+    return root / "hosts.yml"

@@ -1,9 +1,12 @@
 """docs/new-cluster.md is what `dlobd guide` writes from the specs and the settings modules."""
 
+import re
+
 import yaml
 
 from dlobd import ROOT
-from dlobd.cluster import fabric, inventory
+from dlobd.cluster import capabilities, fabric, inventory
+from inventories import write_plain
 from dlobd.results import guide
 
 
@@ -27,6 +30,22 @@ def test_the_guide_has_a_row_per_experiment_and_every_setting():
     fig8 = next(r for r in rows if r["id"] == "tfgrpc-fig8")
     assert fig8["estimate"] == "0.30 for 9 of 9 points" and fig8["nodes"] == "2 or more"
     assert next(r for r in rows if r["id"] == "dlobd-fig11")["gpus"] == "16 (2 per node)"
+
+
+def test_the_guide_names_only_what_the_plan_of_a_paper_inventory_says(tmp_path):
+    """What the guide says site.yml installs the plan finds installed; every inventory variable its
+    table of settings names is a role's variable; the settings each launcher name maps to are
+    those the plan asks for."""
+    text = guide.render()
+    installed = re.search(r"installed by `site.yml` on every host: ([^;]+);", text)[1].split(", ")
+    caps = capabilities.inventory_capabilities(inventory.load(write_plain(tmp_path)))
+    assert installed and all(caps[c][0] and "installed by site.yml" in caps[c][1] for c in installed)
+    assert not caps["tensorflow"][0] and "tensorflow" not in installed
+    defaults = [*ROOT.glob("playbooks/roles/*/defaults/main.yml"), *ROOT.glob("playbooks/roles/*/defaults/main/*.yml")]
+    known = {name for f in defaults for name in yaml.safe_load(f.read_text()) or {}}
+    table = text[text.index("| a message names (`dlobd-env.sh`) |"):]
+    named = re.findall(r"^\| `[^`]+` \| `([a-z_]+)`", table, re.MULTILINE)
+    assert named and set(named) <= known, set(named) - known
 
 
 def test_the_readme_links_the_guide():

@@ -126,6 +126,8 @@ def results(tmp_path_factory, mirror, maven_settings):
             "java_missing": (ONE_NODE, None, "preflight.yml", (),
                              {"dlobd_system_packages": False, "dlobd_java_home": "/nonexistent/jdk"}),
             "old_paper_setting": (ONE_NODE, None, "preflight.yml", (), {"spack_paper_stack": "caffeonspark"}),
+            "role_variable_typo": (ONE_NODE, None, "preflight.yml", (),
+                                   {"hibench_enable": True, "mmlspark_pyhton": "/opt/python-3.6/bin/python"}),
             # tfos-bigdl is the one paper set the registry method carries (on a new enough glibc)
             "paper_from_registry": (ONE_NODE, None, "preflight.yml", (),
                                     {"dlobd_profile": "paper", "dlobd_paper_env": "caffeonspark"}),
@@ -208,6 +210,16 @@ def test_the_spack_roles_old_paper_setting_is_refused_naming_its_successor(resul
     rc, out, _ = results["old_paper_setting"]
     assert rc != 0
     assert "spack_paper_stack is no longer read; set dlobd_paper_env" in " ".join(out.split())
+
+
+def test_a_misspelt_role_variable_is_refused_naming_where_it_was_set_and_the_known_name(results):
+    rc, out, _ = results["role_variable_typo"]
+    text = " ".join(out.split())
+    assert rc != 0
+    assert ("hibench_enable (set in the command line (-e)) is no setting of the playbooks "
+            "(did you mean hibench_enabled") in text, text[-2000:]
+    assert "the accepted names and their defaults: playbooks/roles/hibench/defaults/main.yml" in text
+    assert "mmlspark_pyhton" in text and "(did you mean mmlspark_python" in text
 
 
 def test_the_paper_profile_from_the_registries_is_refused_naming_the_methods_that_carry_it(results):

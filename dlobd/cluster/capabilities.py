@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 from dlobd import NotRunnable
-from dlobd.cluster import fabric, provenance
+from dlobd.cluster import fabric, inventory, provenance
 from dlobd.spec import networks, point_id
 
 TF_CNN_BENCHMARKS_SCRIPT = Path("scripts") / "tf_cnn_benchmarks" / "tf_cnn_benchmarks.py"
@@ -256,13 +256,15 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
         caps[name] = (True, f"installed by site.yml ({cluster.settings.get('DLOBD_INSTALL_METHOD')} "
                             "method); not checked from here")
     if profile == "paper":
-        # not in the stacks' Python there: native TensorFlow runs in the site's TF 1.x build, else
-        # in TensorFlowOnSpark's Python (the launchers say per point which Python they lack)
+        # not in the stacks' Python there: TensorFlow 1.x and TensorFlowOnSpark 1.0.8 run in the
+        # site's TF 1.x Python, one for both (the launchers say per point which Python they lack)
         given = [f"{s}={v}" for s in ("DLOBD_TF_RDMA_PYTHON", provenance.TFOS_PYTHON) if (v := cluster.settings.get(s))]
-        caps["tensorflow"] = (bool(given), f"the paper profile's tensorflow runs in {given[0]} "
-                                           "(dlobd_stack_settings; not checked from here)" if given else
-                              "the paper profile's tensorflow runs in the Python DLOBD_TF_RDMA_PYTHON or "
-                              "DLOBD_TFOS_PYTHON names, neither of which is in the inventory's dlobd_stack_settings")
+        caps["tensorflow"] = caps["tensorflowonspark"] = (
+            bool(given), f"the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in {given[0]} "
+                         "(dlobd_stack_settings; not checked from here)" if given else
+            "the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in the Python "
+            f"{provenance.TFOS_PYTHON} (or DLOBD_TF_RDMA_PYTHON) names, neither of which is in the "
+            "inventory's dlobd_stack_settings")
     for name, setting in SOFTWARE_SETTINGS.items():
         value = cluster.settings.get(setting)
         caps[name] = (bool(value), f"{setting}={value} (dlobd-env.sh on the launch host, from "
@@ -284,24 +286,48 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
 
 def missing(needs) -> list[str]:
     """Reasons for every capability in `needs` this cluster lacks."""
+    return [why for _, why in lacking(needs)]
+
+
+def lacking(needs) -> list[tuple[str, str]]:
+    """(capability, reason) for every capability in `needs` this cluster lacks."""
     caps = capabilities()
     out = []
     for need in needs or []:
         present, why = caps.get(need, (False, "unknown capability"))
         if not present:
-            out.append(f"needs {need}: {why}")
+            out.append((need, f"needs {need}: {why}"))
     return out
 
 
-def point_missing(scale: dict, point: dict) -> list[str]:
-    """Missing capabilities of one point: the scale's `needs` and matching `point_needs`."""
+def unmet(scale: dict, point: dict) -> list[tuple[str | None, str]]:
+    """(capability, reason) for what one point lacks: the capabilities of the scale's `needs` and
+    matching `point_needs`, then (capability None) the sizes the inventory in use lacks."""
     needs = list(scale.get("needs") or [])
     for entry in scale.get("point_needs") or []:
         # compare through point ids so 2 and 2.0 (or 'gpu' and gpu) match alike
         if all(point_id({k: point.get(k)}) == point_id({k: v}) for k, v in entry["at"].items()):
             needs.extend(n for n in entry["needs"] if n not in needs)
     cluster = provenance.inventory()
-    return missing(needs) + (size_missing(scale, point, cluster) if cluster is not None else [])
+    return lacking(needs) + [(None, why) for why in (size_missing(scale, point, cluster) if cluster else [])]
+
+
+def point_missing(scale: dict, point: dict) -> list[str]:
+    """Missing capabilities of one point: the scale's `needs` and matching `point_needs`."""
+    return [why for _, why in unmet(scale, point)]
+
+
+def settings_for(capability: str, cluster) -> dict:
+    """The inventory settings (variable -> whole value) that give an inventory's cluster the
+    `capability`; {} for hardware, and for software no setting gives."""
+    if capability in PAPER_ROLES:
+        return {"dlobd_paper_stacks": list(dict.fromkeys([*cluster.paper_stacks, PAPER_ROLES[capability]])),
+                **({} if cluster.settings.get("DLOBD_PROFILE") == "paper" else {"dlobd_profile": "paper"})}
+    if capability == "paper-profile":
+        return {"dlobd_profile": "paper"}
+    setting = {**SOFTWARE_SETTINGS, "tensorflow": provenance.TFOS_PYTHON,
+               "tensorflowonspark": provenance.TFOS_PYTHON}.get(capability)
+    return inventory.settings_giving(setting, cluster) if setting else {}
 
 
 def whole_count(value) -> int | None:

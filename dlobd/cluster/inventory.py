@@ -120,6 +120,17 @@ PROVISIONED = {
     "dlobd_deb_arch": "'$(dpkg --print-architecture)'",
 }
 ANSIBLE_TIMEOUT_S = 300
+
+# The dlobd-env.sh settings a role records from its own variables, not from dlobd_stack_settings:
+# the plan asks for these role variables (docs/new-cluster.md's table of settings).
+ROLE_VARIABLES = {"MMLSPARK_MPI_HOME": "mmlspark_mpi_home", "MMLSPARK_PYTHON": "mmlspark_python",
+                  "HIBENCH_HOME": "hibench_enabled"}
+# ... and those recorded per device, <PREFIX><DEVICE>: the role variable listing the devices
+DEVICE_VARIABLES = {"CNTK_HOME_": "mmlspark_cntk_homes", "CAFFEONSPARK_HOME_": "caffeonspark_builds"}
+# The role variables the settings play renders for the plan: those it asks for, and what decides
+# the CaffeOnSpark builds a host ends up with
+ROLE_SETTINGS = (*ROLE_VARIABLES.values(), *DEVICE_VARIABLES.values(), "caffeonspark_install_method",
+                 "caffeonspark_host_builds")
 # The settings `dlobd plan` shows in effect, with where each was set.
 IN_EFFECT = ("dlobd_profile", "dlobd_install_method", "dlobd_paper_env", "dlobd_prefix",
              "dlobd_paper_stacks", "dlobd_stack_settings")
@@ -148,6 +159,9 @@ class Cluster:
     paper_stacks: tuple = ()     # the paper profile's stack roles site.yml runs (dlobd_paper_stacks)
     # the launch host's settings in effect: name -> (value, where it was set; None: the default)
     in_effect: dict = field(default_factory=dict)
+    role_settings: dict = field(default_factory=dict)  # the launch host's values of ROLE_SETTINGS
+    # the settings the paper stacks' roles record in dlobd-env.sh where the inventory runs them
+    role_records: tuple = ()
 
     def members(self, group: str) -> list[Host]:
         return [self.hosts[name] for name in self.groups.get(group, ())]
@@ -190,7 +204,8 @@ def _results(stdout: str, path: Path) -> dict:
 def _render(path: Path, extra_vars: dict) -> dict:
     """host -> rendered message of the settings play, read from Ansible's output."""
     argv = [ansible_playbook(), "-i", str(path), str(SETTINGS_PLAYBOOK),
-            "--tags", "dlobd_settings", "-e", json.dumps({**PROVISIONED, **extra_vars})]
+            "--tags", "dlobd_settings",
+            "-e", json.dumps({**PROVISIONED, "inventory_role_settings": ROLE_SETTINGS, **extra_vars})]
     # only the minimal callback writes to stdout: none a user's environment enables
     env = {**{k: v for k, v in os.environ.items() if k != "ANSIBLE_CALLBACKS_ENABLED"},
            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
@@ -238,12 +253,14 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
 
 
 def _unknown_settings(found: dict, where: str) -> None:
-    """Stop on a dlobd_* variable no role reads, as the preflight does (lookup dlobd_settings)."""
+    """Stop on a dlobd_* or role variable no role reads, as the preflight does (lookup
+    dlobd_settings)."""
     if found["unknown"]:
         raise InventoryError(where + ": " + "; ".join(
             f"{name} (set in {found['origins'][name]}) is no setting of the playbooks"
-            + (f" (did you mean {' or '.join(close)}?)" if close else "")
-            for name, close in found["unknown"].items()))
+            + (f" (did you mean {' or '.join(why['close'])}?)" if why["close"] else "")
+            + f"; the accepted names and their defaults: {why['defaults']}"
+            for name, why in found["unknown"].items()))
 
 
 def _stack_settings(values: dict, where: str) -> dict:
@@ -295,4 +312,35 @@ def load(path, prefix: str | None = None) -> Cluster:
                    groups={g: tuple(groups.get(g, [])) for g in GROUPS},
                    launch_host=launch, settings=settings,
                    paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()),
-                   in_effect={name: (values[name], origins.get(name)) for name in IN_EFFECT})
+                   in_effect={name: (values[name], origins.get(name)) for name in IN_EFFECT},
+                   role_settings=values["role_settings"], role_records=tuple(values["role_records"]))
+
+
+def placeholder(what: str) -> str:
+    """The value the plan's summary gives a path only the site knows: a marker to replace."""
+    return f"<{what}>"
+
+
+def settings_giving(name: str, cluster: Cluster) -> dict:
+    """The inventory settings (variable -> value) that give the dlobd-env.sh setting `name` a
+    launcher reads, each whole: what the inventory has, plus that. Paths only the site knows are
+    placeholders. {} for a name no inventory setting gives."""
+    role = cluster.role_settings
+    if name in ROLE_VARIABLES:
+        variable = ROLE_VARIABLES[name]
+        return {variable: True if variable == "hibench_enabled" else placeholder(f"{variable}: a path on every host")}
+    device_prefix = next((p for p in DEVICE_VARIABLES if name.startswith(p) and len(name) > len(p)), None)
+    if device_prefix == "CNTK_HOME_":
+        device = name[len(device_prefix):].lower().replace("_", "-")
+        return {"mmlspark_cntk_homes": {**(role.get("mmlspark_cntk_homes") or {}),
+                                        device: placeholder(f"CNTK 2.x {device} build: a path on every host")}}
+    if device_prefix == "CAFFEONSPARK_HOME_":
+        # the spack method builds one device per host (the head node's here): the git method all listed
+        device = name[len(device_prefix):].lower().replace("_", "-")
+        builds = list(dict.fromkeys([*(role.get("caffeonspark_host_builds") or []), device]))
+        spack = role.get("caffeonspark_install_method") == "spack"
+        return {**({"caffeonspark_install_method": "git"} if spack else {}), "caffeonspark_builds": builds}
+    if name in STACK_SETTINGS:
+        given = dict(cluster.in_effect.get("dlobd_stack_settings", ({}, None))[0] or {})
+        return {"dlobd_stack_settings": {**given, name: placeholder(f"{name}: a path on every host")}}
+    return {}

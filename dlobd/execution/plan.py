@@ -9,14 +9,20 @@ marked not runnable carries its own reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import sys
+from pathlib import Path
 
-from dlobd import ROOT, stacks
+import yaml
+
+from dlobd import ROOT, NotRunnable, stacks
 from dlobd import spec as dspec
 from dlobd.cluster import capabilities, inventory, provenance
 from dlobd.execution import dryrun, runs
 from dlobd.spec import point_id
+from dlobd.stacks import runner
 
 
 def launcher_missing(stack_name: str) -> list[str]:
@@ -28,34 +34,117 @@ def launcher_missing(stack_name: str) -> list[str]:
     return [] if hasattr(module, "launch") else [f"stack {stack_name!r} has no launcher yet"]
 
 
-def plan_spec(spec, scale_name: str, runs_dir=None) -> dict:
-    """{'runnable': n points, 'blocked': {point_id: reasons}, 'reason': whole-scale reason}.
+# A setting a launcher names: an upper-case name such as CNTK_HOME_CPU_MKL; of two named as
+# alternatives ("A or B") the plan asks for the second, the one the site installs itself
+SETTING_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+ALTERNATIVES = re.compile(r"\b([A-Z][A-Z0-9_]+) or [A-Z][A-Z0-9_]+\b")
+# How often the plan supplies the settings a launcher names and asks it again: each stack checks
+# a handful of settings one after another
+LAUNCHER_ROUNDS = 8
 
-    With `runs_dir` each point is also dry-run through its launcher (runs.launch, nothing run
-    or written), so what the launcher itself lacks, or a parameter it cannot use, blocks it too."""
+
+def _launch_dry(spec, scale_name: str, scale: dict, point: dict, runs_dir) -> runner.LaunchResult:
+    """The point's launcher in a dry run, asked whatever the cluster lacks (runs.launch would stop
+    at the first missing capability, and the plan wants every unmet need)."""
+    axis = spec.data.get("stack_axis")
+    module = stacks.get(str(point[axis]) if axis and axis in point else spec.stack(scale_name))
+    ctx = runner.RunContext(spec=spec.data, scale=scale_name, cluster="plan", point=dict(point),
+                            attempt_dir=runs.next_attempt(runs_dir, "plan", scale_name, spec.data["id"], point),
+                            runs_dir=Path(runs_dir), fixed=dict(scale.get("fixed", {})),
+                            time_limit_s=scale.get("time_limit_s"), dry_run=True)
+    try:
+        return module.launch(ctx)
+    except NotRunnable as exc:
+        return runner.LaunchResult(None, "not runnable", str(exc))
+    except Exception as exc:  # a launcher that cannot cope with what the cluster lacks
+        return runner.LaunchResult(None, "failed", f"launcher error: {type(exc).__name__}: {exc}")
+
+
+def _merge(asks: dict, more: dict) -> None:
+    """Add inventory settings to `asks`, lists and mappings of one variable joined."""
+    for variable, value in more.items():
+        have = asks.get(variable)
+        if isinstance(value, dict) and isinstance(have, dict):
+            asks[variable] = {**have, **value}
+        elif isinstance(value, list) and isinstance(have, list):
+            asks[variable] = list(dict.fromkeys([*have, *value]))
+        else:
+            asks[variable] = value
+
+
+def point_needs(spec, scale_name: str, scale: dict, point: dict, runs_dir) -> tuple[list[str], dict]:
+    """(every unmet need of one point of an inventory's cluster, the inventory settings that give
+    those that a setting gives): the capabilities and sizes it lacks, then what its launcher
+    lacks. Each setting the launcher names is supplied (a placeholder) and the launcher asked
+    again, so no missing setting hides the next."""
+    cluster = provenance.inventory()
+    reasons, asks = [], {}
+    for capability, why in capabilities.unmet(scale, point):
+        reasons.append(why)
+        if capability:
+            _merge(asks, capabilities.settings_for(capability, cluster))
+    axis = spec.data.get("stack_axis")
+    no_launcher = launcher_missing(str(point[axis]) if axis and axis in point else spec.stack(scale_name))
+    if no_launcher:
+        return reasons + no_launcher, asks
+    supplied = {}
+    for _ in range(LAUNCHER_ROUNDS):
+        with provenance.inventory_in_use(dataclasses.replace(cluster, settings={**cluster.settings, **supplied})):
+            result = _launch_dry(spec, scale_name, scale, point, runs_dir)
+        if result.status == "dry run" or (result.status == "failed" and reasons):
+            break
+        second = {m[1] for m in ALTERNATIVES.finditer(result.reason)}
+        # a setting a role records once the inventory runs it is supplied too, asking nothing
+        named = {n for n in SETTING_NAME.findall(result.reason) if n not in second and n not in supplied
+                 and not cluster.settings.get(n)
+                 and (n in cluster.role_records or inventory.settings_giving(n, cluster))}
+        # launchers name dlobd-env.sh's variables: the reason also names the inventory's
+        given = {variable for n in named for variable in inventory.settings_giving(n, cluster)}
+        reasons.append(result.reason + (f" (in the inventory: {', '.join(sorted(given))})" if given else ""))
+        if not named:
+            break
+        for name in sorted(named):
+            supplied[name] = inventory.placeholder(name)
+            _merge(asks, inventory.settings_giving(name, cluster))
+    return list(dict.fromkeys(reasons)), asks
+
+
+def plan_spec(spec, scale_name: str, runs_dir=None) -> dict:
+    """{'runnable': n points, 'blocked': {point_id: reasons}, 'reason': whole-scale reason,
+    'settings': the inventory settings that give what a setting gives}.
+
+    With `runs_dir` (an inventory in use) each point is also dry-run through its launcher
+    (nothing run or written), so what the launcher itself lacks, or a parameter it cannot use,
+    blocks it too, every unmet need of a point at once (point_needs)."""
     try:
         scale = spec.scale(scale_name)
     except KeyError as exc:
-        return {"runnable": 0, "points": 0, "blocked": {}, "reason": str(exc)}
+        return {"runnable": 0, "points": 0, "blocked": {}, "reason": str(exc), "settings": {}}
     if not scale.get("runnable", True):
-        return {"runnable": 0, "points": 0, "blocked": {},
+        return {"runnable": 0, "points": 0, "blocked": {}, "settings": {},
                 "reason": scale.get("reason", "marked not runnable")}
     whole = capabilities.missing(scale.get("needs"))
     points = spec.points(scale_name)
     if runs_dir is not None:
-        results = {pid: runs.launch(spec.data, scale_name, p, runs_dir, dry_run=True) for pid, p in points}
-        blocked = {pid: [r.reason] for pid, r in results.items() if r.status != "dry run"}
+        blocked, asks = {}, {}
+        for pid, p in points:
+            reasons, more = point_needs(spec, scale_name, scale, p, runs_dir)
+            if reasons:
+                blocked[pid] = reasons
+            _merge(asks, more)
         return {"runnable": len(points) - len(blocked), "points": len(points), "blocked": blocked,
-                "reason": "; ".join(whole) if len(blocked) == len(points) and whole else None}
+                "reason": "; ".join(whole) if len(blocked) == len(points) and whole else None,
+                "settings": asks}
     axis = spec.data.get("stack_axis")
     blocked = {pid: capabilities.point_missing(scale, p) + launcher_missing(
                    str(p[axis]) if axis and axis in p else spec.stack(scale_name))
                for pid, p in points}
     blocked = {k: v for k, v in blocked.items() if v}
     if whole:
-        return {"runnable": 0, "points": len(points), "blocked": blocked, "reason": "; ".join(whole)}
+        return {"runnable": 0, "points": len(points), "blocked": blocked, "reason": "; ".join(whole),
+                "settings": {}}
     return {"runnable": len(points) - len(blocked), "points": len(points), "blocked": blocked,
-            "reason": None}
+            "reason": None, "settings": {}}
 
 
 # ---------------------------------------------------------------- node-hour estimates
@@ -177,15 +266,16 @@ def _report(args, specs) -> int:
     # with an inventory every point goes through its launcher too (a dry run: nothing is written)
     runs_dir = ROOT / "data" / "runs" if cluster else None
     n_ok = 0
-    lines = []
+    lines, asks = [], {}
     for eid, spec in sorted(specs.items()):
         if spec.data.get("data_from"):
             lines.append(f"  {'(same data)':13} {eid}: drawn from the runs of {spec.data['data_from']}")
             continue
         p = plan_spec(spec, args.scale, runs_dir)
+        _merge(asks, p["settings"])
         reasons = "; ".join(sorted({r for rs in p["blocked"].values() for r in rs}))
         if p["reason"] or p["runnable"] == 0:
-            lines.append(f"  {'not runnable':13} {eid}: {p['reason'] or reasons}")
+            lines.append(f"  {'not runnable':13} {eid}: {reasons or p['reason']}")
         elif p["blocked"]:
             n_ok += 1
             lines.append(f"  {'partly':13} {eid}: {p['runnable']} of {p['points']} points; "
@@ -203,4 +293,22 @@ def _report(args, specs) -> int:
     print(f"paper values: {stated} of {len(specs)} specs carry numbers their paper states "
           "(slide charts through the paper figure they repeat)")
     print("\n".join(lines))
+    if cluster:
+        print()
+        print(describe_settings(asks))
     return 0
+
+
+SUMMARY_HEAD = "settings to add to the inventory"
+
+
+def describe_settings(asks: dict) -> str:
+    """The plan's closing summary: the settings its needs name, once each, as inventory YAML.
+    They go under `all: vars:`: the plan judges the launch host's dlobd-env.sh, and each path
+    must be the same on every host. Each value is whole (a list or mapping with what the
+    inventory already gives), as it replaces the inventory's."""
+    if not asks:
+        return f"{SUMMARY_HEAD}: none"
+    return (f"{SUMMARY_HEAD} (paste under all: vars:, each replacing the inventory's value; "
+            "replace every <...> with the site's path):\n"
+            + yaml.safe_dump({"all": {"vars": asks}}, sort_keys=True, default_flow_style=False).rstrip())

@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 
 from dlobd import ROOT, spec
-from dlobd.cluster import capabilities, fabric, inventory
+from dlobd.cluster import capabilities, fabric, inventory, provenance
 from dlobd.execution import plan
 from dlobd.results.appendix import natural_key, write_generated
 
@@ -21,6 +21,10 @@ ROLE_SETTINGS = {
                        "`rdma_spark_tarball`)",
     "HIBENCH_HOME": ", or recorded by the `hibench` role (`hibench_enabled: true`)",
 }
+
+
+# What site.yml installs on the modern profile only: on the paper one the site's TF 1.x Python
+PAPER_PYTHON = ("tensorflow", "tensorflowonspark")
 
 
 def _max(values) -> int | None:
@@ -67,7 +71,8 @@ def render(root: Path = ROOT) -> str:
         rows=table, n_specs=len(spec.load_all(root)), stack_settings=inventory.STACK_SETTINGS,
         hardware_fields=fabric.HARDWARE_FIELDS, provisioned=capabilities.PROVISIONED,
         software_settings=capabilities.SOFTWARE_SETTINGS, role_settings=ROLE_SETTINGS, paper_roles=capabilities.PAPER_ROLES,
-        undeclared=capabilities.UNDECLARED,
+        undeclared=capabilities.UNDECLARED, paper_python=PAPER_PYTHON, tfos_python=provenance.TFOS_PYTHON,
+        role_variables=inventory.ROLE_VARIABLES, device_variables=inventory.DEVICE_VARIABLES,
         total_hours=sum(r["hours"] for r in table))
 
 

@@ -1,4 +1,9 @@
-"""Where each dlobd_* setting of a host comes from, and which ones no role knows.
+"""Where each setting of a host comes from, and which ones no role knows.
+
+A setting is a variable named like the project's roles: dlobd_* (the shared settings) or a role's
+own (hibench_*, mmlspark_* ...). The known ones are computed from the roles themselves: every
+role's defaults (defaults/main.yml or defaults/main/*.yml), the facts their tasks set, and the
+dlobd role's dlobd_settings_without_default (the documented inventory-only settings).
 
 Ansible resolves a host's variables without saying which source won. This lookup walks the same
 sources in the same order as Ansible's VariableManager (inventory `all: vars:`, the groups' vars,
@@ -10,6 +15,7 @@ dlobd role's default.
 from __future__ import annotations
 
 import difflib
+import functools
 from pathlib import Path
 
 import yaml
@@ -23,23 +29,62 @@ from ansible.vars.plugins import get_vars_from_inventory_sources
 
 DOCUMENTATION = """
 name: dlobd_settings
-short_description: the dlobd_* settings of a host, where each was set, and the unknown ones
+short_description: the project's settings of a host, where each was set, and the unknown ones
 description:
-  - Returns one mapping with C(origins) (every dlobd_* variable an inventory source or -e sets
-    for the host, mapped to that source) and C(unknown) (those of them the dlobd role neither
-    defaults nor lists in dlobd_settings_without_default, each with the closest known names).
+  - Returns one mapping with C(origins) (every variable named like a role of the project, dlobd_*
+    or <role>_*, that an inventory source or -e sets for the host, mapped to that source) and
+    C(unknown) (those of them no role defaults, sets or documents, each mapped to the closest
+    known names and the defaults file of the role its name belongs to).
 options:
   _terms:
     description: the host (inventory_hostname by default)
 """
 
-DEFAULTS = Path(__file__).resolve().parent.parent / "defaults" / "main"
-PREFIX = "dlobd_"
+ROLES = Path(__file__).resolve().parents[2]
+DEFAULTS = ROLES / "dlobd" / "defaults" / "main"
+SET_FACT = ("ansible.builtin.set_fact", "set_fact")
 _inventories: dict = {}
 
 
 def _names(path: Path) -> dict:
     return yaml.safe_load(path.read_text()) or {}
+
+
+def _defaults_files(role: Path) -> list[Path]:
+    return [p for p in (role / "defaults" / "main.yml", *sorted((role / "defaults" / "main").glob("*.yml")))
+            if p.is_file()]
+
+
+def _facts(node) -> set:
+    """The names the tasks in `node` set as facts or register."""
+    if isinstance(node, list):
+        return set().union(*map(_facts, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    own = {name for key in SET_FACT if isinstance(node.get(key), dict) for name in node[key]}
+    if isinstance(node.get("register"), str):
+        own.add(node["register"])
+    return own | _facts(list(node.values()))
+
+
+@functools.lru_cache(maxsize=1)
+def roles() -> dict[str, dict]:
+    """role -> {'known': the variables it defaults, sets or documents, 'defaults': its defaults
+    file}, for every role of the project."""
+    out = {}
+    for role in sorted(p for p in ROLES.iterdir() if (p / "tasks").is_dir() or (p / "defaults").is_dir()):
+        files = _defaults_files(role)
+        known = {name for f in files for name in _names(f)}
+        known |= set().union(*(_facts(_names(t)) for t in sorted((role / "tasks").glob("*.yml"))))
+        out[role.name] = {"known": known, "defaults": str(files[0].relative_to(ROLES.parent.parent))
+                          if files else None}
+    out["dlobd"]["known"] |= set(_names(DEFAULTS / "settings.yml")["dlobd_settings_without_default"])
+    return out
+
+
+def _role_of(name: str, known_roles) -> str | None:
+    """The role a variable's name belongs to: the longest role name it starts with."""
+    return max((r for r in known_roles if name.startswith(r + "_")), key=len, default=None)
 
 
 def _per_source(loader, sources, entity, folder: str) -> list[tuple[str, dict]]:
@@ -81,7 +126,7 @@ def origins(loader, sources: list[str], host_name: str) -> dict[str, str]:
                 ("the command line (-e)", load_extra_vars(loader))]
     found = {}
     for source, values in ordered:
-        found.update({name: source for name in values if name.startswith(PREFIX)})
+        found.update({name: source for name in values if _role_of(name, roles())})
     return found
 
 
@@ -90,9 +135,9 @@ class LookupModule(LookupBase):
         variables = variables or {}
         host = terms[0] if terms else variables["inventory_hostname"]
         sources = variables.get("ansible_inventory_sources") or []
-        settings = _names(DEFAULTS / "settings.yml")
-        known = {*settings, *_names(DEFAULTS / "derived.yml"), *settings["dlobd_settings_without_default"]}
+        known = sorted(set().union(*(r["known"] for r in roles().values())))
         found = origins(self._loader, sources, host)
-        unknown = {name: difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
+        unknown = {name: {"close": difflib.get_close_matches(name, known, n=3, cutoff=0.75),
+                          "defaults": roles()[_role_of(name, roles())]["defaults"]}
                    for name in sorted(found) if name not in known}
         return [{"origins": found, "unknown": unknown}]
