@@ -146,8 +146,9 @@ appendix: setup ## docs/artifact-evaluation.md from the specs, data/reference an
 	$(SUBMAKE) figures RUNS=data/reference
 	$(BIN)/dlobd appendix --runs data/reference --results data/results
 
-experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id> [SCALE=paper]
-	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' 'experiments=[$(ID)]'
+experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id> [SCALE=paper] [ASSUME='cores=96'] (in place of a value the spec assumes)
+	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' 'experiments=[$(ID)]' \
+	  $(if $(ASSUME),'assume=$(ASSUME)')
 
 # Every experiment at one scale. DRY_RUN=1: the exact command of every point with INVENTORY's
 # hosts and cluster addresses, nothing run or written (dlobd dry-run).

@@ -29,12 +29,16 @@ def install(monkeypatch, settings: dict, workers=WORKERS, **missing):
     monkeypatch.setattr(capabilities, "capabilities", lambda: fake_capabilities(**missing))
 
 
-def context(tmp_path, spec_id: str, point: dict, scale: str = "paper") -> runner.RunContext:
+def context(tmp_path, spec_id: str, point: dict, scale: str = "paper",
+            overrides: dict | None = None) -> runner.RunContext:
+    """A launcher's context as runs.launch makes it: the scale's settings with its assumed values,
+    then `overrides` given on the command line."""
     data = spec.load_all(ROOT)[spec_id].data
     attempt = tmp_path / "attempt-001"
     return runner.RunContext(spec=data, scale=scale, cluster="fake", point=dict(point),
                            attempt_dir=attempt, runs_dir=tmp_path,
-                           fixed=dict(data["scales"][scale].get("fixed", {})), dry_run=True)
+                           fixed=spec.settings(data, scale, overrides)[0], dry_run=True,
+                           overridden={name: "the command line" for name in overrides or {}})
 
 
 def paper_points(*spec_ids):

@@ -295,3 +295,18 @@ def test_the_papers_bigdl_runs_its_own_package_from_one_jar(tmp_path, jars, spec
     with pytest.raises(FileNotFoundError, match=r"DLOBD_BIGDL_CORE_JAR=\(unset\): BigDL jar not found"):
         bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data",
                       {**env, "DLOBD_BIGDL_VERSION": "2.4.0"})
+
+
+def test_an_assumed_count_the_cluster_cannot_meet_is_named_with_the_values_accepted(tmp_path):
+    """runner.count_within, which every launcher sizing an unstated count calls: an assumed value
+    the scale does not leave to the cluster is not cut: the point is not runnable, saying why."""
+    data = {"id": "x", "scales": {"paper": {"assumed": {"workers": 3, "why": "Fig. 1"}}}}
+    ctx = runner.RunContext(spec=data, scale="paper", cluster="c", point={}, attempt_dir=tmp_path,
+                            runs_dir=tmp_path, fixed={"workers": 3})
+    assert runner.count_within(ctx, "workers", 3, "hosts") == (3, "3, assumed, not stated by the paper (Fig. 1)")
+    with pytest.raises(NotRunnable, match=r"^workers=3, assumed \(not stated by the paper; scales.paper.assumed "
+                       r"of experiments/x.yaml\), is more than this cluster's 2 hosts: accepted 1 to 2; give "
+                       r"one with ASSUME='workers=<n>'$"):
+        runner.count_within(ctx, "workers", 2, "hosts")
+    ctx.point = {"workers": 5}  # a stated count, as it is: the launcher's own checks judge it
+    assert runner.count_within(ctx, "workers", 2, "hosts") == (5, None)

@@ -53,8 +53,8 @@ def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
     assert option(argv, "-clusterSize") == str(nodes) and option(argv, "--executor-cores") == "28"
     if "nodes" in point:
         assert nodes == point["nodes"]
-    else:  # the paper states no node count: the launcher's choice, labelled
-        assert nodes == caffeonspark.UNSTATED["nodes"] and "not stated" in result.labels["nodes"]
+    else:  # the paper states no node count: the spec's assumed 4, labelled
+        assert nodes == 4 and result.labels["assumed"]["nodes"].startswith("4, assumed, not stated by the paper")
     home = f"/opt/cos/{device.replace('-', '_')}"
     assert option(argv, "--class") == "com.yahoo.ml.caffe.CaffeOnSpark"
     assert argv[argv.index("--class") + 2] == f"{home}/lib/{caffeonspark.JAR}"
@@ -371,3 +371,12 @@ def test_two_real_executor_logs_interleaved_are_unparseable():
     r = caffeonspark.parse(reallogs.interleaved(reallogs.lines("caffeonspark", "executor-hang-2016-07"),
                                                 reallogs.lines("caffeonspark", "executor-cifar10-full-2016-iterations")))
     assert r.status == "unparseable" and "thread 29236" in r.reason and "interleaved" in r.reason
+
+
+def test_the_assumed_nodes_are_cut_to_a_smaller_cluster_and_an_assumed_count_beyond_it_is_named(tmp_path, monkeypatch):
+    install(monkeypatch, SETTINGS, workers=WORKERS[:2])
+    p = caffeonspark.plan_point(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"}))
+    assert (p["nodes"], p["device"]) == (2, "gpu")  # the device assumed, the nodes cut to the 2 workers
+    assert p["labels"]["assumed"]["nodes"].startswith("2, assumed, not stated by the paper (Fig. 5(a)")
+    assert p["labels"]["assumed"]["nodes"].endswith("; the assumed 4 cut to this cluster's 2 worker nodes "
+                                                    f"(DLOBD_WORKERS: {WORKERS[0]} {WORKERS[1]})")

@@ -5,7 +5,7 @@ import copy
 import pandas as pd
 import pytest
 
-from dlobd import stacks
+from dlobd import ROOT, spec, stacks
 from dlobd.execution import runs
 from dlobd.results import figures, tidy as results
 from dlobd.spec import metrics
@@ -355,3 +355,11 @@ def test_repeats_of_a_point_are_drawn_as_mean_with_their_spread(tmp_path):
     (segment,) = bar.get_segments()
     assert [y for _, y in segment] == pytest.approx([90.0, 120.0])
     assert "3 repeats a point: mean, bars min–max" in _texts(fig)
+
+
+def test_a_paper_scale_figure_names_what_its_runs_assumed():
+    s = spec.load_all(ROOT)["dlobd-fig7b"]
+    empty = pd.DataFrame(columns=["status", "value", "run_id", "metric"])
+    fig = figures.build(s.data, "paper", s.data["scales"]["paper"], empty, not_run="no runs")
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert "not stated by the paper: batch=768 assumed (Fig. 7(a)" in title

@@ -17,7 +17,7 @@ from dlobd.execution import dryrun, plan
 from dlobd.spec import networks
 from dlobd import spec as dspec
 from dlobd.stacks import scaffe
-from inventories import EXAMPLE, write_other
+from inventories import EXAMPLE, write_other, write_plain
 from dlobd.cluster import capabilities
 
 LOOPBACK = re.compile(r"\b127\.\d+\.\d+\.\d+\b|\blocalhost\b")
@@ -87,6 +87,32 @@ def test_a_prefix_given_for_the_run_overrides_the_inventory(tmp_path):
 def test_bad_settings_are_named(tmp_path, changes, message):
     with pytest.raises(inventory.InventoryError, match=re.escape(message)):
         inventory.load(write_other(tmp_path, **changes))
+
+
+def test_a_misspelt_role_variable_is_named_with_where_it_was_set_and_the_known_name(tmp_path):
+    with pytest.raises(inventory.InventoryError) as raised:
+        inventory.load(write_plain(tmp_path, hibench_enable=True, mmlspark_pyhton="/opt/python-3.6/bin/python"))
+    text = str(raised.value)
+    assert (f"hibench_enable (set in {tmp_path}/hosts.yml (all: vars:)) is no setting of the playbooks "
+            "(did you mean hibench_enabled") in text
+    assert "(did you mean mmlspark_python" in text
+    assert "the accepted names and their defaults: playbooks/roles/mmlspark/defaults/main.yml" in text
+
+
+@pytest.mark.parametrize("tfos_python, present", [(None, False), ("/opt/py35-tf1/bin/python", True)])
+def test_tensorflow_and_tensorflowonspark_of_the_paper_profile_are_one_capability(tmp_path, tfos_python, present):
+    """Both run in the site's TF 1.x Python on the paper profile: yes or no together, one reason."""
+    given = {"dlobd_stack_settings": {provenance.TFOS_PYTHON: tfos_python}} if tfos_python else {}
+    caps = capabilities.inventory_capabilities(inventory.load(write_plain(tmp_path, **given)))
+    assert caps["tensorflow"] == caps["tensorflowonspark"] and caps["tensorflow"][0] is present
+    assert provenance.TFOS_PYTHON in caps["tensorflow"][1]
+
+
+def test_the_apptainer_method_plans(tmp_path):
+    cluster = inventory.load(write_plain(tmp_path, dlobd_install_method="apptainer",
+                                         apptainer_image="/images/paper-tfos-bigdl.sif"))
+    assert cluster.settings["DLOBD_INSTALL_METHOD"] == "apptainer"
+    assert cluster.settings["DLOBD_APPTAINER_IMAGE"] == "/scratch/dlobd/images/paper-tfos-bigdl.sif"
 
 
 @pytest.mark.parametrize("host_vars, message", [
@@ -206,7 +232,9 @@ def test_the_rdma_spark_and_hibench_roles_settings_reach_the_plan(tmp_path, chan
 SIZE_ONLY = re.compile(r"needs \d+ GPUs: the inventory's workers declare 24|"
                        r"needs \d+ worker nodes: the inventory has 5 in group workers|"
                        r"needs \d+ worker nodes with \d+ GPU\(s\) each: the inventory declares \d \(.*\)|"
-                       r"single-process Caffe drives the GPUs of one node: \d+ GPUs > 8 per node")
+                       r"single-process Caffe drives the GPUs of one node: \d+ GPUs > 8 per node|"
+                       # the launcher's own count, beside the plan's: the plan lists every unmet need
+                       r"\d+ GPUs at \d+ per node need \d+ GPU hosts|the cluster has 3 \(DLOBD_GPU_WORKERS\)")
 SCAFFE_SETTINGS = {"SCAFFE_HOME": "/sw/osu-caffe", "MVAPICH2_GDR_HOME": "/sw/mvapich2-gdr", "CAFFE_HOME": "/sw/caffe",
                    "INSPUR_CAFFE_HOME": "/sw/caffe-mpi", "SCAFFE_IMAGENET_LMDB": "/data/ilsvrc12-lmdb",
                    "SCAFFE_IMAGENET_LIST": "/lustre/ilsvrc12", "SCAFFE_IMAGENET_MAP": "/data/ilsvrc12-map",
@@ -416,7 +444,7 @@ def test_plan_prints_node_hour_estimates(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
     # TF-gRPC-Bench: (2 s warm-up + 10 s) x 5 repeats on 2 nodes, 9 points
     assert "tfgrpc-fig8" in out and "estimate: 0.30 node-hours for 9 of 9 points" in out
-    # rdmatf-fig1: 224 s stated for its one-worker point
-    assert "estimate: 0.06 node-hours for 1 of 3 points" in out
+    # rdmatf-fig1: 224 s stated for its one-worker point, on 2 nodes with its assumed parameter server
+    assert "estimate: 0.12 node-hours for 1 of 3 points" in out
     assert "estimate: unknown (the paper states no time for this point" in out
 

@@ -203,3 +203,35 @@ def test_run_command_failure_keeps_stderr(tmp_path):
     result = runner.run_command(ctx, [sys.executable, "-c", "import sys; sys.exit('bad input')"])
     assert (result.status, result.exit_status, result.reason) == ("failed", 1, "exit status 1")
     assert (ctx.attempt_dir / "stderr.log").read_text() == "bad input\n"
+
+
+ASSUMING = {**SPEC, "scales": {"local": {**SPEC["scales"]["local"],
+                                         "fixed": {"epochs": 2, "batch": "not stated"},
+                                         "assumed": {"batch": 768, "why": "Fig. 7(a)"}}}}
+
+
+@pytest.mark.parametrize("overrides, batch, labels", [
+    (None, 768, {"assumed": {"batch": "768, assumed, not stated by the paper (Fig. 7(a))"}}),
+    ({"batch": 96}, 96, {"overridden": {"batch": "96, set on the command line in place of the assumed 768"}}),
+])
+def test_launch_runs_the_assumed_value_or_its_override_and_labels_it(tmp_path, monkeypatch, overrides, batch, labels):
+    seen = {}
+
+    def launch(ctx):
+        seen.update(ctx.fixed)
+        return runner.run_command(ctx, [sys.executable, "-c", "pass"])
+
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    a = runs.launch(ASSUMING, "local", {"network": "loopback", "cores": 2}, tmp_path, overrides=overrides)
+    rec = json.loads((a / "run.json").read_text())
+    assert seen == {"epochs": 2, "batch": batch}  # the stated epochs as they are
+    assert {k: rec["labels"][k] for k in ("assumed", "overridden") if k in rec["labels"]} == labels
+
+
+def test_an_override_of_a_setting_the_experiment_does_not_assume_is_refused(tmp_path):
+    with pytest.raises(runs.dspec.SettingError, match=r"ASSUME: epochs=3: dlobd-fig7b at scale local has no "
+                       r"assumed setting 'epochs' \(scales.local.assumed of experiments/dlobd-fig7b.yaml\); "
+                       r"it assumes batch"):
+        runs.launch(ASSUMING, "local", {"network": "loopback", "cores": 2}, tmp_path, overrides={"epochs": 3},
+                    where="ASSUME")
+    assert not list(tmp_path.iterdir())  # nothing recorded

@@ -517,3 +517,62 @@ def test_repeats_expand_every_point_that_many_times():
     assert spec.expand(scale) == [(f"network-loopback_repeat-{r}", {"network": "loopback", "repeat": r})
                                   for r in (1, 2, 3)]
     assert spec.expand({**scale, "repeats": 1}) == [("network-loopback", {"network": "loopback"})]
+
+
+# ---------------------------------------------------------------- assumed settings
+
+
+def test_the_loader_fills_in_the_assumed_values_and_keeps_the_paper_s_words():
+    fig6c = spec.load_all(ROOT)["dlobd-fig6c"]
+    assert fig6c.scale("paper")["fixed"] == {"target_accuracy": 0.7, "device": "cpu-mkl", "cores": 192,
+                                             "batch": 768, "epochs": 18}
+    assert fig6c.data["scales"]["paper"]["fixed"]["cores"] == "not stated for this panel"
+    assert fig6c.scale("local")["fixed"]["cores"] == 2  # a scale without `assumed` as it is
+    # a count assumed within the cluster is the launcher's to size: the plan sees none
+    assert "gpus" not in spec.load_all(ROOT)["scaffe-table2"].scale("paper")["fixed"]
+
+
+def test_settings_give_stated_assumed_and_overridden_values_with_their_labels():
+    data = spec.load_all(ROOT)["dlobd-fig7b"].data
+    fixed, labels = spec.settings(data, "paper")
+    assert (fixed["epochs"], fixed["batch"]) == (18, 768)  # stated as it is, assumed in place of the words
+    assert labels == {"assumed": {"batch": "768, assumed, not stated by the paper (Fig. 7(a): the same "
+                                           "cluster, model and data at 192 cores)"}}
+    fixed, labels = spec.settings(data, "paper", {"batch": 384}, "ASSUME")
+    assert fixed["batch"] == 384
+    assert labels == {"overridden": {"batch": "384, set on ASSUME in place of the assumed 768"}}
+    with pytest.raises(spec.SettingError, match=r"^ASSUME: epochs=9: dlobd-fig7b at scale paper has no assumed "
+                       r"setting 'epochs' \(scales.paper.assumed of experiments/dlobd-fig7b.yaml\); it assumes batch$"):
+        spec.settings(data, "paper", {"epochs": 9}, "ASSUME")
+    with pytest.raises(spec.SettingError, match="it assumes nothing: its paper states every setting it runs with"):
+        spec.settings(data, "local", {"batch": 9}, "ASSUME")
+
+
+def test_overrides_parse_as_name_value_words():
+    assert spec.parse_overrides("cores=96 batch=384,device=gpu", "ASSUME") == {
+        "cores": 96, "batch": 384, "device": "gpu"}
+    with pytest.raises(spec.SettingError, match=r"^ASSUME: 'cores' is not name=value \(e.g. cores=96\)$"):
+        spec.parse_overrides("cores", "ASSUME")
+
+
+def test_assumed_settings_say_what_a_scale_assumes_and_why():
+    specs = spec.load_all(ROOT)
+    assert spec.assumed_settings(specs["dlobd-fig7b"], "paper") == [
+        "batch=768 assumed (Fig. 7(a): the same cluster, model and data at 192 cores)"]
+    assert spec.assumed_settings(specs["slides-bigdl-scalability"], "paper") == \
+        spec.assumed_settings(specs["dlobd-fig7b"], "paper")  # a slide chart of the same data
+    assert spec.assumed_settings(specs["scaffe-fig13"].data, "paper")[1].startswith("gpus=at most 16 assumed (Fig. 8")
+    assert spec.assumed_settings(specs["dlobd-fig7b"], "local") == []
+
+
+def test_an_assumed_value_stands_in_only_for_what_the_paper_leaves_unstated(tree):
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(
+        assumed={"epochs": 9, "cores": 96, "why": "x", "within_cluster": ["nodes"]}))
+    assert tree.errors("dlobd-fig7b") == [
+        "experiments/dlobd-fig7b.yaml: scales.paper.assumed.epochs: fixed.epochs states '18': an assumed value "
+        "stands in only where fixed says 'not stated' or is silent",
+        "experiments/dlobd-fig7b.yaml: scales.paper.assumed.cores: 'cores' is a matrix axis: the paper states its values",
+        "experiments/dlobd-fig7b.yaml: scales.paper.assumed.within_cluster: 'nodes' is not an assumed setting"]
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(assumed={"batch": 768}))
+    assert tree.errors("dlobd-fig7b") == [
+        "experiments/dlobd-fig7b.yaml: scales.paper.assumed: 'why' is a required property"]

@@ -31,7 +31,6 @@ from dlobd import NotRunnable
 TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
 SITE_TF1 = "/sw/tf1-verbs/bin/python"
 EXPERIMENTS = ["rdmatf-fig1", "rdmatf-fig5", "rdmatf-fig6", "dlobd-fig9"]
-UNSTATED_PS = "1 (not stated by the paper: the launcher's choice)"
 
 
 def load_tf1():
@@ -41,13 +40,11 @@ def load_tf1():
 # ---------------------------------------------------------------- the launcher's TF 1.x plans
 
 def test_tf1_layout_is_parameter_servers():
-    assert tf.tf1_layout({"workers": 3}, {"parameter_servers": 2}, "local") == (3, 2, {"parameter_servers": "2"})
-    # paper scale, no parameter servers stated (the rdmatf specs): one, labelled
-    assert tf.tf1_layout({"nodes": 8}, {"steps": 300}, "paper") == (8, 1, {"parameter_servers": UNSTATED_PS})
-    # at another scale a spec without them chose the collective strategy, which TF 1.x has not:
-    # one parameter server all the same, and the label says why
-    assert tf.tf1_layout({"nodes": 2}, {"steps": 8}, "local") == (2, 1, {"parameter_servers": (
-        f"1 ({tf.UNSTATED}: TF 1.x has no collective strategy, which this scale's spec chose)")})
+    assert tf.tf1_layout({"workers": 3}, {"parameter_servers": 2}) == (3, 2, {"parameter_servers": "2"})
+    # a spec without them chose the collective strategy, which TF 1.x has not: one parameter
+    # server all the same, and the label says why (the paper scale's specs assume theirs)
+    assert tf.tf1_layout({"nodes": 2}, {"steps": 8}) == (2, 1, {"parameter_servers": (
+        f"1 ({runner.LAUNCHER_CHOICE}: TF 1.x has no collective strategy, which this scale's spec chose)")})
 
 
 def test_tf1_tasks_are_the_ps_strategy_s_with_training_workers():
@@ -134,7 +131,7 @@ def paper_context(tmp_path, experiment, point):
     scale = data["scales"]["paper"]
     return runner.RunContext(spec=data, scale="paper", cluster="local", point=point,
                            attempt_dir=tmp_path / "runs" / "attempt-001", runs_dir=tmp_path / "runs",
-                           fixed=dict(scale.get("fixed", {})), time_limit_s=scale.get("time_limit_s"),
+                           fixed=dspec.settings(data, "paper")[0], time_limit_s=scale.get("time_limit_s"),
                            dry_run=True)
 
 
@@ -148,16 +145,12 @@ def remote_command(argv):
 @pytest.mark.parametrize("experiment, pid, point", PAPER_POINTS, ids=[f"{e}:{p}" for e, p, _ in PAPER_POINTS])
 def test_every_paper_point_runs_train_tf1_in_the_site_tf1_build(tmp_path, paper_site, experiment, pid, point):
     ctx = paper_context(tmp_path, experiment, point)
-    if experiment == "rdmatf-fig5":
-        # the paper states no number of workers for Fig. 5: nothing to run with, whichever program
-        with pytest.raises(NotRunnable, match="workers is 'not stated' in the spec"):
-            tf.launch(ctx)
-        return
     result = tf.launch(ctx)
     assert result.status == "dry run", result.reason
     assert not (tmp_path / "runs").exists()
     processes = result.extra["processes"]
-    workers = int(point.get("workers", point.get("nodes", 3)))  # fig9: fixed workers 3 (of 4 nodes)
+    # fig9: fixed workers 3 (of 4 nodes); rdmatf-fig5: 3 assumed (as Fig. 1's most)
+    workers = int(point.get("workers", point.get("nodes", 3)))
     rdma = point["network"] == "rdma"
     if experiment == "rdmatf-fig1" and workers == 1:
         # the paper's single-node TensorFlow: one process, no TF cluster, no strategy
@@ -169,7 +162,8 @@ def test_every_paper_point_runs_train_tf1_in_the_site_tf1_build(tmp_path, paper_
         assert result.labels["strategy"].startswith("local: one process without a TF cluster")
         return
     assert [p["name"] for p in processes] == [f"worker:{i}" for i in range(workers)] + ["ps:0", "chief:0"]
-    assert result.labels["parameter_servers"] == ("1" if experiment == "dlobd-fig9" else UNSTATED_PS)
+    # stated (fig9) or assumed by the spec (the rdmatf specs): the value, never the launcher's pick
+    assert result.labels["parameter_servers"] == "1"
     for p in processes:
         command = remote_command(p["command"])  # every task on a worker host, over ssh
         assert command[:2] == [SITE_TF1, str(tf.WORKLOAD_TF1)], p
@@ -223,7 +217,8 @@ def test_the_modern_profile_keeps_train_distributed(tmp_path, paper_site):
     assert result.status == "dry run", result.reason
     commands = [remote_command(p["command"]) for p in result.extra["processes"]]
     assert all(c[:2] == ["/sw/dlobd/python/bin/python", str(tf.WORKLOAD)] for c in commands)
-    assert [p["name"] for p in result.extra["processes"]] == ["worker:0", "worker:1"]  # collective
+    # the paper scale's assumed parameter server holds for the modern TensorFlow too
+    assert [p["name"] for p in result.extra["processes"]] == ["worker:0", "worker:1", "ps:0", "chief:0"]
 
 
 def test_paper_points_of_an_inventory_s_cluster(tmp_path):
@@ -242,9 +237,11 @@ def test_paper_points_of_an_inventory_s_cluster(tmp_path):
         ran += 1
         for p in r.extra["processes"]:
             assert remote_command(p["command"])[:2] == ["/sw/tf1-verbs/bin/python", str(tf.WORKLOAD_TF1)], (eid, pid)
-    # fig1's three, fig6's up to 4 nodes, fig9's two; fig5 states no workers, fig6's 8 nodes do not fit
-    assert ran == 8, {k: r.reason for k, r in native.items()}
-    assert "workers is 'not stated'" in native["rdmatf-fig5", "network-rdma"].reason
+    # fig1's three, fig5's three (3 workers assumed), fig6's up to 4 nodes, fig9's two; fig6's 8
+    # nodes do not fit
+    assert ran == 11, {k: r.reason for k, r in native.items()}
+    assert native["rdmatf-fig5", "network-rdma"].labels["assumed"]["workers"].startswith(
+        "3, assumed, not stated by the paper (Fig. 1")
     assert "needs 8 worker nodes" in native["rdmatf-fig6", "network-rdma_nodes-8"].reason
 
 

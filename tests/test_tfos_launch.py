@@ -309,7 +309,7 @@ def paper_context(tmp_path, experiment, point):
     attempt = tmp_path / "attempt-001"
     attempt.mkdir(exist_ok=True)
     return runner.RunContext(spec=data, scale="paper", cluster="local", point=point, attempt_dir=attempt,
-                           runs_dir=tmp_path, fixed=dict(scale.get("fixed", {})),
+                           runs_dir=tmp_path, fixed=dspec.settings(data, "paper")[0],
                            time_limit_s=scale.get("time_limit_s"), dry_run=True)
 
 
@@ -376,7 +376,8 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
     assert "--cluster-size" not in cmd and "--train-images" not in cmd and "--node-host" not in cmd
     if experiment == "dlobd-fig5b":
         assert option(cmd, "--model") == {"mnist": "mnist_softmax", "cifar10": "cifar10_cnn"}[point["workload"]]
-        assert option(cmd, "--num-gpus") == "1" and option(cmd, "--batch-size") == "64"
+        # batch 128 assumed, as Fig. 9's
+        assert option(cmd, "--num-gpus") == "1" and option(cmd, "--batch-size") == "128"
     else:
         # fig9: 3 workers and 1 parameter server on 4 nodes, batch 128, on CPUs
         assert option(cmd, "--model") == "mnist_softmax" and option(cmd, "--batch-size") == "128"
@@ -403,15 +404,15 @@ def test_a_gpu_point_the_cluster_cannot_pin_is_not_runnable(tmp_path, monkeypatc
 
 
 def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):
+    # fig5b's unstated parameter servers, batch and epochs are its spec's assumed ones (runs.launch
+    # labels them); the launcher picks only the input mode the paper's 'parameter server' leaves open
     fig5b = tfos.tf1_layout(paper_context(tmp_path, "dlobd-fig5b",
                                           {"workload": "cifar10", "network": "ipoib", "gpus": 8}))
-    assert (fig5b["workers"], fig5b["ps"], fig5b["input_mode"], fig5b["batch"], fig5b["epochs"]) == (8, 1, "spark", 64, 1)
+    assert (fig5b["workers"], fig5b["ps"], fig5b["input_mode"], fig5b["batch"], fig5b["epochs"]) == (8, 1, "spark", 128, 1)
     assert fig5b["labels"] == {
-        "parameter_servers": "1 (not stated by the paper: the launcher's choice)",
-        "input_mode": "spark, TFoS's RDD feeding (the paper's mode: parameter server; input mode not stated by "
-                      "the paper: the launcher's choice)",
-        "batch": "64 (not stated by the paper: the launcher's choice)",
-        "epochs": "1 (not stated by the paper: the launcher's choice)"}
+        "parameter_servers": "1",
+        "input_mode": "spark, TFoS's RDD feeding (the paper's mode: parameter server; the spec gives "
+                      "none: the launcher's choice)"}
     fig9 = tfos.tf1_layout(paper_context(tmp_path, "dlobd-fig9", {"framework": "tensorflowonspark", "network": "ipoib"}))
     assert fig9["labels"]["parameter_servers"] == "1" and "batch" not in fig9["labels"]
     assert fig9["labels"]["input_mode"].startswith("spark, TFoS's RDD feeding (the paper's mode: not stated;")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlobd import NotRunnable, stacks
+from dlobd import spec as dspec
 from dlobd.cluster import capabilities, provenance
 from dlobd.execution import slurmenv
 from dlobd.spec import point_id  # one definition of the point directory name
@@ -200,8 +201,9 @@ def _base_record(spec_data: dict, scale: str, cluster: str, point: dict) -> dict
 
 
 def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, point: dict,
-                        reason: str) -> Path:
-    """Record that this cluster cannot provide a point. Returns the attempt directory.
+                        reason: str, labels: dict | None = None) -> Path:
+    """Record that this cluster cannot provide a point, with `labels` beside the common ones (the
+    settings assumed or overridden). Returns the attempt directory.
 
     Writing the same reason again for the same point reuses the newest record instead of
     piling up identical attempts; a different reason (the cluster changed) is a new attempt.
@@ -223,7 +225,7 @@ def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, poi
         "command": None, "cwd": None, "start": stamp, "end": stamp, "exit_status": None,
         "status": "not runnable", "reason": reason,
         **provenance.collect(slurmenv.execution(), stack=spec_data.get("stack")),
-        "labels": _labels(spec_data, scale, point),
+        "labels": {**_labels(spec_data, scale, point), **(labels or {})},
     }
     write_run_json(attempt_dir, record)
     return attempt_dir
@@ -242,7 +244,7 @@ def _launcher(spec_data: dict, scale: str, point: dict):
                   else scale_data.get("stack", spec_data["stack"]))
     if not scale_data.get("runnable", True):
         return stack_name, None, scale_data.get("reason") or f"scale {scale} not runnable"
-    lacking = capabilities.point_missing(scale_data, point)
+    lacking = capabilities.point_missing(dspec.filled(scale_data), point)
     if lacking:
         return stack_name, None, "; ".join(lacking)
     try:
@@ -264,8 +266,13 @@ def _call(module, ctx: RunContext) -> LaunchResult:
 
 
 def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local",
-           dry_run: bool = False):
+           dry_run: bool = False, overrides: dict | None = None, where: str = "the command line"):
     """Run one matrix point through its stack's launcher and write run.json.
+
+    The launcher gets the scale's `fixed` with the values the scale assumes where its paper
+    states none, then `overrides` (given at `where`) of those; run.json's labels `assumed` and
+    `overridden` say which (spec.settings). An override of a setting the scale does not assume
+    raises spec.SettingError before anything is recorded.
 
     Returns the attempt directory. Points the cluster cannot provide (scale marked not
     runnable, stack without a launcher, launcher raising NotRunnable) get a
@@ -276,20 +283,23 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     `failed` with the launcher's error.
     """
     stack_name, module, reason = _launcher(spec_data, scale, point)
+    fixed, setting_labels = dspec.settings(spec_data, scale, overrides, where)
     scale_data = spec_data["scales"][scale]
 
     def context(attempt_dir: Path) -> RunContext:
         return RunContext(spec=spec_data, scale=scale, cluster=cluster, point=dict(point),
                           attempt_dir=attempt_dir, runs_dir=Path(runs_dir),
-                          fixed=dict(scale_data.get("fixed", {})),
-                          time_limit_s=scale_data.get("time_limit_s"), dry_run=dry_run)
+                          fixed=dict(fixed), time_limit_s=scale_data.get("time_limit_s"),
+                          dry_run=dry_run, overridden={name: where for name in overrides or {}})
 
     if dry_run:
         if reason:
             return LaunchResult(None, "not runnable", reason)
-        return _call(module, context(next_attempt(runs_dir, cluster, scale, spec_data["id"], point)))
+        result = _call(module, context(next_attempt(runs_dir, cluster, scale, spec_data["id"], point)))
+        result.labels.update(_settings_labels(setting_labels, result.labels))
+        return result
     if reason:
-        return record_not_runnable(runs_dir, cluster, scale, spec_data, point, reason)
+        return record_not_runnable(runs_dir, cluster, scale, spec_data, point, reason, setting_labels)
     attempt_dir = new_attempt(runs_dir, cluster, scale, spec_data["id"], point)
     start = now_iso()
     result = _call(module, context(attempt_dir))
@@ -312,11 +322,19 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
         "start": start, "end": end, "exit_status": result.exit_status,
         "status": result.status, "reason": result.reason,
         **prov,
-        "labels": {**_labels(spec_data, scale, point), **result.labels},
+        "labels": {**_labels(spec_data, scale, point), **result.labels,
+                   **_settings_labels(setting_labels, result.labels)},
         **result.extra,
     }
     write_run_json(attempt_dir, record)
     return attempt_dir
+
+
+def _settings_labels(supervisor: dict, launcher: dict) -> dict:
+    """The `assumed` and `overridden` labels: the supervisor's, with what the launcher chose
+    over them (an assumed count cut to the cluster)."""
+    return {key: {**supervisor.get(key, {}), **launcher.get(key, {})}
+            for key in ("assumed", "overridden") if key in supervisor or key in launcher}
 
 
 def _labels(spec_data: dict, scale: str, point: dict) -> dict:

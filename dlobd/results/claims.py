@@ -38,7 +38,7 @@ from dlobd.results.verdicts import (
     unique_pairs,
     verdicts_frame,
 )
-from dlobd.spec import REPEAT, metrics, same_value, substitutions
+from dlobd.spec import REPEAT, assumed_settings, metrics, same_value, substitutions
 from dlobd.spec.claimlang import (
     ARITH,
     COMPARE,
@@ -746,6 +746,9 @@ def _judged(claim: dict, spec: dict, context: _Context, check: str, base: dict) 
     verdict = Verdict(check=check, **base, **_evaluate_check(check, context))
     if verdict.verdict == "not checkable":
         return verdict
+    if verdict.verdict != "not run" and (guessed := assumed_settings(spec, context.scale)):
+        # the points it read ran with settings the paper does not state
+        verdict.finding += f" The points read ran with {'; '.join(guessed)}, not stated by the paper."
     void = substitutions.void_reason(claim, spec, context.scale, verdict.substituted,
                                      context.cpus)
     if void:

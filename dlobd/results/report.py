@@ -174,24 +174,33 @@ def what_ran(spec: dict, scale_data: dict, run_list: list[dict]) -> dict:
             "paper": f"{spec.get('model')}, {spec.get('stack')}" if differs else None}
 
 
-def hold_figures(files, source_dir, out_dir) -> None:
+def hold_figures(files, source_dir, out_dir) -> str:
     """The report's copy of each drawn file, at its path under `source_dir`: a hard link where
-    both are on one file system (no second copy of the bytes), else a copy."""
-    for file in map(Path, files):
+    both are on one file system (no second copy of the bytes), else a copy. Says how many of each."""
+    copied = 0
+    files = list(map(Path, files))
+    for file in files:
         target = Path(out_dir, file.relative_to(source_dir))
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(file, target)
         except OSError:
             shutil.copy2(file, target)
+            copied += 1
+    return f"{len(files) - copied} figures hard-linked, {copied} copied into {out_dir}"
 
 
 def scale_notes(scale_data: dict, run_list: list[dict]) -> list[str]:
-    """The scale's notes, and its notes for the software profile of each profile its used runs
-    ran (runs before the profile label ran the modern profile)."""
-    ran = {(r.get("labels") or {}).get("profile") or "modern" for r in run_list if r.get("used")}
+    """The scale's notes, what its runs used that the paper does not state (the settings assumed,
+    and those given instead on the command line), and its notes for the software profile of each
+    profile its used runs ran (runs before the profile label ran the modern profile)."""
+    used = [r.get("labels") or {} for r in run_list if r.get("used")]
+    ran = {labels.get("profile") or "modern" for labels in used}
     own = scale_data.get("profile_notes") or {}
+    given = {f"{name}={text}" for labels in used for key in ("assumed", "overridden")
+             for name, text in (labels.get(key) or {}).items()}
     return [*(scale_data.get("notes") or []),
+            *(f"run with {text}" for text in sorted(given)),
             *(f"on the {profile} profile's software: {note}" for profile in sorted(ran) for note in own.get(profile, []))]
 
 

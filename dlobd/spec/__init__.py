@@ -115,6 +115,98 @@ def same_value(a, b) -> bool:
     except (TypeError, ValueError):
         return str(a) == str(b)
 
+
+# ---------------------------------------------------------------- assumed settings
+
+ASSUMED = "assumed, not stated by the paper"
+# how a scale's `fixed` gives a setting its paper leaves unstated: 'not stated', 'not restated; ...'
+UNSTATED_WORDS = re.compile(r"\bnot (?:re)?stated\b")
+# the keys of a scale's `assumed` that are not settings
+ASSUMED_META = ("why", "within_cluster")
+
+
+class SettingError(ValueError):
+    """A setting given where an experiment has none of that name, or a value it cannot take."""
+
+
+def assumed(scale: dict) -> dict:
+    """{setting: value} a scale assumes where its paper states none (its `assumed`, less the why)."""
+    return {k: v for k, v in (scale.get("assumed") or {}).items() if k not in ASSUMED_META}
+
+
+def within_cluster(scale: dict) -> list[str]:
+    """The assumed counts a launcher cuts to what the cluster has (the paper leaves them open)."""
+    return list((scale.get("assumed") or {}).get("within_cluster") or [])
+
+
+def filled(scale: dict) -> dict:
+    """The scale with its assumed values in `fixed` in place of the paper's words; a count
+    assumed within the cluster stays out (its launcher sizes it to the cluster)."""
+    values = {k: v for k, v in assumed(scale).items() if k not in within_cluster(scale)}
+    return {**scale, "fixed": {**(scale.get("fixed") or {}), **values}} if values else scale
+
+
+def assumed_text(scale: dict, name: str, value=None) -> str:
+    """'192, assumed, not stated by the paper (Fig. 7(a), same cluster and model)'."""
+    value = assumed(scale)[name] if value is None else value
+    return f"{_fmt(value)}, {ASSUMED} ({scale['assumed']['why']})"
+
+
+def assumed_settings(spec, scale: str) -> list[str]:
+    """What a scale runs with that its paper does not state, for a figure's title or a page:
+    ['cores=192 assumed (Fig. 7(a), same cluster and model)']; a count assumed within the
+    cluster says 'at most'. `spec` is a Spec or a spec's dict."""
+    data = spec.source_spec.data if isinstance(spec, Spec) else spec
+    entry = ((data.get("scales") or {}).get(scale) or {})
+    cut = within_cluster(entry)
+    return [f"{name}={'at most ' if name in cut else ''}{_fmt(value)} assumed ({entry['assumed']['why']})"
+            for name, value in assumed(entry).items()]
+
+
+def parse_overrides(text: str, where: str) -> dict:
+    """'cores=96 batch=384' -> {'cores': 96, 'batch': 384} (values read as YAML scalars);
+    SettingError naming `where` for a word that is not name=value."""
+    out = {}
+    for word in str(text or "").replace(",", " ").split():
+        name, sep, value = word.partition("=")
+        if not sep or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or not value:
+            raise SettingError(f"{where}: {word!r} is not name=value (e.g. cores=96)")
+        out[name] = yaml.safe_load(value)
+    return out
+
+
+def check_overrides(spec_data: dict, scale: str, overrides: dict, where: str) -> None:
+    """SettingError unless every override names a setting the scale assumes: the others are the
+    paper's own (stated) or not settings of the experiment at all."""
+    entry = (spec_data.get("scales") or {}).get(scale) or {}
+    known = assumed(entry)
+    for name, value in overrides.items():
+        if name not in known:
+            accepted = (f"it assumes {', '.join(sorted(known))}" if known
+                        else "it assumes nothing: its paper states every setting it runs with")
+            raise SettingError(f"{where}: {name}={_fmt(value)}: {spec_data['id']} at scale {scale} has no "
+                               f"assumed setting {name!r} (scales.{scale}.assumed of experiments/"
+                               f"{spec_data['id']}.yaml); {accepted}")
+
+
+def settings(spec_data: dict, scale: str, overrides: dict | None = None,
+             where: str = "the command line") -> tuple[dict, dict]:
+    """(the fixed settings a scale's launcher gets, their labels for run.json): the scale's
+    `fixed` with its assumed values and then `overrides` in; labels `assumed` (each assumed
+    value with its why) and `overridden` (each override, where it was set and what it replaced)."""
+    entry = spec_data["scales"][scale]
+    overrides = overrides or {}
+    check_overrides(spec_data, scale, overrides, where)
+    labels = {}
+    kept = {k: assumed_text(entry, k) for k in assumed(entry) if k not in overrides}
+    if kept:
+        labels["assumed"] = kept
+    if overrides:
+        labels["overridden"] = {k: f"{_fmt(v)}, set on {where} in place of the assumed {_fmt(assumed(entry)[k])}"
+                                for k, v in overrides.items()}
+    return {**(filled(entry).get("fixed") or {}), **overrides}, labels
+
+
 @dataclass
 class Spec:
     id: str
@@ -139,10 +231,12 @@ class Spec:
         return self.data.get("dimensions") or self.source_spec.data.get("dimensions", {})
 
     def scale(self, name: str) -> dict:
+        """The scale as launchers see it: its assumed values filled in (`filled`); the spec's
+        own words stay in `.data`."""
         scales = self.source_spec.data.get("scales", {})
         if name not in scales:
             raise KeyError(f"{self.id}: no scale {name!r} (has: {', '.join(sorted(scales))})")
-        return scales[name]
+        return filled(scales[name])
 
     def points(self, scale: str) -> list[tuple[str, dict]]:
         return expand(self.scale(scale))
@@ -417,6 +511,24 @@ def _check_scale(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
                 errors.add(spec.path, f"{where}.axis_map.{axis}.{src}", f"maps to {_fmt(dst)!r}, which is not in the {name} matrix of {axis!r}")
 
 
+def _check_assumed(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
+    """An assumed value stands in only for what the paper leaves unstated: not an axis of the
+    scale, not a number `fixed` states; a count within the cluster is a whole number."""
+    where = f"scales.{name}.assumed"
+    fixed = scale.get("fixed") or {}
+    for key, value in assumed(scale).items():
+        if key in (scale.get("matrix") or {}):
+            errors.add(spec.path, f"{where}.{key}", f"{key!r} is a matrix axis: the paper states its values")
+        elif key in fixed and not UNSTATED_WORDS.search(str(fixed[key])):
+            errors.add(spec.path, f"{where}.{key}", f"fixed.{key} states {_fmt(fixed[key])!r}: an assumed "
+                                                    "value stands in only where fixed says 'not stated' or is silent")
+    for key in within_cluster(scale):
+        if key not in assumed(scale):
+            errors.add(spec.path, f"{where}.within_cluster", f"{key!r} is not an assumed setting")
+        elif not isinstance(assumed(scale)[key], int) or assumed(scale)[key] < 1:
+            errors.add(spec.path, f"{where}.{key}", "a count within the cluster is a positive whole number")
+
+
 def _check_whole_scale_needs(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
     """A need of the whole scale that only some of its network values have (config/networks.yaml)
     would make a cluster without it run none of the points, those that never use it included."""
@@ -648,6 +760,7 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
         if target is None:
             for name, scale in data["scales"].items():
                 _check_scale(spec, name, scale, errors)
+                _check_assumed(spec, name, scale, errors)
                 if "runs_from" in scale:
                     _check_runs_from(spec, name, scale["runs_from"], registry, errors)
         for i, claim in enumerate(data.get("claims", [])):

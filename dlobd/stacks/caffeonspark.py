@@ -91,8 +91,6 @@ JAR = "caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar"
 DEVICES = ("cpu-openblas", "cpu-mkl", "gpu", "gpu-cudnn")
 # the spec's batch rule: nodes x per-node batch = this global batch (DLoBD Sec. 4.1)
 GLOBAL_BATCH = 128
-# values the papers leave unstated (fig6, fig8): the launcher's choice, labelled on the run
-UNSTATED = {"nodes": 4, "device": "gpu"}
 EXECUTOR_MEMORY = "8g"
 # Caffe's blobs and the LMDB pages live outside the JVM heap
 EXECUTOR_OVERHEAD_MB = 6144
@@ -212,15 +210,6 @@ def _templates() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-def _value(ctx: runner.RunContext, name: str):
-    """The point's value, else the scale's fixed one; (value, label) where the paper left it
-    unstated and the launcher's own choice stands in."""
-    value = ctx.point.get(name, ctx.fixed.get(name))
-    if name in UNSTATED and (value is None or str(value).startswith("not stated")):
-        return UNSTATED[name], f"{UNSTATED[name]} (not stated by the paper: the launcher's choice)"
-    return value, None
-
-
 def plan_point(ctx: runner.RunContext) -> dict:
     """Model, device, nodes, batch, network and connection of one point, checked; raises
     NotRunnable for what the cluster lacks, ValueError for a bad point."""
@@ -230,15 +219,15 @@ def plan_point(ctx: runner.RunContext) -> dict:
     if model not in models():
         raise ValueError(f"{ctx.spec['id']}: model {model!r} has no CaffeOnSpark net here "
                          f"(workloads/caffe-nets/models.yaml has {', '.join(models())})")
-    device, label = _value(ctx, "device")
-    if label:
-        labels["device"] = label
+    # a device the paper leaves unstated comes from the scale's `assumed` (in fixed)
+    device = setting(ctx, "device")
     if device not in DEVICES:
         raise ValueError(f"{ctx.spec['id']}: device {device!r} is none of {', '.join(DEVICES)}")
-    nodes, label = _value(ctx, "nodes")
+    workers = provenance.workers()
+    nodes, label = runner.count_within(ctx, "nodes", len(workers), f"worker nodes (DLOBD_WORKERS: "
+                                                                  f"{' '.join(workers) or 'unset'})")
     if label:
-        labels["nodes"] = label
-    nodes = int(nodes)
+        labels["assumed"] = {"nodes": label}
     per_node = int(ctx.fixed.get("devices_per_node", 1))
     if "batch_rule" in ctx.fixed:
         if GLOBAL_BATCH % (nodes * per_node):

@@ -19,17 +19,55 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlobd import NotRunnable
+from dlobd import spec as dspec
 from dlobd.cluster import hadoop, provenance
 
 RUN_JSON = "run.json"  # the record the supervisor writes beside a run's logs
+# the label of a value a launcher picks where the spec gives none (a paper scale's unstated
+# settings are the spec's `assumed`)
+LAUNCHER_CHOICE = "the spec gives none: the launcher's choice"
 
 
 def unstated(scale: str, name: str, value) -> None:
     """NotRunnable for a parameter the paper scale gives in words, as its paper does ('not
-    stated', 'same at every core count'): no number to run with. (At other scales words
-    where a number belongs are a defect of the spec, which the launcher's own check names.)"""
+    stated', 'same at every core count'), with no value assumed for it: no number to run with.
+    (At other scales words where a number belongs are a defect of the spec, which the
+    launcher's own check names.)"""
     if scale == "paper" and isinstance(value, str) and not re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
-        raise NotRunnable(f"{name} is {value!r} in the spec: the paper gives no number to run with")
+        raise NotRunnable(f"{name} is {value!r} in the spec: the paper gives no number to run with, "
+                          f"and the scale assumes none (scales.paper.assumed)")
+
+
+def count_within(ctx: "RunContext", name: str, available: int, what: str) -> tuple[int, str | None]:
+    """(a count the cluster has `available` of, its label or None): the point's or the scale's
+    stated one as it is; an override, or a value the scale assumes, as it is where the cluster
+    has that many; an assumed count the scale leaves open (`within_cluster`) cut to the cluster.
+    `what` names what is counted and where the cluster gives it ('GPUs (DLOBD_GPU_WORKERS x
+    DLOBD_GPUS_PER_NODE)'). SettingError for an override the cluster cannot meet, NotRunnable
+    for an assumed value it cannot meet, each with the values accepted."""
+    entry = ctx.spec["scales"][ctx.scale]
+    given = ctx.point.get(name, ctx.fixed.get(name))
+    if name in ctx.overridden:
+        if int(given) > available:
+            raise dspec.SettingError(f"{name}={given}, set on {ctx.overridden[name]}: this cluster has "
+                                     f"{available} {what}; accepted: 1 to {available}")
+        return int(given), None
+    if name in ctx.point or name not in dspec.assumed(entry):
+        if given is None:
+            raise ValueError(f"{ctx.spec['id']} {ctx.scale}: no {name}: the paper states none and "
+                             f"scales.{ctx.scale}.assumed gives none")
+        return int(given), None
+    value = int(dspec.assumed(entry)[name])
+    if available < 1:
+        raise NotRunnable(f"{name}: this cluster has no {what}")
+    if value <= available:
+        return value, dspec.assumed_text(entry, name)
+    if name in dspec.within_cluster(entry):
+        return available, dspec.assumed_text(entry, name, available) + \
+            f"; the assumed {value} cut to this cluster's {available} {what}"
+    raise NotRunnable(f"{name}={value}, assumed (not stated by the paper; scales.{ctx.scale}.assumed of "
+                      f"experiments/{ctx.spec['id']}.yaml), is more than this cluster's {available} {what}: "
+                      f"accepted 1 to {available}; give one with ASSUME='{name}=<n>'")
 
 
 def now_iso() -> str:
@@ -53,6 +91,8 @@ class RunContext:
     fixed: dict = field(default_factory=dict)
     time_limit_s: float | None = None
     dry_run: bool = False
+    # setting -> where its value was given in place of the one the scale assumes
+    overridden: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -54,9 +54,6 @@ LOG_FILES = ("stdout.log", "stderr.log")
 
 CNTK_CONFIG = Path(__file__).resolve().parents[2] / "workloads" / "scaffe" / "alexnet.cntk"
 FRAMEWORKS = ("s-caffe", "s-caffe-l", "caffe", "cntk", "inspur-caffe")
-# model of each experiment where the spec names none: the launcher's choice, labelled
-UNSTATED_MODEL = "googlenet"
-UNSTATED_GPUS = 16
 DESIGN_AXES = ("design", "algorithm")
 DESIGN_BUILD = {"none": "SC_B", "sc-b": "SC_B", "sc-ob": "SC_OB", "cc-8": "CC_8", "cb-4": "CB_4", "cb-8": "CB_8"}
 HYDRA_TAG = re.compile(r"^\[(\d+)\] (.*)$")
@@ -129,15 +126,12 @@ def plan_point(ctx: runner.RunContext) -> dict:
     framework = str(ctx.point.get("framework", "s-caffe"))
     if framework not in FRAMEWORKS:
         raise ValueError(f"{ctx.spec['id']}: framework {framework!r} is none of {', '.join(FRAMEWORKS)}")
-    model = str(ctx.spec.get("model"))
+    # a model the paper leaves unstated comes from the scale's `assumed` (in fixed)
+    model = str(ctx.fixed.get("model", ctx.spec.get("model")))
     if model not in models():
-        model = UNSTATED_MODEL
-        labels["model"] = f"{model} (not stated by the paper: the launcher's choice)"
-    gpus = ctx.point.get("gpus")
-    if gpus is None:
-        gpus = UNSTATED_GPUS
-        labels["gpus"] = f"{gpus} (not stated by the paper: the launcher's choice)"
-    gpus = int(gpus)
+        raise ValueError(f"{ctx.spec['id']} {ctx.scale}: model {model!r} has no S-Caffe net here "
+                         f"(workloads/caffe-nets/models.yaml has {', '.join(models())}); where the paper "
+                         f"states none, scales.{ctx.scale}.assumed gives one")
     if lacking := capabilities.missing(["gpu", "infiniband"]):
         raise NotRunnable("; ".join(lacking))
     # Fig. 8 sets S-Caffe reading image files from Lustre (s-caffe) against LMDB (s-caffe-l)
@@ -147,6 +141,11 @@ def plan_point(ctx: runner.RunContext) -> dict:
         raise NotRunnable("s-caffe reads image files from Lustre: " + "; ".join(lacking))
     per_node = int(ctx.fixed.get("gpus_per_node", _gpus_per_node()))
     hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+    gpus, label = runner.count_within(ctx, "gpus", len(hosts) * per_node,
+                                      f"GPUs ({len(hosts)} GPU hosts x {per_node}: DLOBD_GPU_WORKERS, "
+                                      "DLOBD_GPUS_PER_NODE)")
+    if label:
+        labels["assumed"] = {"gpus": label}
     if framework == "caffe" and gpus > per_node:
         raise NotRunnable(f"single-process Caffe drives the GPUs of one node: {gpus} GPUs > "
                                f"{per_node} per node")

@@ -102,7 +102,6 @@ def parse(text: str) -> ParseResult:
 WORKLOAD = ROOT / "workloads" / "tensorflow" / "train_distributed.py"
 # the program of the tasks that run in a TF 1.x (tf_cluster.transport)
 WORKLOAD_TF1 = ROOT / "workloads" / "tensorflow" / "train_tf1.py"
-UNSTATED = "not stated by the paper: the launcher's choice"
 MODELS = {"resnet50": "resnet50", "inception3": "inception_v3", "inception_v3": "inception_v3",
           "alexnet": "alexnet", "softmax-regression": "mnist_softmax",
           "mnist_softmax": "mnist_softmax", "cifar10_cnn": "cifar10_cnn"}
@@ -200,21 +199,19 @@ def tf_config(tasks: list[Task], task: Task, protocol: str) -> dict:
     return {"cluster": cluster, "task": {"type": task.job, "index": task.index}, "rpc_layer": protocol}
 
 
-def tf1_layout(point: dict, fixed: dict, scale: str) -> tuple[int, int, dict]:
+def tf1_layout(point: dict, fixed: dict) -> tuple[int, int, dict]:
     """(workers, parameter servers, labels) of a point run by train_tf1.py in a TF 1.x build:
-    parameter servers always. The fixed ones, else 1, labelled: the papers' TF 1.x trained with
-    parameter servers and the rdmatf specs state no number; at another scale the spec's choice
-    of the collective strategy is TensorFlow 2's, which TF 1.x has not (TensorFlowOnSpark 1.0's
-    launcher makes the same choice, so dlobd-fig9's two frameworks still compare like for like)."""
+    parameter servers always. The fixed ones (at the paper scale the specs assume one where the
+    paper states none), else 1, labelled: a scale's choice of the collective strategy is
+    TensorFlow 2's, which TF 1.x has not (TensorFlowOnSpark 1.0's launcher makes the same choice,
+    so dlobd-fig9's two frameworks still compare like for like)."""
     strategy, workers, ps = layout(point, fixed)
     if strategy == "ps":
         return workers, ps, {"parameter_servers": str(ps)}
     if strategy == "local":
         return 1, 0, {}
-    if scale != "paper":
-        return workers, 1, {"parameter_servers": f"1 ({UNSTATED}: TF 1.x has no collective strategy, "
-                                                 "which this scale's spec chose)"}
-    return workers, 1, {"parameter_servers": f"1 ({UNSTATED})"}
+    return workers, 1, {"parameter_servers": f"1 ({runner.LAUNCHER_CHOICE}: TF 1.x has no collective "
+                                             "strategy, which this scale's spec chose)"}
 
 
 def tf1_tasks(workers: int, ps: int, hosts: list[str], ports: list[int]) -> list[Task]:
@@ -302,7 +299,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     labels = {}
     if tf1:
         # a TF 1.x: train_tf1.py, parameter servers
-        workers, ps, labels = tf1_layout(ctx.point, ctx.fixed, ctx.scale)
+        workers, ps, labels = tf1_layout(ctx.point, ctx.fixed)
         labels["tf_build"] = tf1.source
         strategy = "ps" if ps else "local"
         tasks = build_plan_tf1(ctx.point, ctx.fixed, model, workers, ps, hosts, free_ports(workers + ps + 1),

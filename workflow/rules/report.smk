@@ -39,10 +39,12 @@ rule report_figures:
         + ([f"{FIGURES}/{wc.scale}/{e}.pdf" for e in IDS] if config["pdf"] else []),
     output:
         directory(f"{REPORT}/figures/{{scale}}"),
+    log:
+        f"{REPORT}/figures-{{scale}}.log",
     run:
         from dlobd.results import report as dreport
 
-        dreport.hold_figures(input, f"{FIGURES}/{wildcards.scale}", output[0])
+        Path(log[0]).write_text(dreport.hold_figures(input, f"{FIGURES}/{wildcards.scale}", output[0]) + "\n")
 
 
 localrules:

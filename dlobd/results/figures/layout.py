@@ -12,6 +12,7 @@ from dlobd.results.figures.labels import Context, non_ok_summary
 from dlobd.results.figures.paper import (
     get_unit, point_text, reaches_target, stated_text, target_text, timed_points)
 from dlobd.results.figures.values import label_of
+from dlobd.spec import assumed_settings
 
 
 FIGSIZE = (8.0, 5.0)
@@ -27,6 +28,10 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
     spec = ctx.spec
     if ctx.scale_name == "paper":
         title = textwrap.wrap(f"{spec['figure']} ({spec['paper']}): {spec['title']}", 95)
+        assumed = assumed_settings(spec, ctx.scale_name)
+        if assumed:   # what the runs ran with that the paper does not state
+            title += textwrap.wrap("not stated by the paper: " + "; ".join(assumed), 95,
+                                   break_on_hyphens=False)
     else:  # the title says what ran here; the paper's setting follows in a line of its own
         here = f"{ctx.y_label()} over {ctx.x_label().split(' (paper:')[0]}"
         # how the runs were laid out first: the processes and hosts that ran what follows
