@@ -148,6 +148,14 @@ def _value_axis(ax, ctx: Context, log_where_decades: bool = True) -> None:
         ax.set_ylim(bottom=0)
 
 
+def _paper_markers(ax, ctx: Context, x: str) -> None:
+    """The paper's values at their x, as hollow diamonds (at the paper's scale only)."""
+    for p in paper_points(ctx):
+        if x in p["at"]:
+            ax.plot([float(p["at"][x])], [p["value"]], marker="D", mfc="none",
+                    mec=PAPER_COLOR, ms=8, ls="none", label="paper's value")
+
+
 def _curve(rows: pd.DataFrame, xcol: str, how: str | None) -> tuple[list, list]:
     """x and y of one run's line: every sample, or with `how` one value per x (per epoch)."""
     rows = rows.dropna(subset=[xcol])
@@ -214,10 +222,7 @@ def _lines_over(fig: Figure, ctx: Context, xcol: str, per_x: bool = False) -> No
         _runs_left_out(ctx, pkey, series, drawn_by_series)
         if twin is not None:
             twin.set_ylabel(f"{y2_name} (dashed)")
-        for p in paper_points(ctx):
-            if xcol in p["at"]:
-                ax.plot([float(p["at"][xcol])], [p["value"]], marker="D", mfc="none",
-                        mec=PAPER_COLOR, ms=8, ls="none", label="paper's value")
+        _paper_markers(ax, ctx, xcol)
         ax.set_xlabel(ctx.x_label())
         ax.set_ylabel(ctx.y_label())
         if xcol in ("epoch", "step") and ax.get_lines():
@@ -299,10 +304,7 @@ def payload_curves(fig: Figure, ctx: Context) -> None:
             ax.errorbar(agg.index.astype(float), agg["mean"], capsize=3, label=legend_label(series, skey),
                         yerr=spread if (agg["max"] > agg["min"]).any() else None,
                         **(MODEL_STYLE if is_model(skey) else {"marker": "o"}))
-        for p in paper_points(ctx):
-            if x in p["at"]:
-                ax.plot([float(p["at"][x])], [p["value"]], marker="D", mfc="none",
-                        mec=PAPER_COLOR, ms=8, ls="none", label="paper's value")
+        _paper_markers(ax, ctx, x)
         ax.set_xlabel(ctx.x_label())
         ax.set_ylabel(ctx.y_label())
         if pkey:
