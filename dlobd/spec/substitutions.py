@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from dlobd.spec import same_value
+
 NOT_COMPARABLE = "not comparable here"
 PREMISES = ("paper-scale", "linear-scaling", "baseline", "share")
 _NOT_COMPARABLE_NOTE = re.compile(r"not comparable", re.IGNORECASE)
@@ -23,13 +25,6 @@ def _fmt(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
-
-
-def _same(a, b) -> bool:
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
 
 
 def _scale(spec: dict, name: str) -> dict:
@@ -53,7 +48,7 @@ def axis_map(spec: dict, scale: str, ran: dict[str, dict[str, str]] | None = Non
         unmapped = [v for v, mark in status.items() if not mark and v not in targets]
         missing = [k for k, v in pairs.items() if status.get(_fmt(v))]
         for k, v in pairs.items():
-            if _same(k, v):
+            if same_value(k, v):
                 continue
             mark = status.get(_fmt(v))
             if not mark:
