@@ -75,7 +75,7 @@ lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of e
 test-integration: setup emulated-deps slurm-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts; Slurm on them
 	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
 	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_caffeonspark_port.py \
-	  --ignore=tests/integration/test_paper_profile.py
+	  --ignore=tests/integration/test_paper_profile.py --ignore=tests/integration/test_emulated_shared_prefix.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -153,11 +153,12 @@ experiment: setup ## run one experiment's points on the running cluster, then it
 # Every experiment at one scale. DRY_RUN=1: the exact command of every point with INVENTORY's
 # hosts and cluster addresses, nothing run or written (dlobd dry-run).
 SCALE ?= local
-CLUSTER ?= local
+# the name new runs are recorded under (data/runs/<CLUSTER>/...); empty: the inventory's dlobd_cluster_name
+CLUSTER ?=
 .PHONY: experiments
 experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing
 	@if [ -n "$(DRY_RUN)" ]; then \
-	  $(BIN)/dlobd dry-run --scale $(SCALE) --inventory $(INVENTORY) --cluster $(CLUSTER) --runs $(RUNS) \
+	  $(BIN)/dlobd dry-run --scale $(SCALE) --inventory $(INVENTORY) $(if $(CLUSTER),--cluster $(CLUSTER)) --runs $(RUNS) \
 	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
 	else \
 	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
@@ -437,18 +438,21 @@ EMULATED_STATE ?= $(HOME)/dlobd-emulated
 EMULATED_WORKERS ?= 3
 EMULATED_TIER ?= unshaped
 EMULATED_SUBNET ?= 10.77.0.0/24
+# SHARED_PREFIX=1: one prefix folder every host sees, as on NFS or Lustre (no per-host mount)
+SHARED_PREFIX ?=
+EMULATED_SHARED_PREFIX = $(if $(filter 1 yes true,$(SHARED_PREFIX)),--shared-prefix)
 EMULATED := $(BIN)/python tests/cluster/emulated.py --state-dir $(EMULATED_STATE)
 EMULATED_INVENTORY := playbooks/inventories/emulated/hosts.yml
-# every host has its own prefix in the inventory: no -e dlobd_prefix here
+# the inventory names the hosts' prefix (one path on every host): no -e dlobd_prefix here
 EMULATED_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(EMULATED_INVENTORY)
 
-.PHONY: emulated-up emulated-down emulated-deps emulated-relink emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated
+.PHONY: emulated-up emulated-down emulated-deps emulated-relink emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated test-shared-prefix
 # Debian's sshd for the hosts (the provisioning roles install what the hosts themselves need)
 emulated-deps: ## install openssh-server when sshd is missing (needs root and apt)
 	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
 
-emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER; write their inventory
-	$(EMULATED) up --workers $(EMULATED_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET)
+emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER (SHARED_PREFIX=1: one prefix folder for all); write their inventory
+	$(EMULATED) up --workers $(EMULATED_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET) $(EMULATED_SHARED_PREFIX)
 
 emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
 	$(EMULATED) down
@@ -485,6 +489,11 @@ emulated-experiments: setup ## run EMULATED_EXPERIMENTS from the emulated cluste
 	$(EMULATED) exec -- env DLOBD_PREFIX=$(EMULATED_STATE)/stack $(SNAKEMAKE) --keep-going $(EMULATED_CONFIG) launch=True
 	@echo "report: $(abspath $(EMULATED_OUT)/report/index.html)"
 
+# Not part of make test: about 25 min, the local provisioning the integration fixtures start with
+# (10 min) and 15 min for the hosts, which provision one after another on a shared prefix.
+test-shared-prefix: setup emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both
+	$(BIN)/pytest -m integration tests/integration/test_emulated_shared_prefix.py -q
+
 # Clusters of its own (subnet 10.79.0.0/24), made and removed per worker count; about 30 min.
-bench-emulated: setup emulated-deps ## create, provision cold/warm, start; HDFS write and Spark job time for 1/2/3 workers per tier
-	$(BIN)/python benchmarks/emulated/bench.py
+bench-emulated: setup emulated-deps ## create, provision cold/warm, start; HDFS write and Spark job time for 1/2/3 workers per tier (SHARED_PREFIX=1: one prefix folder)
+	$(BIN)/python benchmarks/emulated/bench.py $(EMULATED_SHARED_PREFIX)

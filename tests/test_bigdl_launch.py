@@ -310,3 +310,58 @@ def test_an_assumed_count_the_cluster_cannot_meet_is_named_with_the_values_accep
         runner.count_within(ctx, "workers", 2, "hosts")
     ctx.point = {"workers": 5}  # a stated count, as it is: the launcher's own checks judge it
     assert runner.count_within(ctx, "workers", 2, "hosts") == (5, None)
+
+
+def paper_context(tmp_path, monkeypatch, spec_id, point, node_cores, workers):
+    """A paper-scale point as runs.launch gives it (the scale's assumed values filled in) on
+    `workers` workers of `node_cores` cores each (None: the inventory declares none)."""
+    from dlobd.cluster import hadoop, provenance
+    monkeypatch.setattr(hadoop, "node_cores", lambda: (node_cores, f"{node_cores} cores"))
+    monkeypatch.setattr(provenance, "workers", lambda gpu=False: [f"10.0.0.{i}" for i in range(1, workers + 1)])
+    data = spec.load_all(ROOT)[spec_id].data
+    attempt = tmp_path / "attempt-001"
+    attempt.mkdir(exist_ok=True)
+    return runner.RunContext(spec=data, scale="paper", cluster="c", point=dict(point), attempt_dir=attempt,
+                             runs_dir=tmp_path, fixed=spec.settings(data, "paper")[0])
+
+
+@pytest.mark.parametrize("point, node, workers, layout", [
+    # the paper's layout: one executor of 24 cores per node
+    ({"cores": 192, "network": "ipoib"}, 24, 8, (8, 24, None)),
+    ({"cores": 384, "network": "ipoib"}, 48, 8, (16, 24, None)),  # two a node on 48-core nodes
+    ({"cores": 96, "network": "ipoib"}, None, 4, (4, 24, None)),  # nodes of unknown size: one each
+    # nodes smaller than the paper's executor: the cores spread over more executors, said so
+    ({"cores": 96, "network": "ipoib"}, 16, 6, (6, 16, "6 executors x 16 cores: the spec's 4 x 24 cores per "
+                                                  "executor do not fit 16 cores")),
+])
+def test_paper_executors_are_laid_out_within_the_nodes(tmp_path, monkeypatch, point, node, workers, layout):
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig7b", point, node, workers)
+    r = bigdl.plan_resources(ctx)
+    assert (r["executors"], r["executor_cores"], r["layout"]) == layout
+    assert r["executors"] * r["executor_cores"] == point["cores"]
+
+
+@pytest.mark.parametrize("node, workers, message", [
+    (24, 6, r"dlobd-fig7b paper cores-192_network-ipoib: 192 cores as 8 executors x 24 cores need 8 nodes of "
+            r"24 cores; the cluster has 6 worker\(s\)"),
+    (None, 4, r"192 cores as 8 executors x 24 cores need 8 nodes, one executor each \(declare "
+              r"dlobd_hardware.cores to fit more on a node\); the cluster has 4 worker\(s\)"),
+])
+def test_a_layout_the_cluster_cannot_hold_names_the_point_the_cores_and_the_nodes(tmp_path, monkeypatch, node,
+                                                                                   workers, message):
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig7b", {"cores": 192, "network": "ipoib"}, node, workers)
+    with pytest.raises(NotRunnable, match=message):
+        bigdl.plan_resources(ctx)
+
+
+def test_an_assumed_core_count_is_cut_to_what_the_cluster_lays_out(tmp_path, monkeypatch):
+    """dlobd-fig6c's 192 cores are assumed from Fig. 7(a): on 6 workers of unknown size (one 24-core
+    executor each, 144 cores) the most that divides the batch of 768 is 96, labelled."""
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig6c", {"network": "ipoib"}, None, 6)
+    r = bigdl.plan_resources(ctx)
+    assert (r["executors"], r["executor_cores"], r["cores"]) == (4, 24, 96)
+    assert r["assumed"].startswith("96, assumed, not stated by the paper (Fig. 7(a)")
+    assert r["assumed"].endswith("the assumed 192 cut to this cluster's 96 cores in executors of 24 on 6 "
+                                 "worker(s) (None cores) that divide batch 768")
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig6c", {"network": "ipoib"}, 56, 8)
+    assert bigdl.plan_resources(ctx)["cores"] == 192 and bigdl.plan_resources(ctx)["assumed"].startswith("192, assumed")

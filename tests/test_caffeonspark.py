@@ -172,11 +172,22 @@ def test_a_dry_run_of_an_unprovisioned_cluster_says_the_overhead_is_sized_at_lau
 
 def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):
     install(monkeypatch, SETTINGS, workers=WORKERS[:8])
-    with pytest.raises(NotRunnable, match="16 nodes: the cluster has 8 worker"):
+    with pytest.raises(NotRunnable, match=r"16 nodes: the cluster has 8 GPU worker\(s\)"):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 16}))
-    install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:15])})
-    with pytest.raises(NotRunnable, match=rf"worker\(s\) {WORKERS[15]} have no GPU"):
+    some = {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:15])}
+    install(monkeypatch, some)
+    with pytest.raises(NotRunnable, match=rf"worker\(s\) {WORKERS[15]} have no GPU .*and YARN has no node label "
+                                          r"for group gpu \(DLOBD_GPU_NODE_LABEL: role yarn sets it\)"):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2}))
+    # with YARN's node label of the gpu group the executors ask for it, and count the GPU workers only
+    install(monkeypatch, {**some, "DLOBD_GPU_NODE_LABEL": "gpu"})
+    argv = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2})).command
+    assert "spark.yarn.executor.nodeLabelExpression=gpu" in argv
+    assert "spark.yarn.am.nodeLabelExpression" not in " ".join(argv)  # the ApplicationMaster anywhere
+    with pytest.raises(NotRunnable, match=r"16 nodes: the cluster has 15 GPU worker\(s\)"):
+        caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 16}))
+    argv = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 16})).command
+    assert "nodeLabelExpression" not in " ".join(argv)
 
 
 def test_unknown_model_is_refused(tmp_path, cluster):
@@ -378,5 +389,5 @@ def test_the_assumed_nodes_are_cut_to_a_smaller_cluster_and_an_assumed_count_bey
     p = caffeonspark.plan_point(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"}))
     assert (p["nodes"], p["device"]) == (2, "gpu")  # the device assumed, the nodes cut to the 2 workers
     assert p["labels"]["assumed"]["nodes"].startswith("2, assumed, not stated by the paper (Fig. 5(a)")
-    assert p["labels"]["assumed"]["nodes"].endswith("; the assumed 4 cut to this cluster's 2 worker nodes "
-                                                    f"(DLOBD_WORKERS: {WORKERS[0]} {WORKERS[1]})")
+    assert p["labels"]["assumed"]["nodes"].endswith("; the assumed 4 cut to this cluster's 2 GPU worker nodes "
+                                                    f"(DLOBD_GPU_WORKERS: {WORKERS[0]} {WORKERS[1]})")

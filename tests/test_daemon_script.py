@@ -39,7 +39,7 @@ def setup_prefix(tmp_path: Path, stop_timeout: int) -> Path:
     (prefix / "etc").mkdir(parents=True)
     (prefix / "sbin").mkdir()
     (prefix / "etc/dlobd-env.sh").write_text(
-        f"export DLOBD_PREFIX={prefix} JAVA_HOME={java_home} HADOOP_HOME={tmp_path}/hadoop "
+        f"export DLOBD_PREFIX={prefix} DLOBD_LOCAL_DIR={prefix} JAVA_HOME={java_home} HADOOP_HOME={tmp_path}/hadoop "
         f"HADOOP_CONF_DIR={prefix}/etc/hadoop DLOBD_HADOOP_CLASSPATH={tmp_path}/hadoop/lib\n")
     script = jinja2.Template(TEMPLATE.read_text()).render(
         ansible_managed="test", dlobd_prefix=str(prefix), dlobd_daemon_stop_timeout_s=stop_timeout,

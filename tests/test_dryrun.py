@@ -11,19 +11,21 @@ the same command, and the dry run writes nothing.
 import json
 import os
 import re
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from dlobd import ROOT
-from dlobd.cluster import capabilities, hadoop, inventory, provenance
+from dlobd.cluster import capabilities, hadoop, inventory, provenance, remote
 from dlobd.execution import dryrun, runs
 from dlobd import spec as dspec
 from dlobd.stacks import bigdl, caffeonspark, grpcbench, hr_reduce, tensorflow, tensorflowonspark
 from datafiles import write_idx
-from inventories import EXAMPLE, write_other
+from inventories import EXAMPLE, write_other, write_plain
 from dlobd.stacks import runner
 
 WORKERS = "127.0.0.2 127.0.0.3"
@@ -153,15 +155,48 @@ def test_tensorflowonspark(tmp_path, monkeypatch, prefix):
 
 
 def test_tensorflow_across_hosts(tmp_path, monkeypatch, prefix, workers):
-    # the ports are the OS's choice at launch: the stand-in gives both runs the same
-    monkeypatch.setattr(tensorflow, "free_ports", lambda n: list(range(41000, 41000 + n)))
+    # each host chooses its tasks' ports at launch (the stand-in for its ssh answers 41000 on);
+    # the dry run shows what it will choose
+    asked = []
+    monkeypatch.setattr(remote, "ports_on", lambda host, n: asked.append((host, n)) or list(range(41000, 41000 + n)))
     point = {"network": "eth-10g-emulated", "nodes": 2}
     dry, real, started = dry_and_real(tmp_path, monkeypatch, tensorflow, "dlobd-fig11", point)
     assert dry.command == real.command == started
+    assert asked == [("127.0.0.2", 3), ("127.0.0.3", 1)]  # worker:0, ps:0 and the chief on the first
     written = json.loads((Path(real.cwd) / tensorflow.PLAN_FILE).read_text())["tasks"]
-    assert [p["command"] for p in dry.extra["processes"]] == [t["argv"] for t in written]
+    assert [p["command"] for p in real.extra["processes"]] == [t["argv"] for t in written]
     assert [p["host"] for p in dry.extra["processes"]] == [t["host"] for t in written]
     assert {p["host"] for p in dry.extra["processes"]} == set(WORKERS.split())
+    assert [p["ports"]["server"] for p in real.extra["processes"]] == [41000, 41000, 41001, 41002]
+    assert [p["ports"]["server"] for p in dry.extra["processes"]] == [
+        "<port 1 chosen on 127.0.0.2>", "<port chosen on 127.0.0.3>", "<port 2 chosen on 127.0.0.2>",
+        "<port 3 chosen on 127.0.0.2>"]
+    assert all(d["ports_chosen"] == r["ports_chosen"] == f"on {d['host']}"
+               for d, r in zip(dry.extra["processes"], real.extra["processes"]))
+    # the commands the run started are the dry run's with each host's answer for its placeholder
+    answers = {d["ports"]["server"]: str(r["ports"]["server"])
+               for d, r in zip(dry.extra["processes"], real.extra["processes"])}
+    for d, r in zip(dry.extra["processes"], real.extra["processes"]):
+        text = json.dumps(d["command"])
+        for placeholder, port in answers.items():
+            text = text.replace(placeholder, port)
+        assert json.loads(text) == r["command"]
+
+
+def test_tensorflow_across_hosts_on_the_inventorys_worker_ports(tmp_path, monkeypatch, prefix, workers):
+    """With dlobd_worker_ports the tasks' ports are the range's first on each host: the dry run
+    shows the very command the run starts, and nothing is asked of the hosts."""
+    monkeypatch.setitem(provenance.prefix_env(), remote.WORKER_PORTS, "40000-40999")
+    monkeypatch.setattr(remote, "ports_on", forbidden)
+    point = {"network": "eth-10g-emulated", "nodes": 2}
+    dry, real, started = dry_and_real(tmp_path, monkeypatch, tensorflow, "dlobd-fig11", point)
+    assert dry.command == real.command == started
+    assert dry.extra["processes"] == real.extra["processes"]
+    assert [(p["host"], p["ports"], p["ports_chosen"]) for p in dry.extra["processes"]] == [
+        ("127.0.0.2", {"server": 40000}, "from dlobd_worker_ports 40000-40999"),
+        ("127.0.0.3", {"server": 40000}, "from dlobd_worker_ports 40000-40999"),
+        ("127.0.0.2", {"server": 40001}, "from dlobd_worker_ports 40000-40999"),
+        ("127.0.0.2", {"server": 40002}, "from dlobd_worker_ports 40000-40999")]
 
 
 def test_grpcbench_on_loopback(tmp_path, monkeypatch, prefix):
@@ -173,17 +208,26 @@ def test_grpcbench_on_loopback(tmp_path, monkeypatch, prefix):
 def test_grpcbench_across_hosts(tmp_path, monkeypatch, prefix, workers):
     servers = []
 
-    def started_servers(hosts, binary, mode, adir, env):
-        servers.extend(grpcbench.server_argv(h, binary, mode, adir, env) for h in hosts)
-        return [], [f"{h}:4242" for h in hosts]
+    def started_servers(hosts, commands, adir):
+        servers.extend(commands)
+        return [], [f"{h}:{4242 + i}" for i, h in enumerate(hosts)]
 
     monkeypatch.setattr(grpcbench, "start_servers", started_servers)
     point = {"network": "eth-10g-emulated", "payload_scheme": "skew"}
     dry, real, started = dry_and_real(tmp_path, monkeypatch, grpcbench, "tfgrpc-fig14", point)
-    port = f":{grpcbench.PORT_AT_LAUNCH}"
-    assert [a.replace(port, ":4242") for a in dry.command] == real.command == started
-    assert [p["command"] for p in dry.extra["processes"]] == servers
-    assert [p["host"] for p in dry.extra["processes"]] == ["127.0.0.2", "127.0.0.2"]
+    assert real.command == started
+    # each server binds port 0 on its host and prints the port it got, which the workers call
+    def words(argv):  # an ssh command's remote line as its words (quoting differs with the text)
+        return argv[:-1] + shlex.split(argv[-1])
+
+    assert [w.replace("<port 1 chosen on 127.0.0.2>", "4242").replace("<port 2 chosen on 127.0.0.2>", "4243")
+            for w in words(dry.command)] == words(real.command)
+    assert [p["command"] for p in real.extra["processes"]] == servers
+    assert all("--listen 127.0.0.2:0 " in c[-1] for c in servers)
+    assert [(p["host"], p["ports"], p["ports_chosen"]) for p in dry.extra["processes"]] == [
+        ("127.0.0.2", {"listen": "<port 1 chosen on 127.0.0.2>"}, "on 127.0.0.2"),
+        ("127.0.0.2", {"listen": "<port 2 chosen on 127.0.0.2>"}, "on 127.0.0.2")]
+    assert [p["ports"] for p in real.extra["processes"]] == [{"listen": 4242}, {"listen": 4243}]
 
 
 def test_grpcbench_capture(tmp_path, monkeypatch, prefix):
@@ -233,8 +277,8 @@ def test_grpcbench_rdma_points_run_the_rdma_grpc_build(tmp_path, monkeypatch, pr
     site's RDMA-gRPC, on every host; the other points the build against the system's gRPC."""
     servers = []
 
-    def started_servers(hosts, binary, mode, adir, env):
-        servers.extend(binary for _ in hosts)
+    def started_servers(hosts, commands, adir):
+        servers.extend(next(a for a in shlex.split(c[-1]) if a.endswith(grpcbench.BINARY)) for c in commands)
         return [], [f"{h}:4242" for h in hosts]
 
     monkeypatch.setattr(grpcbench, "start_servers", started_servers)
@@ -269,19 +313,23 @@ def caffeonspark_jar(argv) -> list:
 def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     """The example IB cluster runs the caffeonspark and mmlspark roles: CaffeOnSpark's CPU build
     and CNTK's GPU build are planned on its hosts; a device without a build names the setting
-    it lacks, a GPU device the worker without a GPU that YARN may place an executor on."""
+    it lacks. Two of its three workers have GPUs: GPU executors ask for their YARN node label,
+    which Hadoop 2.7 makes exclusive, so CPU executors have the one other worker."""
     done = inventory_dry_runs(EXAMPLE, tmp_path, ["dlobd-fig4a", "dlobd-fig4c"])
-    workers = ["192.168.100.2", "192.168.100.3", "192.168.100.4"]
-    cos = done["dlobd-fig4a", "device-cpu-openblas_nodes-2"]
+    cos = done["dlobd-fig4a", "device-cpu-openblas_nodes-1"]
     assert cos.status == "dry run" and cos.command[0] == "$SPARK_HOME/bin/spark-submit"
     home = "/scratch/dlobd/dlobd-stack/caffeonspark/cpu-openblas"
     assert caffeonspark_jar(cos.command) == ["com.yahoo.ml.caffe.CaffeOnSpark",
                                              f"{home}/lib/{caffeonspark.JAR}"]
     assert f"spark.executorEnv.LD_LIBRARY_PATH={home}/lib:/usr/local/cuda/lib64" in cos.command
     assert cos.command[-1].startswith("hdfs://192.168.100.1:19820/dlobd/models/")
-    assert [h["address"] for h in cos.hosts] == workers
-    assert ("device gpu-cudnn: YARN may place an executor on any worker, and worker(s) 192.168.100.2 "
-            "have no GPU") in done["dlobd-fig4a", "device-gpu-cudnn_nodes-2"].reason
+    assert [h["address"] for h in cos.hosts] == ["192.168.100.2"]
+    assert "nodeLabelExpression" not in " ".join(cos.command)
+    assert done["dlobd-fig4a", "device-cpu-openblas_nodes-2"].reason.startswith(
+        "2 nodes: the cluster has 1 worker(s) (192.168.100.2)")
+    gpu = done["dlobd-fig4a", "device-gpu-cudnn_nodes-2"]
+    assert gpu.status == "dry run" and "spark.yarn.executor.nodeLabelExpression=gpu" in gpu.command
+    assert [h["address"] for h in gpu.hosts] == ["192.168.100.3", "192.168.100.4"]
     assert "set CAFFEONSPARK_HOME_CPU_MKL" in done["dlobd-fig4a", "device-cpu-mkl_nodes-1"].reason
 
     cntk = done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"]
@@ -435,24 +483,216 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
     assert cifar.labels["assumed"]["batch"].startswith("128, assumed, not stated by the paper (Fig. 9")
 
 
-def test_tfos_paper_points_without_the_site_python_name_it(tmp_path):
-    """A cluster that gives no DLOBD_TFOS_PYTHON (the example's does): every TFoS point the
-    cluster's size allows, but those of TF's verbs channel (DLOBD_TF_RDMA_PYTHON), is not
-    runnable, naming the setting."""
+@pytest.mark.parametrize("method", ["spack", "apptainer"])
+def test_tfos_paper_points_without_the_site_python(tmp_path, method):
+    """A cluster that gives no DLOBD_TFOS_PYTHON (the example's does): on the spack method every
+    TFoS point the cluster's size allows runs in the wrapper of the paper image's Python that role
+    python_env writes; on the apptainer method, whose image the inventory names, those points are
+    not runnable, naming the setting. Those of TF's verbs channel run DLOBD_TF_RDMA_PYTHON on both."""
     assert "DLOBD_TFOS_PYTHON" in inventory.load(EXAMPLE).settings
-    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8))
+    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_install_method=method)
     rdma_python = "/sw/tf1-verbs/bin/python"
+    wrapper = "/lustre/dlobd/stack/libexec/apptainer/tfos-python/bin/python2.7"
     done = tfos_points(inventory_dry_runs(path, tmp_path, TFOS_EXPERIMENTS))
     assert len(done) == 16
-    drop_the_too_big(done, sized=("rdma",))
+    drop_the_too_big(done, sized=("ipoib", "rdma") if method == "spack" else ("rdma",))
     named = 0
     for (eid, pid), r in done.items():
-        if "network-rdma" in pid:
+        if "network-rdma" in pid or method == "spack":
             assert r.status == "dry run", (eid, pid, r.reason)
-            assert f"spark.pyspark.python={rdma_python}" in r.command
+            assert f"spark.pyspark.python={rdma_python if 'network-rdma' in pid else wrapper}" in r.command
         else:
             assert r.status == "not runnable", (eid, pid)
             assert "set DLOBD_TFOS_PYTHON in dlobd_stack_settings" in r.reason
             assert "TensorFlowOnSpark 1.0.8 runs TensorFlow 1.4.0 in a Python 3.5 or 2.7" in r.reason
             named += 1
-    assert named == 6  # every IPoIB point that fits
+    assert named == (0 if method == "spack" else 6)  # every IPoIB point that fits
+
+
+def test_the_inventorys_cluster_name_and_assumed_values_and_the_command_lines(tmp_path):
+    """`dlobd dry-run --inventory`: runs go under the inventory's dlobd_cluster_name, its
+    dlobd_assume replaces a value the spec assumes, and --assume replaces both; an --assume the
+    experiment does not assume stops the dry run, naming it."""
+    path = write_plain(tmp_path / "inventory", dlobd_cluster_name="ri2", dlobd_assume={"dlobd-fig7b": {"batch": 384}})
+
+    def dry_run(*extra):
+        return subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory",
+                               str(path), "--experiment", "dlobd-fig7b", "--runs", str(tmp_path / "runs"), *extra],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+    out = dry_run().stdout
+    commands = [line for line in out.splitlines() if line.startswith("  $ ")]
+    # 96 cores as 4 executors of 24 over IPoIB: the 4 workers outside the gpu group's exclusive label hold them
+    assert len(commands) == 1 and f"{tmp_path}/runs/ri2/paper/dlobd-fig7b/cores-96_network-ipoib/" in commands[0], out
+    assert all(c.endswith("-b 384 -e 18") for c in commands), commands
+    out = dry_run("--assume", "batch=96").stdout
+    assert all(line.endswith("-b 96 -e 18") for line in out.splitlines() if line.startswith("  $ "))
+    refused = dry_run("--assume", "epochs=3")
+    assert refused.returncode == 2 and "epochs=3: dlobd-fig7b at scale paper has no assumed setting 'epochs'" in refused.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+# ---------------------------------------------- dlobd dry-run --check: each rule caught on a command made to break it
+
+SUBMIT = ["/opt/spark/bin/spark-submit", "--master", "yarn", "--num-executors", "8", "--executor-cores", "24",
+          "--executor-memory", "3g", "--conf", "spark.yarn.executor.memoryOverhead=1024", "--class", "X", "x.jar"]
+
+
+def with_option(argv, name, value):
+    out = list(argv)
+    out[out.index(name) + 1] = value
+    return out
+
+
+def test_check_a_container_larger_than_a_node():
+    node = {"cores": 24, "memory_gb": 16}
+    assert dryrun.container_errors(SUBMIT, node) == []
+    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), node) == [
+        "--executor-cores 192 is more than a node's 24 cores"]
+    assert dryrun.container_errors(with_option(SUBMIT, "--executor-memory", "16g"), node) == [
+        "an executor of 17408 MiB (--executor-memory 16g + overhead) is more than a node's 16 GB"]
+    # what a NodeManager offers by definition fits it; a node of unknown size judges nothing
+    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "$DLOBD_YARN_VCORES"), node) == []
+    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), {}) == []
+
+
+def test_check_executors_times_cores_against_the_points_total():
+    assert dryrun.total_errors(SUBMIT, {"cores": 192}) == []
+    assert dryrun.total_errors(with_option(SUBMIT, "--num-executors", "1"), {"cores": 192}) == [
+        "--num-executors 1 x --executor-cores 24 is not the point's 192 cores"]
+    assert dryrun.total_errors(SUBMIT, {"nodes": 8}) == []  # no stated total
+
+
+def test_check_a_gpu_point_off_the_gpu_hosts():
+    cluster = inventory.load(EXAMPLE)
+    scale = {"needs": ["gpu"], "fixed": {"devices_per_node": 1}}
+    gpu_host = cluster.members("gpu")[0].address
+    cpu_host = next(h.address for h in cluster.members("workers") if h.name not in cluster.groups["gpu"])
+    on = runner.LaunchResult(None, "dry run", "", extra={"processes": [{"name": "worker:0", "host": gpu_host}]})
+    off = runner.LaunchResult(None, "dry run", "", extra={"processes": [{"name": "worker:0", "host": cpu_host}]})
+    point = {"device": "gpu", "nodes": 1}
+    assert dryrun.gpu_errors(on, point, scale, cluster, "caffeonspark") == []
+    assert dryrun.gpu_errors(off, point, scale, cluster, "caffeonspark") == [
+        f"process worker:0 of a GPU point on {cpu_host}, which is not in group gpu"]
+    # example-ib has a worker without GPUs: a GPU point's executors need YARN's node label
+    submit = runner.LaunchResult(SUBMIT, "dry run", "")
+    assert dryrun.gpu_errors(submit, point, scale, cluster, "caffeonspark") == [
+        "a GPU point's spark-submit without spark.yarn.executor.nodeLabelExpression on a cluster where not "
+        "every worker is in group gpu"]
+    labelled = runner.LaunchResult(SUBMIT + ["--conf", "spark.yarn.executor.nodeLabelExpression=gpu"], "dry run", "")
+    assert dryrun.gpu_errors(labelled, point, scale, cluster, "caffeonspark") == []
+    assert dryrun.gpu_errors(submit, {"device": "cpu-mkl"}, {"needs": []}, cluster, "caffeonspark") == []
+    assert dryrun.gpu_errors(submit, point, scale, cluster, "mmlspark") == []  # its executors feed CNTK only
+
+
+# ---------------------------------------------- every host's own identity, ports and folder
+
+def own_processes(result) -> list[dict]:
+    """The processes of a dry run's point on the cluster's hosts: those it lists, and its own
+    command where that runs on another host over ssh (it binds no port)."""
+    own = [{"name": "command", "host": result.command[-2], "command": result.command}] \
+        if result.command[0] == "ssh" else []
+    return list(result.extra.get("processes", [])) + own
+
+
+@pytest.mark.parametrize("which", ["example-ib", "other", "other-with-worker-ports"])
+def test_every_process_on_a_worker_has_its_own_identity_ports_and_folder(tmp_path, which):
+    """Every process of every point of a paper-scale dry run that runs on a worker: no identity
+    variable names another host (its own dlobd-env.sh gives them), its ports are chosen on its
+    host or come from dlobd_worker_ports, and its folder is made there."""
+    path = EXAMPLE if which == "example-ib" else write_other(
+        tmp_path / "inventory", **({"dlobd_worker_ports": "40000-40999"} if which.endswith("ports") else {}))
+    hosts = list(inventory.load(path).hosts.values())
+    done = inventory_dry_runs(path, tmp_path, None)
+    checked = spread = 0
+    for (eid, pid), result in done.items():
+        if result.status != "dry run":
+            continue
+        processes = own_processes(result)
+        spread += len({p["host"] for p in processes}) > 1
+        for p in processes:
+            assert remote.identity_errors(p, hosts) == [], (eid, pid)
+            if p["name"] != "command":
+                assert remote.port_errors(p) == [], (eid, pid)
+                if p["ports"]:  # a local:0 task serves none
+                    assert p["ports_chosen"] == (f"on {p['host']}" if which != "other-with-worker-ports"
+                                                 else "from dlobd_worker_ports 40000-40999"), (eid, pid, p)
+            if p["command"][0] == "ssh":
+                cwd = shlex.quote(result.cwd)
+                assert p["command"][-1].startswith(f"mkdir -p {cwd} && cd {cwd} && "), (eid, pid, p["name"])
+            checked += 1
+    assert checked > 40 and spread > 10, (checked, spread)
+    if which == "example-ib":
+        # fig9's native TensorFlow: 3 workers, a parameter server and the chief beside worker 0
+        assert "needs 4 worker nodes" in done["dlobd-fig9", "framework-tensorflow_network-ipoib"].reason
+    else:
+        fig9 = done["dlobd-fig9", "framework-tensorflow_network-ipoib"].extra["processes"]
+        assert [p["name"] for p in fig9] == ["worker:0", "worker:1", "worker:2", "ps:0", "chief:0"]
+        assert len({p["host"] for p in fig9}) == 4 and fig9[-1]["host"] == fig9[0]["host"]
+
+
+def test_a_process_with_another_hosts_identity_or_port_is_caught(monkeypatch):
+    """The checks name the process and the rule it breaks: the launch host's identity on a
+    worker's command line (as the launchers once sent it), a command that does not source its
+    host's dlobd-env.sh, ssh to another host, and ports chosen elsewhere or out of the range."""
+    monkeypatch.setattr(provenance, "prefix", lambda: Path("/scratch/dlobd/dlobd-stack"))
+    hosts = list(inventory.load(EXAMPLE).hosts.values())
+    argv = [sys.executable, "train.py"]
+    good = {"name": "worker:0", "host": "192.168.100.2", "env": {},
+            "command": remote.ssh_argv("192.168.100.2", "/runs/a", {"TF_CONFIG": "{}"}, argv),
+            "ports": {"server": "<port chosen on 192.168.100.2>"}, "ports_chosen": "on 192.168.100.2"}
+    assert remote.identity_errors(good, hosts) == [] and remote.port_errors(good) == []
+    # the Ethernet address names the same host
+    ethernet = {**good, "host": "10.20.0.2", "env": {"SPARK_LOCAL_IP": "192.168.100.2"},
+                "command": remote.ssh_argv("10.20.0.2", "/runs/a", {}, argv)}
+    assert remote.identity_errors(ethernet, hosts) == []
+
+    old = {**good, "command": ["ssh", "-o", "BatchMode=yes", "192.168.100.2",
+                               "cd /runs/a && exec env DLOBD_CLUSTER_ADDRESS=192.168.100.1 "
+                               "SPARK_LOCAL_IP=192.168.100.1 bash -c 'x' dlobd-task python train.py"]}
+    errors = remote.identity_errors(old, hosts)
+    assert len(errors) == 3 and all(e.startswith("process worker:0 on 192.168.100.2 (`ssh ") for e in errors)
+    assert "DLOBD_CLUSTER_ADDRESS=192.168.100.1 is the address of node01 (rule: a process carries its own " \
+           "host's identity, 192.168.100.2 or 10.20.0.2)" in errors[0]
+    assert "SPARK_LOCAL_IP=192.168.100.1 is the address of node01" in errors[1]
+    assert "does not source 192.168.100.2's own dlobd-env.sh (rule: a process on another host runs in " \
+           "that host's stack environment)" in errors[2]
+    in_env = remote.identity_errors({**good, "env": {"TFOS_SERVER_HOST": "192.168.100.3"}}, hosts)
+    assert len(in_env) == 1 and "TFOS_SERVER_HOST=192.168.100.3 is the address of node03" in in_env[0]
+    elsewhere = remote.identity_errors({**good, "host": "192.168.100.4"}, hosts)
+    assert len(elsewhere) == 1 and "ssh runs it on 192.168.100.2, not on its host 192.168.100.4" in elsewhere[0]
+    stranger = remote.identity_errors({**good, "host": "192.168.200.9"}, hosts)
+    assert "its host 192.168.200.9 is none of the cluster's hosts" in stranger[0]
+
+    assert "(rule: a port is chosen on the host that binds it)" in remote.port_errors(
+        {**good, "ports": {"server": "<port chosen on 192.168.100.1>"}})[0]
+    launch_host = remote.port_errors({**good, "ports": {"server": 41000}, "ports_chosen": "on 192.168.100.1"})
+    assert len(launch_host) == 1 and "ports chosen 'on 192.168.100.1', neither on its host (192.168.100.2)" in launch_host[0]
+    ranged = {**good, "ports": {"server": 40000}, "ports_chosen": "from dlobd_worker_ports 40000-40999"}
+    assert remote.port_errors(ranged) == []
+    assert "port server 41000 is outside dlobd_worker_ports 40000-40999" in remote.port_errors(
+        {**ranged, "ports": {"server": 41000}})[0]
+    assert "no ports and ports_chosen recorded" in remote.port_errors({"name": "ps:0", "host": "h", "command": ["x"]})[0]
+
+
+@pytest.mark.parametrize("write", ["example-ib", "24-core workers, some with GPUs"])
+def test_every_paper_command_passes_the_check(tmp_path, write):
+    """`dlobd dry-run --scale paper --check` on the example inventory and on one of 24-core workers,
+    three of five with GPUs: every command keeps every rule."""
+    path = EXAMPLE
+    if write != "example-ib":
+        path = write_other(tmp_path / "inventory", dlobd_paper_stacks=["caffeonspark"],
+                           caffeonspark_install_method="git", caffeonspark_builds=["cpu-mkl", "gpu-cudnn"])
+        for host_vars in (tmp_path / "inventory" / "host_vars").iterdir():
+            values = yaml.safe_load(host_vars.read_text())
+            values["dlobd_hardware"].update(cores=24, memory_gb=128)
+            host_vars.write_text(yaml.safe_dump(values))
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(path),
+                          "--runs", str(tmp_path / "runs"), "--check"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0 and out.stdout.rstrip().endswith("check: every command passes"), out.stdout[-3000:]
+    commands = out.stdout.count("\n  $ ")
+    assert commands > 100  # most points have a command to check
+    if write != "example-ib":
+        # the GPU points of CaffeOnSpark run there, on the GPU workers' node label
+        assert "spark.yarn.executor.nodeLabelExpression=gpu" in out.stdout

@@ -247,3 +247,20 @@ def test_make_gives_a_prefix_to_the_playbooks_only_when_one_is_asked_for():
     assert "dlobd_prefix" not in dry_run("emulated-provision")
     assert "-e dlobd_prefix=/opt/stack " in dry_run("provision", "DLOBD_PREFIX=/opt/stack")
     assert "-e dlobd_prefix=/opt/stack " in dry_run("cluster-up", env={"DLOBD_PREFIX": "/opt/stack"})
+
+
+def test_a_shared_prefix_is_asked_for_by_make_and_kept_in_the_run_s_plan(tmp_path):
+    """SHARED_PREFIX=1: one prefix folder every host sees, no per-host mount. make passes it on,
+    the run's state keeps it (a state from before it: a folder per host)."""
+    def dry_run(*args):
+        return subprocess.run(["make", "-n", *args], capture_output=True, text=True, check=True, cwd=emulated.ROOT).stdout
+
+    assert "--shared-prefix" not in dry_run("emulated-up") + dry_run("bench-emulated")
+    assert "--subnet 10.77.0.0/24 --shared-prefix\n" in dry_run("emulated-up", "SHARED_PREFIX=1")
+    assert "benchmarks/emulated/bench.py --shared-prefix\n" in dry_run("bench-emulated", "SHARED_PREFIX=1")
+    plan = emulated.make_plan(workers=2, run_id="123abc", shared_prefix=True)
+    state = emulated.State(tmp_path / "state.json", {"plan": emulated.asdict(plan), "made": []})
+    state.save()
+    assert emulated.plan_of(emulated.State.load(tmp_path)) == plan
+    del state.data["plan"]["shared_prefix"]
+    assert emulated.plan_of(state).shared_prefix is False

@@ -17,6 +17,7 @@ tools' own output formats. Those texts are written here, not captured from a rea
 """
 
 import json
+import os
 import stat
 import textwrap
 from pathlib import Path
@@ -282,7 +283,7 @@ def test_mismatch_messages_name_host_field_expected_and_found(tmp_path):
     hardware = {"hca": "mlx5", "ib_rate_gbps": 100, "gpus": 4, "gpu_model": "K80", "nics": 2}
     assert fabric.check(fp, hardware, ["loopback", "eth-10g", "rdma", "infiniband-ish"], LINKS, "node04") == [
         "node04: dlobd_hardware.nics: not a field the fabric role checks "
-        "(fields: hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre)",
+        "(fields: hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre, cores, memory_gb)",
         f"node04: dlobd_hardware.hca: expected mlx5, found no HCA ({fp['infiniband']['none_because']})",
         "node04: dlobd_hardware.ib_rate_gbps: expected 100 on an ACTIVE port, "
         f"found no HCA ({fp['infiniband']['none_because']})",
@@ -295,7 +296,7 @@ def test_mismatch_messages_name_host_field_expected_and_found(tmp_path):
     assert fabric.check(fp, {"hca": "none", "gpus": 0}, ["loopback"], LINKS, "node04") == []
     assert fabric.check(fp, ["mlx5"], [], LINKS, "node04") == [
         "node04: dlobd_hardware: expected a mapping of hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre, "
-        "found ['mlx5']"]
+        "cores, memory_gb, found ['mlx5']"]
 
 
 def test_lustre_mounts_are_read_from_the_mount_table_and_a_declared_folder_checked(tmp_path):
@@ -366,3 +367,18 @@ def test_an_earlier_fingerprints_topology_reads_as_the_plain_matrix():
     old = json.loads((h200 / "fabric-detect.json").read_text())["gpus"]["topology"]
     assert "\x1b" in old
     assert fabric.plain_text(old) == fabric.plain_text((h200 / "topo.txt").read_text()).rstrip()
+
+
+def test_the_node_size_is_recorded_and_a_declared_size_larger_than_the_host_named(tmp_path):
+    """The fingerprint records the host's logical CPUs and MemTotal; a node may be declared
+    smaller than it is (a share of it), or at its installed memory, never larger."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       131890524 kB\nMemFree:         1000 kB\n")
+    fp = fabric.detect(tmp_path / "sys", NO_COMMANDS, host="node05", meminfo=meminfo)
+    assert fp["node"] == {"cores": os.cpu_count(), "memory_gb": 125.8}
+    cores = os.cpu_count()
+    assert fabric.check(fp, {"cores": cores, "memory_gb": 128}, [], LINKS, "node05") == []
+    assert fabric.check(fp, {"cores": 1, "memory_gb": 64}, [], LINKS, "node05") == []
+    assert fabric.check(fp, {"cores": cores + 1, "memory_gb": 256}, [], LINKS, "node05") == [
+        f"node05: dlobd_hardware.cores: expected {cores + 1}, found {cores}",
+        "node05: dlobd_hardware.memory_gb: expected 256, found 125.8"]

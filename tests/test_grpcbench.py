@@ -371,6 +371,9 @@ def two_host_cluster(monkeypatch, tmp_path):
            "DLOBD_EMULATED_LINK": "emulated Ethernet eth-10g (veth + tbf 10000mbit)"}
     monkeypatch.setattr(provenance, "prefix_env", lambda: env)
     monkeypatch.setattr(provenance, "prefix", lambda: tmp_path / "prefix")
+    # the hosts' own dlobd-env.sh, which their commands source
+    (tmp_path / "prefix" / "etc").mkdir(parents=True)
+    (tmp_path / "prefix" / "etc" / "dlobd-env.sh").write_text("export DLOBD_PREFIX=" + str(tmp_path / "prefix") + "\n")
     hosts = []
 
     def ssh_here(host, cwd, env, argv):

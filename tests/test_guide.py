@@ -40,7 +40,10 @@ def test_the_guide_names_only_what_the_plan_of_a_paper_inventory_says(tmp_path):
     installed = re.search(r"installed by `site.yml` on every host: ([^;]+);", text)[1].split(", ")
     caps = capabilities.inventory_capabilities(inventory.load(write_plain(tmp_path)))
     assert installed and all(caps[c][0] and "installed by site.yml" in caps[c][1] for c in installed)
-    assert not caps["tensorflow"][0] and "tensorflow" not in installed
+    # no site.yml install on the paper profile: the plain inventory (spack, no DLOBD_TFOS_PYTHON) runs
+    # it in the paper image's Python, as the guide says
+    assert "tensorflow" not in installed and "in the paper image's Python (`python_env_tfos_image`" in text
+    assert caps["tensorflow"][0] and "the paper image's Python" in caps["tensorflow"][1]
     defaults = [*ROOT.glob("playbooks/roles/*/defaults/main.yml"), *ROOT.glob("playbooks/roles/*/defaults/main/*.yml")]
     known = {name for f in defaults for name in yaml.safe_load(f.read_text()) or {}}
     table = text[text.index("| a message names (`dlobd-env.sh`) |"):]

@@ -51,7 +51,9 @@ def test_the_example_reads_as_ansible_resolves_it(example):
     # what only provisioning finds stays a reference to dlobd-env.sh's variable
     assert s["SPARK_HOME"] == "$SPARK_HOME" and s["DLOBD_BIGDL_JAR"] == "$DLOBD_BIGDL_JAR"
     assert example.hosts["node03"].hardware == {"hca": "mlx5", "ib_rate_gbps": 100, "link_layer": "InfiniBand",
-                                                "gpus": 2, "gpu_model": "K80"}
+                                                "gpus": 2, "gpu_model": "K80", "cores": 56, "memory_gb": 128}
+    # two of its three workers have GPUs: theirs NodeManagers carry YARN's node label, exclusive on Hadoop 2.7
+    assert (s["DLOBD_GPU_NODE_LABEL"], s["DLOBD_GPU_NODE_LABEL_EXCLUSIVE"]) == ("gpu", "true")
 
 
 def test_another_layout_reads_alike(other):
@@ -99,10 +101,13 @@ def test_a_misspelt_role_variable_is_named_with_where_it_was_set_and_the_known_n
     assert "the accepted names and their defaults: playbooks/roles/mmlspark/defaults/main.yml" in text
 
 
-@pytest.mark.parametrize("tfos_python, present", [(None, False), ("/opt/py35-tf1/bin/python", True)])
-def test_tensorflow_and_tensorflowonspark_of_the_paper_profile_are_one_capability(tmp_path, tfos_python, present):
-    """Both run in the site's TF 1.x Python on the paper profile: yes or no together, one reason."""
-    given = {"dlobd_stack_settings": {provenance.TFOS_PYTHON: tfos_python}} if tfos_python else {}
+@pytest.mark.parametrize("given, present", [
+    ({"dlobd_stack_settings": {provenance.TFOS_PYTHON: "/opt/py35-tf1/bin/python"}}, True),
+    ({}, True),  # the spack method without it: the paper image's Python
+    ({"dlobd_install_method": "apptainer"}, False),  # the image's path is the inventory's to give
+], ids=["site Python", "spack, none given", "apptainer, none given"])
+def test_tensorflow_and_tensorflowonspark_of_the_paper_profile_are_one_capability(tmp_path, given, present):
+    """Both run in the one TF 1.x Python of the paper profile: yes or no together, one reason."""
     caps = capabilities.inventory_capabilities(inventory.load(write_plain(tmp_path, **given)))
     assert caps["tensorflow"] == caps["tensorflowonspark"] and caps["tensorflow"][0] is present
     assert provenance.TFOS_PYTHON in caps["tensorflow"][1]
@@ -395,7 +400,7 @@ def test_ethernet_addresses_reach_the_launchers(example, other, tmp_path):
         done = {pid: r for _, pid, r in dryrun.dry_runs(SPECS, "paper", tmp_path / "runs",
                                                         experiments=["rdmatf-fig1"])}
     tasks = " ".join(" ".join(p["command"]) for p in done["network-eth-1g_workers-2"].extra["processes"])
-    assert re.search(r'"worker":\["10\.20\.0\.2:\d+","10\.20\.0\.3:\d+"\]', tasks), tasks
+    assert re.search(r'"worker":\["10\.20\.0\.2:<port[^"]*>","10\.20\.0\.3:<port[^"]*>"\]', tasks), tasks
     assert "192.168.100.2:" not in tasks and "192.168.100.3:" not in tasks
 
 
@@ -429,11 +434,11 @@ def test_make_experiments_dry_run_prints_commands_and_writes_nothing(tmp_path):
     out = done.stdout
     assert "nothing is run or written" in out
     assert "rdmatf-fig6 network-rdma_nodes-4:\n  $ " in out
-    assert "worker:3 on 172.31.7.16: ssh" in out
+    assert re.search(r"worker:3 on 172\.31\.7\.16 \(port [^)]*, chosen on 172\.31\.7\.16\): ssh", out)
     assert "rdmatf-fig6 network-rdma_nodes-8:\n  not runnable: needs 8 worker nodes: the inventory has 5" in out
-    assert "ps:0 on 172.31.7.13: ssh" in out and not LOOPBACK.search(out)
+    assert re.search(r"ps:0 on 172\.31\.7\.13 \(port [^)]*\): ssh", out) and not LOOPBACK.search(out)
     # an Ethernet point's servers on the workers' Ethernet addresses
-    assert re.search(r"tfgrpc-fig14 network-eth-10g_[^:]*:\n  \$ .*\n    ps:0 on 10\.40\.7\.13: ssh ", out)
+    assert re.search(r"tfgrpc-fig14 network-eth-10g_[^:]*:\n  \$ .*\n    ps:0 on 10\.40\.7\.13 \(port [^)]*\): ssh ", out)
     assert out.rstrip().endswith("13 points: 12 with a command, 1 not runnable, 0 launcher errors")
     assert sorted(str(p) for p in data.rglob("*")) == before
 
@@ -448,3 +453,13 @@ def test_plan_prints_node_hour_estimates(tmp_path):
     assert "estimate: 0.12 node-hours for 1 of 3 points" in out
     assert "estimate: unknown (the paper states no time for this point" in out
 
+
+
+def test_two_hosts_with_the_same_cluster_address_are_refused(tmp_path):
+    path = write_plain(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["all"]["hosts"]["ib-c2"]["dlobd_cluster_address"] = data["all"]["hosts"]["ib-c1"]["dlobd_cluster_address"]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(inventory.InventoryError, match=r"hosts ib-c1 and ib-c2 have the same dlobd_cluster_address "
+                                                       r"192\.168\.0\.2: give each host its own"):
+        inventory.load(path)

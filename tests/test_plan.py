@@ -77,10 +77,16 @@ def test_one_plan_names_every_unmet_need_of_a_point(tmp_path):
     """A first plan of a plain inventory: no need hides another, and each setting a launcher
     names comes with the inventory variable that gives it."""
     lines, asks = plan_output(write_plain(tmp_path))
+    # what the paper leaves unstated runs with the spec's assumed values: BigDL's IPoIB points,
+    # fig6c's assumed 192 cores cut to the 4 workers outside the GPU label, fig7b's 96 cores
+    assert lines["dlobd-fig6c"] == ("partly", lines["dlobd-fig6c"][1]) and lines["dlobd-fig6c"][1].startswith("1 of 2 points")
+    assert lines["dlobd-fig7b"][0] == "partly" and lines["dlobd-fig7b"][1].startswith("1 of 6 points")
+    assert "192 cores as 8 executors x 24 cores need 8 nodes" in lines["dlobd-fig7b"][1]
     pagerank = lines["slides-pagerank-32nodes"][1]
     assert "needs hibench" in pagerank and "needs 32 worker nodes" in pagerank
-    tf = lines["tfgrpc-fig4"][1]
-    assert "DLOBD_TFOS_PYTHON" in tf and "need as many workers of group gpu; the cluster has 2" in tf
+    # its TensorFlow runs in the paper image's Python (no DLOBD_TFOS_PYTHON given): only GPU hosts lack
+    assert lines["tfgrpc-fig4"] == ("not runnable", "3 worker task(s), one per node, need as many workers "
+                                                     "of group gpu; the cluster has 2")
     mmlspark = lines["dlobd-fig4c"][1]
     assert "needs cntk" in mmlspark
     for launcher_name, variable in (("CNTK_HOME_GPU_CUDNN", "mmlspark_cntk_homes"),
@@ -93,6 +99,55 @@ def test_one_plan_names_every_unmet_need_of_a_point(tmp_path):
     assert asks["caffeonspark_install_method"] == "git" and "gpu-cudnn" in asks["caffeonspark_builds"]
 
 
+TF_PIECES = ("dlobd-fig5b", "dlobd-fig9", "rdmatf-fig1", "tfgrpc-fig4")
+
+
+def tensorflow_lines(out: str) -> set:
+    """The plan's lines of the capabilities tensorflow and tensorflowonspark."""
+    return {line.split(None, 2)[2] for line in out.splitlines()
+            if line.split()[1:2] in (["tensorflow"], ["tensorflowonspark"])}
+
+
+def test_without_a_site_python_tensorflow_runs_in_the_paper_image_s(tmp_path):
+    """The plain inventory (paper profile, spack method) names no DLOBD_TFOS_PYTHON: TensorFlow 1.x
+    and TensorFlowOnSpark run in the paper image's Python, whose wrapper role python_env exports, so
+    no TensorFlow piece of a point lacks anything and the summary asks for no such Python."""
+    path = write_plain(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory", str(path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
+    assert tensorflow_lines(out) == {
+        "the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in the paper image's Python "
+        "(DLOBD_TFOS_PYTHON=/scratch/dlobd/libexec/apptainer/tfos-python/bin/python2.7; python_env_tfos_image \"\": "
+        "the controller's build of containers/paper-tfos-bigdl.def, built or fetched by the preflight; not checked "
+        "from here)"}
+    lines, asks = plan_output(path)
+    for eid in TF_PIECES:
+        assert not re.search(r"needs tensorflow|DLOBD_TFOS_PYTHON", lines[eid][1]), lines[eid]
+    assert lines["rdmatf-fig1"][0] == "runnable"
+    # fig9's two IPoIB points (TFoS and native TF) run; its RDMA ones lack TF's verbs build only
+    assert lines["dlobd-fig9"][1].startswith("2 of 4 points") and "needs tf-rdma" in lines["dlobd-fig9"][1]
+    assert "DLOBD_TFOS_PYTHON" not in asks.get("dlobd_stack_settings", {})
+    # an image the inventory names is the one the plan names
+    image = "https://images.example.org/paper-tfos-bigdl.sif"
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory",
+                          str(write_plain(tmp_path / "url", python_env_tfos_image=image))],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
+    assert all(f"python_env_tfos_image {image}, built or fetched by the preflight" in line
+               for line in tensorflow_lines(out))
+
+
+def test_a_site_python_given_is_the_one_tensorflow_runs_in(tmp_path):
+    python = "/sw/py27-tf14/bin/python2.7"
+    path = write_plain(tmp_path, dlobd_stack_settings={"DLOBD_TFOS_PYTHON": python})
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory", str(path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
+    assert tensorflow_lines(out) == {
+        f"the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in DLOBD_TFOS_PYTHON={python} "
+        "(dlobd_stack_settings; not checked from here)"}
+    lines, _ = plan_output(path)
+    assert all(not re.search(r"needs tensorflow|DLOBD_TFOS_PYTHON", lines[eid][1]) for eid in TF_PIECES)
+
+
 def test_the_apptainer_method_plans(tmp_path):
     lines, _ = plan_output(write_plain(tmp_path, dlobd_install_method="apptainer"))
     assert lines["tfgrpc-fig8"][0] in ("runnable", "partly")
@@ -101,13 +156,15 @@ def test_the_apptainer_method_plans(tmp_path):
 def test_plan_of_the_example_inventory_counts_the_builds_its_roles_install():
     """The example runs the caffeonspark role (a CPU and a CUDA build) and the mmlspark role
     (CNTK's GPU build): their points plan runnable where the cluster's size allows, and only
-    the devices without a build, or a GPU device on a worker without GPUs, are named."""
+    the devices without a build, and the nodes beyond its GPU workers (for GPU points) or beyond
+    the worker outside their exclusive YARN label (for CPU points, Hadoop 2.7), are named."""
     lines = plan_lines(EXAMPLE)
     verdict, text = lines["dlobd-fig4a"]
-    assert verdict == "partly" and text.startswith("2 of 20 points")  # cpu-openblas on 1 and 2 nodes
+    # cpu-openblas on 1 node, gpu-cudnn on the 2 GPU workers' label
+    assert verdict == "partly" and text.startswith("3 of 20 points"), text
     assert "set CAFFEONSPARK_HOME_CPU_MKL " in text and "set CAFFEONSPARK_HOME_GPU " in text
     assert "CAFFEONSPARK_HOME_CPU_OPENBLAS" not in text and "CAFFEONSPARK_HOME_GPU_CUDNN" not in text
-    assert "worker(s) 192.168.100.2 have no GPU" in text
+    assert "4 nodes: the cluster has 2 GPU worker(s)" in text and "2 nodes: the cluster has 1 worker(s)" in text
     verdict, text = lines["dlobd-fig4c"]
     assert verdict == "partly" and text.startswith("2 of 15 points")  # gpu-cudnn on 1 and 2 nodes
     assert "set CNTK_HOME_CPU_MKL " in text and "CNTK_HOME_GPU_CUDNN" not in text

@@ -9,6 +9,7 @@ runs that Python (fakes here, and this machine's own) and stops naming what it f
 
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -225,6 +226,10 @@ def test_the_modern_profile_renders_what_it_always_did(rendered):
         env = exports(host)
         assert (env["JAVA_HOME"], env["HADOOP_VERSION"], env["HADOOP_HOME"], env["SPARK_VERSION"],
                 env["DLOBD_BIGDL_VERSION"]) == (jdk, "3.4.1", f"{PREFIX}/hadoop-3.4.1", "3.5.9", "2.4.0")
+        # the host's configuration is in its own folder, named by the host
+        own = f"{PREFIX}/hosts/{platform.node()}"
+        assert (env["DLOBD_LOCAL_DIR"], env["HADOOP_CONF_DIR"], env["SPARK_CONF_DIR"]) == (
+            own, f"{own}/etc/hadoop", f"{own}/etc/spark")
         assert "# The stacks' Python (TensorFlow 2.15.1, TensorFlowOnSpark\n# 2.2.5, mpi4py" in host["dlobd-env.sh"]
     apptainer = rendered["modern-apptainer"]["vars"]
     assert (apptainer["dlobd_java_install_method"], apptainer["dlobd_java_home"]) == (
@@ -411,7 +416,9 @@ SHOW_TFOS_CHECK = """
     - ansible.builtin.copy:
         dest: "{{ out }}/{{ inventory_hostname }}.json"
         mode: "0644"
-        content: "{{ {'check': python_env_checks_tfos_python | bool, 'python': python_env_tfos_python} | to_json }}"
+        content: >-
+          {{ {'check': python_env_checks_tfos_python | bool, 'python': python_env_tfos_python,
+              'from_image': python_env_tfos_from_image | bool, 'exports': python_env_stack_settings} | to_json }}
 """
 
 
@@ -430,6 +437,34 @@ def test_only_a_set_with_a_site_python_given_checks_it(tmp_path):
         "paper-given": True, "paper-not-given": False, "paper-apptainer": False, "modern-given": False,
         "paper-caffeonspark": False}
     assert got["paper-given"]["python"] == "/opt/py35/bin/python" and got["paper-not-given"]["python"] == ""
+
+
+def test_without_a_site_python_the_spack_and_registry_methods_run_the_paper_image_s(tmp_path):
+    """No DLOBD_TFOS_PYTHON on the spack or registry method: the paper image's Python, whose wrapper
+    the role exports (and checks, not as a site's); a site's Python given, the apptainer method
+    (whose image the inventory's path names) and the sets without TensorFlowOnSpark export none."""
+    given = {"dlobd_stack_settings": {"DLOBD_TFOS_PYTHON": "/opt/py35/bin/python"}}
+    hosts = {"paper-spack": PAPER_TFOS, "paper-registry": {**PAPER_TFOS, "dlobd_install_method": "registry"},
+             "paper-given": {**PAPER_TFOS, **given}, "paper-apptainer": {**PAPER_TFOS, "dlobd_install_method": "apptainer"},
+             "modern": {}, "paper-caffeonspark": {**PAPER_TFOS, "dlobd_paper_env": "caffeonspark"}}
+    (tmp_path / "out").mkdir()
+    done = ansible(tmp_path, SHOW_TFOS_CHECK, hosts, {"out": str(tmp_path / "out")})
+    assert done.returncode == 0, done.stdout[-3000:]
+    got = {h: json.loads((tmp_path / "out" / f"{h}.json").read_text()) for h in hosts}
+    wrapper = {"DLOBD_TFOS_PYTHON": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7"}
+    assert {h: (g["from_image"], g["exports"], g["check"]) for h, g in got.items()} == {
+        "paper-spack": (True, wrapper, False), "paper-registry": (True, wrapper, False),
+        "paper-given": (False, {}, True), "paper-apptainer": (False, {}, False), "modern": (False, {}, False),
+        "paper-caffeonspark": (False, {}, False)}
+
+
+def test_dlobd_env_exports_the_wrapper_of_the_paper_image_s_python_where_no_site_python_is_given(rendered):
+    # the stack settings' block is written with the role's wrapper alone; an inventory's path stays its own
+    pythons = {name: exports(host).get("DLOBD_TFOS_PYTHON") for name, host in rendered.items()}
+    assert pythons == {**dict.fromkeys(rendered),
+                       "paper-tfos-bigdl": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7",
+                       "paper-newer-spark": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7",
+                       "paper-tfos-bigdl-registry": "/usr/bin/python2.7", "paper-tfos-bigdl-apptainer": "/usr/bin/python2.7"}
 
 
 def test_the_spack_environment_s_tf_cnn_benchmarks_is_named_where_it_is_installed(rendered):

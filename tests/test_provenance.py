@@ -2,6 +2,7 @@
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -26,17 +27,21 @@ def test_hosts_of_an_emulated_cluster_carry_its_link(monkeypatch):
 
 
 def test_run_json_carries_each_hosts_fingerprint_and_the_calibration(tmp_path, monkeypatch):
-    """This host's files are read from its prefix; another host's over ssh (faked here: no
-    traffic leaves the test), a missing one is null, a damaged one an error naming it."""
+    """This host's files are read from its folder and the prefix; another host's over ssh, from
+    the folder its dlobd-env.sh names (faked here: no traffic leaves the test), a missing one is
+    null, a damaged one an error naming it."""
     import json
     import subprocess
 
     prefix = tmp_path / "prefix"
-    (prefix / "etc").mkdir(parents=True)
-    (prefix / "etc/fabric.json").write_text(json.dumps({"schema": 1, "host": "vm", "summary": "x"}))
+    own = prefix / "hosts" / "vm"
+    for folder in (prefix, own):
+        (folder / "etc").mkdir(parents=True)
+    (own / "etc/fabric.json").write_text(json.dumps({"schema": 1, "host": "vm", "summary": "x"}))
     (prefix / "etc/calibration.json").write_text('{"link": "loopback (one host: vm)"')  # cut short
     monkeypatch.setattr(provenance, "prefix", lambda: prefix)
-    monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_WORKERS": "127.0.0.1 10.9.0.2 10.9.0.3"})
+    monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_WORKERS": "127.0.0.1 10.9.0.2 10.9.0.3",
+                                                           "DLOBD_LOCAL_DIR": str(own)})
     monkeypatch.setattr(provenance, "is_local_address", lambda host: host.startswith("127."))
     remote = {"10.9.0.2": (0, json.dumps({"schema": 1, "host": "w2"})), "10.9.0.3": (0, "__absent__\n")}
     calls = []
@@ -46,7 +51,10 @@ def test_run_json_carries_each_hosts_fingerprint_and_the_calibration(tmp_path, m
         if argv[0] != "ssh":
             return real_run(argv, **kwargs)
         calls.append(argv)
-        code, out = remote[argv[argv.index("ConnectTimeout=10") + 1]]
+        address = argv[argv.index("ConnectTimeout=10") + 1]
+        if argv[-1].endswith('echo "$DLOBD_LOCAL_DIR"'):  # the host's own folder, as its dlobd-env.sh names it
+            return subprocess.CompletedProcess(argv, 0, f"/w/{address}\n", "")
+        code, out = remote[address]
         return subprocess.CompletedProcess(argv, code, out, "")
 
     monkeypatch.setattr(provenance.subprocess, "run", fake_ssh)
@@ -55,7 +63,14 @@ def test_run_json_carries_each_hosts_fingerprint_and_the_calibration(tmp_path, m
     assert got["fabric"] == {host: {"schema": 1, "host": "vm", "summary": "x"},
                              "10.9.0.2": {"schema": 1, "host": "w2"}, "10.9.0.3": None}
     assert got["calibration"]["error"].startswith(f"127.0.0.1:{prefix}/etc/calibration.json: not JSON")
-    assert [c[-1] for c in calls] == [f"cat {prefix}/etc/fabric.json 2>/dev/null || echo __absent__"] * 2
+    assert [c[-1] for c in calls] == [
+        f'. {prefix}/etc/dlobd-env.sh >/dev/null 2>&1; echo "$DLOBD_LOCAL_DIR"',
+        "cat /w/10.9.0.2/etc/fabric.json 2>/dev/null || echo __absent__",
+        f'. {prefix}/etc/dlobd-env.sh >/dev/null 2>&1; echo "$DLOBD_LOCAL_DIR"',
+        "cat /w/10.9.0.3/etc/fabric.json 2>/dev/null || echo __absent__"]
+    # a path of this host's folder is the same path of that host's folder there; others stay
+    assert provenance.host_path("10.9.0.2", own / "var/yarn/logs") == Path("/w/10.9.0.2/var/yarn/logs")
+    assert provenance.host_path("10.9.0.2", prefix / "data") == prefix / "data"
 
 
 # ---------------------------------------------------------------- versions under the apptainer method

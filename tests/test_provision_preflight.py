@@ -11,6 +11,7 @@ import http.server
 import io
 import json
 import os
+import platform
 import re
 import socket
 import subprocess
@@ -43,6 +44,9 @@ def inventory(tmp_path: Path, groups: dict, extra_hosts: dict | None = None) -> 
 
 
 ONE_NODE = {"namenode": ["localhost"], "resourcemanager": ["localhost"], "workers": ["localhost"]}
+# Two hosts on one machine: one file system, one host name (uname -n), as two hosts sharing a
+# prefix on NFS would be if they had one name
+TWINS = {**ONE_NODE, "workers": ["localhost", "twin"]}
 
 
 def run_playbook(tmp_path: Path, inv: Path, playbook: str, *extra: str, extra_vars: dict | None = None):
@@ -153,6 +157,11 @@ def results(tmp_path_factory, mirror, maven_settings):
                             "site.yml", ("--tags", "node"), {}),
             "hardware_mismatch": (ONE_NODE, {"localhost": {**LOCAL, "dlobd_hardware": {
                 "hca": "nosuchhca", "gpus": 99, "gpu_model": "K80"}}}, "fabric.yml", (), {}),
+            # a node-local folder on a scratch file system this host does not have
+            "local_dir_missing": (ONE_NODE, None, "site.yml", ("--tags", "node"),
+                                  {"dlobd_local_dir": "/nonexistent-scratch/dlobd"}),
+            "twins_one_name": (TWINS, {"twin": LOCAL}, "preflight.yml", (), {}),
+            "twins_one_folder": (TWINS, {"twin": LOCAL}, "preflight.yml", (), {"dlobd_local_dir": "{{ dlobd_prefix }}"}),
         }
 
         def one(name):
@@ -275,7 +284,10 @@ def test_tarball_with_published_sha512_installs(results):
     prefix = tmp / "prefix"
     jar = prefix / "hadoop-9.9.1/share/hadoop/common/hadoop-common-9.9.1.jar"
     assert jar.read_bytes() == b"not a real jar\n"
-    assert "hdfs://127.0.0.1:" in (prefix / "etc/hadoop/core-site.xml").read_text()
+    # the host's configuration in its folder, named by the host: the prefix is its own
+    assert "hdfs://127.0.0.1:" in (prefix / "hosts" / platform.node() / "etc/hadoop/core-site.xml").read_text()
+    assert (f"localhost: prefix {prefix} is its own (no other host of this run sees it); configuration "
+            f"and state of this host: {prefix}/hosts/{platform.node()}") in " ".join(out.split())
     assert os.access(prefix / "sbin/dlobd-daemon", os.X_OK)
     assert (prefix / "etc/secrets/spark.secret").stat().st_mode & 0o777 == 0o600
 
@@ -304,7 +316,7 @@ def test_fabric_role_records_this_host_and_a_rerun_changes_nothing(tmp_path):
     inv = inventory(tmp_path, ONE_NODE)
     rc, out = run_playbook(tmp_path, inv, "fabric.yml")
     assert rc == 0, out[-3000:]
-    recorded = json.loads((tmp_path / "prefix/etc/fabric.json").read_text())
+    recorded = json.loads((tmp_path / "prefix/hosts" / platform.node() / "etc/fabric.json").read_text())
     # what the role ran on this host is what the detector finds here
     assert recorded == fabric.detect(host=recorded["host"])
     assert f"localhost: {recorded['summary']}" in out
@@ -337,3 +349,28 @@ def test_maven_checksum_mismatch_stops_the_play(results):
     assert "Fetch Hadoop's jars from Maven Central (checksums enforced)" in out
     assert "Checksum validation failed" in out and "org.apache.hadoop:hadoop-project:pom:9.9.3" in out
     assert not (tmp / "prefix" / "hadoop-9.9.3" / "lib").exists()
+
+
+def test_a_node_local_folder_whose_parent_is_missing_stops_before_anything_is_made(results):
+    rc, out, tmp = results["local_dir_missing"]
+    assert rc != 0
+    assert ("localhost: dlobd_local_dir /nonexistent-scratch/dlobd (set in the command line (-e)) does not "
+            "exist, nor does its parent /nonexistent-scratch (a node-local file system not mounted on this "
+            "host?)") in " ".join(out.split())
+    assert not (tmp / "prefix").exists() and not Path("/nonexistent-scratch").exists()
+
+
+def test_hosts_sharing_a_prefix_under_one_host_name_are_refused_naming_both(results):
+    rc, out, _ = results["twins_one_name"]
+    assert rc != 0
+    assert (f"localhost and twin share the prefix {results['twins_one_name'][2] / 'prefix'} and call themselves "
+            f"the same ({platform.node()}, uname -n)") in " ".join(out.split())
+
+
+def test_hosts_sharing_a_prefix_and_one_folder_are_refused_naming_the_setting(results):
+    rc, out, tmp = results["twins_one_folder"]
+    assert rc != 0
+    assert (f"localhost: dlobd_local_dir {tmp / 'prefix'} (set in the command line (-e)) is also the folder "
+            "of twin, on the file system they share") in " ".join(out.split())
+    # the layout probe left nothing behind
+    assert list(tmp.glob("**/.dlobd-layout-*")) == []

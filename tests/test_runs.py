@@ -210,11 +210,19 @@ ASSUMING = {**SPEC, "scales": {"local": {**SPEC["scales"]["local"],
                                          "assumed": {"batch": 768, "why": "Fig. 7(a)"}}}}
 
 
-@pytest.mark.parametrize("overrides, batch, labels", [
-    (None, 768, {"assumed": {"batch": "768, assumed, not stated by the paper (Fig. 7(a))"}}),
-    ({"batch": 96}, 96, {"overridden": {"batch": "96, set on the command line in place of the assumed 768"}}),
-])
-def test_launch_runs_the_assumed_value_or_its_override_and_labels_it(tmp_path, monkeypatch, overrides, batch, labels):
+@pytest.mark.parametrize("site, overrides, batch, labels", [
+    (None, None, 768, {"assumed": {"batch": "768, assumed, not stated by the paper (Fig. 7(a))"}}),
+    (None, {"batch": 96}, 96, {"overridden": {"batch": "96, set on the command line in place of the assumed 768"}}),
+    # the inventory's dlobd_assume, which dlobd-env.sh exports as JSON; the command line wins over it
+    ({"dlobd-fig7b": {"batch": 384}}, None, 384,
+     {"overridden": {"batch": "384, set on the inventory (dlobd_assume) in place of the assumed 768"}}),
+    ({"dlobd-fig7b": {"batch": 384}}, {"batch": 96}, 96,
+     {"overridden": {"batch": "96, set on the command line in place of the assumed 768"}}),
+    ({"dlobd-fig6c": {"batch": 384}}, None, 768, {"assumed": {"batch": "768, assumed, not stated by the paper (Fig. 7(a))"}}),
+], ids=["assumed", "command line", "inventory", "command line over inventory", "inventory, another experiment"])
+def test_launch_runs_the_assumed_value_or_its_override_and_labels_it(tmp_path, monkeypatch, site, overrides, batch, labels):
+    if site:
+        monkeypatch.setenv("DLOBD_ASSUME", json.dumps(site))
     seen = {}
 
     def launch(ctx):
@@ -235,3 +243,21 @@ def test_an_override_of_a_setting_the_experiment_does_not_assume_is_refused(tmp_
         runs.launch(ASSUMING, "local", {"network": "loopback", "cores": 2}, tmp_path, overrides={"epochs": 3},
                     where="ASSUME")
     assert not list(tmp_path.iterdir())  # nothing recorded
+
+
+@pytest.mark.parametrize("value, message", [
+    ('{"dlobd-fig7b": {"epochs": 3}}', r"the inventory \(dlobd_assume\): dlobd-fig7b: epochs=3: no scale of "
+                                       r"dlobd-fig7b assumes 'epochs'; its scales assume batch"),
+    ('{"dlobd-fig7b": 384}', r"must map experiment ids to \{setting: value\}"),
+    ("{batch: 384", r"DLOBD_ASSUME is not JSON"),
+])
+def test_an_inventory_value_the_experiment_does_not_assume_is_refused(tmp_path, monkeypatch, value, message):
+    monkeypatch.setenv("DLOBD_ASSUME", value)
+    with pytest.raises(runs.dspec.SettingError, match=message):
+        runs.launch(ASSUMING, "local", {"network": "loopback", "cores": 2}, tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing recorded
+
+
+def test_an_inventory_value_for_an_experiment_that_does_not_exist_is_named():
+    with pytest.raises(runs.dspec.SettingError, match=r"'dlobd-fig77' is no experiment \(no experiments/dlobd-fig77.yaml\)"):
+        runs.dspec.check_site_overrides({"dlobd-fig77": {"batch": 1}}, {"dlobd-fig7b": ASSUMING})

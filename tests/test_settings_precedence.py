@@ -20,10 +20,11 @@ from dlobd import spec as dspec
 
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
 SETTINGS = {"dlobd_profile": "paper", "dlobd_install_method": "spack", "dlobd_prefix": "/lustre/scratch/me/dlobd"}
-# head: NameNode and ResourceManager; w1, w2: workers with an HCA each (no GPU). Every host is this
-# machine (local connection): the playbooks reach no other.
+# head: NameNode and ResourceManager; w1, w2: workers with an HCA each (no GPU) and 96 cores, so
+# that dlobd-fig7a's 8 executors of 24 cores fit on them. Every host is this machine (local
+# connection): the playbooks reach no other.
 HOSTS = {"head": "10.99.0.1", "w1": "10.99.0.2", "w2": "10.99.0.3"}
-HARDWARE = {"hca": "mlx5", "ib_rate_gbps": 100, "link_layer": "InfiniBand", "gpus": 0}
+HARDWARE = {"hca": "mlx5", "ib_rate_gbps": 100, "link_layer": "InfiniBand", "gpus": 0, "cores": 96}
 GROUPS = {"namenode": ["head"], "resourcemanager": ["head"], "workers": ["w1", "w2"], "gpu": []}
 
 

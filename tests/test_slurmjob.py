@@ -3,6 +3,7 @@ job id, the job prefix rendered from the playbook templates, what an interrupted
 
 import hashlib
 import json
+import platform
 import re
 import shutil
 import subprocess
@@ -67,6 +68,7 @@ def fake_provisioned(root, profile="modern"):
     (root / "bin" / "dlobd-python-tool").write_text("#!/bin/sh\n")
     (root / "etc" / "dlobd-env.sh").write_text("\n".join([
         f"export DLOBD_PREFIX={root}",
+        f"export DLOBD_LOCAL_DIR={root}",
         f"export DLOBD_PROFILE={profile}",
         "export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64",
         f"export HADOOP_HOME={root}/hadoop-3.4.1",
@@ -196,6 +198,30 @@ def test_a_prefix_of_the_apptainer_method_runs_the_job_from_its_image(tmp_path):
                            str(tmp_path / "shared"), addresses={"n1": "10.9.0.1", "n2": "10.9.0.2"})
 
 
+def test_a_job_takes_the_settings_of_its_node_s_folder_in_a_prefix_hosts_share(tmp_path):
+    """A prefix whose hosts keep their settings in folders of their own (<prefix>/hosts/<name>):
+    the job reads this node's through the prefix's entry point, and links the files of that
+    folder it does not render (fabric.json) and its settings for the image."""
+    plan = job_plan(tmp_path)
+    stack = tmp_path / "stack"
+    own = stack / "hosts" / platform.node() / "etc"
+    own.mkdir(parents=True)
+    for name in ("dlobd-env.sh", "fabric.json"):
+        (stack / "etc" / name).rename(own / name)
+    (own / "dlobd-env.sh").write_text((own / "dlobd-env.sh").read_text().replace(
+        f"DLOBD_LOCAL_DIR={stack}\n", f"DLOBD_LOCAL_DIR={own.parent}\n"))
+    (own / "dlobd-env-image.sh").write_text("export DLOBD_BIGDL_JAR=/opt/dlobd/jars/bigdl/bigdl.jar\n")
+    (stack / "etc" / "dlobd-env.sh").write_text(slurmjob.render(
+        slurmjob.PLAYBOOKS / "roles/stack_env/templates/dlobd-env-entry.sh.j2",
+        {"ansible_managed": "test", "dlobd_prefix": str(stack)}))
+    job = slurmjob.write_job_prefix(plan, "n2", slurmjob.stack_of(plan.provisioned), FACTS)
+    assert (job / "etc" / "fabric.json").resolve() == own / "fabric.json"
+    env = provenance.source_env(job / "etc" / "dlobd-env.sh")
+    assert (env["DLOBD_LOCAL_DIR"], env["HADOOP_HOME"]) == (str(job), f"{stack}/hadoop-3.4.1")
+    image_env = provenance.source_env(job / "etc" / "dlobd-env-image.sh", base={})
+    assert (image_env["DLOBD_LOCAL_DIR"], image_env["DLOBD_BIGDL_JAR"]) == (str(job), "/opt/dlobd/jars/bigdl/bigdl.jar")
+
+
 def test_a_job_from_an_image_passes_its_own_cluster_into_the_image(tmp_path):
     plan = job_plan(tmp_path)
     image_env = tmp_path / "stack" / "etc" / "dlobd-env-image.sh"
@@ -217,8 +243,12 @@ def test_the_image_wrapper_passes_the_callers_prefix_settings_else_its_own(tmp_p
     runtime.write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
     runtime.chmod(0o755)
     prefix = tmp_path / "stack"
-    (prefix / "etc").mkdir(parents=True)
-    (prefix / "etc" / "dlobd-env-image.sh").write_text("export A=provisioned\n")
+    # a prefix whose host keeps its settings in a folder of its own, which its dlobd-env.sh names
+    host_etc = prefix / "hosts" / "vm" / "etc"
+    host_etc.mkdir(parents=True)
+    (prefix / "etc").mkdir()
+    (prefix / "etc" / "dlobd-env.sh").write_text(f"export DLOBD_LOCAL_DIR={host_etc.parent}\n")
+    (host_etc / "dlobd-env-image.sh").write_text("export A=provisioned\n")
     wrapper = tmp_path / "java"
     wrapper.write_text(slurmjob.render(slurmjob.PLAYBOOKS / "roles/apptainer/templates/wrapper.j2", {
         "ansible_managed": "test", "item": "java", "apptainer_wrapper_target_dir": "/usr/lib/jvm/bin",
@@ -232,12 +262,12 @@ def test_the_image_wrapper_passes_the_callers_prefix_settings_else_its_own(tmp_p
         assert out[-4:-1] == ["/i.sif", "/usr/lib/jvm/bin/java", "-version"]
         return out[out.index("--env-file") + 1]
 
-    assert env_file() == f"{prefix}/etc/dlobd-env-image.sh"
+    assert env_file() == f"{host_etc}/dlobd-env-image.sh"
     job = tmp_path / "job"
-    assert env_file(DLOBD_PREFIX=str(job)) == f"{prefix}/etc/dlobd-env-image.sh"  # the job has none
+    assert env_file(DLOBD_LOCAL_DIR=str(job)) == f"{host_etc}/dlobd-env-image.sh"  # the job has none
     (job / "etc").mkdir(parents=True)
     (job / "etc" / "dlobd-env-image.sh").write_text("export A=job\n")
-    assert env_file(DLOBD_PREFIX=str(job)) == f"{job}/etc/dlobd-env-image.sh"
+    assert env_file(DLOBD_LOCAL_DIR=str(job)) == f"{job}/etc/dlobd-env-image.sh"
 
 
 def test_without_a_job_the_path_is_local_or_bare_metal(monkeypatch):

@@ -21,12 +21,12 @@ from dlobd import NotRunnable
 PY = "/opt/stack/bin/python"
 
 
-def ps_plan(hosts, point=None, fixed=None, protocol="grpc", data_dir=None, stack_vars=None):
+def ps_plan(hosts, point=None, fixed=None, protocol="grpc", data_dir=None):
     fixed = fixed or {"parameter_servers": 1, "batch": 8, "steps": 4, "image_size": 32}
     point = point or {"network": "loopback", "nodes": 2}
     strategy, workers, ps = tf.layout(point, fixed)
     return tf.build_plan(point, fixed, "resnet50", hosts, list(range(20000, 20000 + workers + ps + 1)),
-                         PY, protocol, data_dir, "/runs/a/attempt-001", stack_vars or {})
+                         PY, protocol, data_dir, "/runs/a/attempt-001")
 
 
 def test_layout_from_the_spec():
@@ -66,8 +66,7 @@ def test_ps_cluster_tf_config_and_command():
 
 def test_collective_workers_all_train():
     fixed = {"batch": 4, "steps": 3}
-    tasks = tf.build_plan({"nodes": 2}, fixed, "alexnet", ["127.0.0.1"], [1, 2], PY, "grpc", None,
-                          "/x", {})
+    tasks = tf.build_plan({"nodes": 2}, fixed, "alexnet", ["127.0.0.1"], [1, 2], PY, "grpc", None, "/x")
     assert [(t.name, t.trains) for t in tasks] == [("worker:0", True), ("worker:1", True)]
     assert json.loads(tasks[0].env["TF_CONFIG"])["cluster"] == {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
     assert tasks[0].argv[tasks[0].argv.index("--log-every") + 1] == "1"
@@ -96,25 +95,32 @@ def test_free_ports_are_distinct():
     assert len(set(ports)) == 5 and all(1024 <= p < 65536 for p in ports)
 
 
-def test_multi_host_tasks_go_round_robin_over_ssh():
+def test_multi_host_tasks_go_round_robin_over_ssh_in_their_hosts_own_environment(monkeypatch):
+    monkeypatch.setattr(provenance, "prefix", lambda: Path("/sw/dlobd"))
     hosts = ["10.0.0.1", "10.0.0.2"]
-    tasks = ps_plan(hosts, stack_vars={"JAVA_HOME": "/usr/lib/jvm/x", "DLOBD_DATA_DIR": "/d ata"})
+    tasks = ps_plan(hosts)
+    # the chief beside worker 0, as TF's examples place it: the nodes are the workers' and the ps's
     assert [(t.name, t.host) for t in tasks] == [("worker:0", "10.0.0.1"), ("worker:1", "10.0.0.2"),
-                                                ("ps:0", "10.0.0.1"), ("chief:0", "10.0.0.2")]
+                                                ("ps:0", "10.0.0.1"), ("chief:0", "10.0.0.1")]
     chief = tasks[-1]
     assert chief.env == {}  # everything goes on the remote command line
-    assert chief.argv[:2] == ["ssh", "-o"] and chief.argv[-2] == "10.0.0.2"
+    assert chief.argv[:2] == ["ssh", "-o"] and chief.argv[-2] == "10.0.0.1"
     assert "BatchMode=yes" in chief.argv
     remote = shlex.split(chief.argv[-1])
-    assert remote[:5] == ["cd", "/runs/a/attempt-001", "&&", "exec", "env"]
-    assigned = dict(w.split("=", 1) for w in remote[5:8])
-    assert assigned["DLOBD_DATA_DIR"] == "/d ata" and assigned["JAVA_HOME"] == "/usr/lib/jvm/x"
+    # the folder is made where the runs folder is not shared; the host's own dlobd-env.sh, not
+    # the launch host's variables, gives the task its addresses and paths
+    assert remote[:11] == ["mkdir", "-p", "/runs/a/attempt-001", "&&", "cd", "/runs/a/attempt-001", "&&",
+                           ".", "/sw/dlobd/etc/dlobd-env.sh", "&&", "exec"]
+    assert remote[11] == "env"
+    assigned = dict(w.split("=", 1) for w in remote[12:14])
+    assert set(assigned) == {"TF_CONFIG", "TF_CPP_MIN_LOG_LEVEL"}  # only the run's own variables
     config = json.loads(assigned["TF_CONFIG"])
     assert config["task"] == {"type": "chief", "index": 0}
     assert config["cluster"]["worker"] == ["10.0.0.1:20000", "10.0.0.2:20001"]
-    assert remote[9:11] == ["bash", "-c"]
-    assert remote[12:15] == ["dlobd-task", PY, str(tf.WORKLOAD)]
-    assert remote[15:] == tf.workload_args("resnet50", "ps", 2, {"nodes": 2}, {
+    assert config["cluster"]["chief"] == ["10.0.0.1:20003"]
+    assert remote[14:16] == ["bash", "-c"]
+    assert remote[17:20] == ["dlobd-task", PY, str(tf.WORKLOAD)]
+    assert remote[20:] == tf.workload_args("resnet50", "ps", 2, {"nodes": 2}, {
         "parameter_servers": 1, "batch": 8, "steps": 4, "image_size": 32}, "grpc", None)
 
 
@@ -132,7 +138,17 @@ def _remote_as_local(argv):
     return ["bash", "-c", argv[-1]]
 
 
-def test_remote_task_ends_when_its_connection_does(tmp_path):
+@pytest.fixture
+def host_env(tmp_path, monkeypatch):
+    """The prefix of a host whose dlobd-env.sh names it 10.9.9.9."""
+    prefix = tmp_path / "host-prefix"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc" / "dlobd-env.sh").write_text(
+        "export DLOBD_CLUSTER_ADDRESS=10.9.9.9\nexport SPARK_LOCAL_IP=$DLOBD_CLUSTER_ADDRESS\n")
+    monkeypatch.setattr(provenance, "prefix", lambda: prefix)
+
+
+def test_remote_task_ends_when_its_connection_does(tmp_path, host_env):
     # the keep-alive wrapper of an ssh task, run locally: EOF on stdin (the supervisor
     # closing the pipe, or the ssh client dying) ends the task
     argv = ssh_argv("h", str(tmp_path), {"X": "1"}, ["sleep", "60"])
@@ -145,13 +161,17 @@ def test_remote_task_ends_when_its_connection_does(tmp_path):
     assert time.monotonic() - start < 5
 
 
-def test_remote_task_passes_env_cwd_and_exit_status(tmp_path):
-    script = "import os, sys; print(os.getcwd(), os.environ['TF_CONFIG']); sys.exit(3)"
-    argv = ssh_argv("h", str(tmp_path), {"TF_CONFIG": '{"a": 1}'}, [sys.executable, "-c", script])
+def test_remote_task_passes_env_cwd_and_exit_status(tmp_path, host_env, monkeypatch):
+    script = ("import os, sys; print(os.getcwd(), os.environ['TF_CONFIG'], os.environ['DLOBD_CLUSTER_ADDRESS'], "
+              "os.environ['SPARK_LOCAL_IP']); sys.exit(3)")
+    # the launch host's own identity does not reach the task: its host's dlobd-env.sh gives it
+    monkeypatch.setenv("DLOBD_CLUSTER_ADDRESS", "10.1.1.1")
+    cwd = tmp_path / "not-shared" / "attempt-001"  # a host without the runs folder gets it made
+    argv = ssh_argv("h", str(cwd), {"TF_CONFIG": '{"a": 1}'}, [sys.executable, "-c", script])
     # stdin stays open, as the supervisor keeps it while the task runs
     p = subprocess.Popen(_remote_as_local(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.wait(timeout=30) == 3
-    assert p.stdout.read().strip() == f'{tmp_path} {{"a": 1}}'
+    assert p.stdout.read().strip() == f'{cwd} {{"a": 1}} 10.9.9.9 10.9.9.9'
     p.stdin.close()
 
 

@@ -63,7 +63,7 @@ def test_tf1_tasks_are_the_ps_strategy_s_with_training_workers():
 def test_tf1_plan_runs_train_tf1_with_the_ps_arguments():
     fixed = {"steps": 8, "warmup_steps": 2, "images_per_step": 24, "image_size": 64}
     tasks = tf.build_plan_tf1({"network": "verbs", "workers": 2}, fixed, "alexnet", 2, 1, ["127.0.0.1"],
-                              [1, 2, 3, 4], SITE_TF1, "grpc+verbs", None, "/runs/a", {})
+                              [1, 2, 3, 4], SITE_TF1, "grpc+verbs", None, "/runs/a")
     assert [t.name for t in tasks] == ["worker:0", "worker:1", "ps:0", "chief:0"]
     for t in tasks:
         assert t.argv[:2] == [SITE_TF1, str(tf.WORKLOAD_TF1)]
@@ -76,7 +76,7 @@ def test_tf1_plan_runs_train_tf1_with_the_ps_arguments():
                       "task": {"type": "worker", "index": 1}, "rpc_layer": "grpc+verbs"}
     # over ssh the same command, inside the remote shell line
     far = tf.build_plan_tf1({}, fixed, "alexnet", 2, 1, ["10.0.0.1", "10.0.0.2"], [1, 2, 3, 4], SITE_TF1,
-                            "grpc", None, "/runs/a", {})
+                            "grpc", None, "/runs/a")
     remote = shlex.split(far[1].argv[-1])
     assert remote[remote.index("dlobd-task") + 1:][:2] == [SITE_TF1, str(tf.WORKLOAD_TF1)]
 
@@ -120,7 +120,6 @@ def paper_site(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "ethernet_addresses", lambda: {w: w.replace("10.1.", "10.2.") for w in workers})
     monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_PREFIX": "/sw/dlobd"})
     monkeypatch.setattr(capabilities, "missing", lambda needs: [])
-    monkeypatch.setattr(tf, "free_ports", lambda n: list(range(43000, 43000 + n)))
     monkeypatch.setattr("dlobd.cluster.hadoop.stack_env", lambda: {"DLOBD_PYTHON": "/sw/dlobd/python/bin/python",
                                                           "DLOBD_DATA_DIR": str(data)})
     return settings

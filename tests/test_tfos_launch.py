@@ -386,10 +386,10 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
 
 @pytest.mark.parametrize("settings, workers, reason", [
     ({**GPU_SETTINGS, "DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS[1:])}, GPU_WORKERS,
-     "GPU TF nodes: YARN may place an executor on any worker, and worker(s) 10.1.0.5 have no GPU"),
+     "GPU TF nodes: YARN may place an executor on any worker, worker(s) 10.1.0.5 have no GPU"),
     (GPU_SETTINGS, GPU_WORKERS[:4],
      "9 executors (TF workers and parameter servers), at most 2 per node (its GPUs): 5 nodes, and the "
-     "cluster has 4 worker(s)"),
+     "cluster has 4 GPU worker(s)"),
     ({k: v for k, v in GPU_SETTINGS.items() if k != "DLOBD_CUDA_LIBRARY_PATH"}, GPU_WORKERS,
      "GPU TF nodes need CUDA's libraries on the executors' library path: DLOBD_CUDA_LIBRARY_PATH is unset"),
     ({**GPU_SETTINGS, "DLOBD_YARN_MEMORY_MB": "4096"}, GPU_WORKERS,
@@ -401,6 +401,19 @@ def test_a_gpu_point_the_cluster_cannot_pin_is_not_runnable(tmp_path, monkeypatc
     ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib", "gpus": 8})
     with pytest.raises(NotRunnable, match="^" + re.escape(reason)):
         tfos.launch(ctx)
+
+
+def test_a_gpu_point_on_a_cluster_with_some_gpu_workers_asks_for_their_node_label(tmp_path, monkeypatch):
+    """Workers 10.1.0.5 and .6 without GPUs: with YARN's node label of the gpu group the executors
+    ask for it, and the GPU workers alone are counted (5 nodes of 2 GPUs for 9 executors)."""
+    settings = {**GPU_SETTINGS, "DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS[2:]), "DLOBD_GPU_NODE_LABEL": "gpu"}
+    gpu_cluster(monkeypatch, settings, GPU_WORKERS)
+    monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(PAPER_ENV))
+    ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib", "gpus": 8})
+    assert "spark.yarn.executor.nodeLabelExpression=gpu" in tfos.launch(ctx).command
+    gpu_cluster(monkeypatch, {**settings, "DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS[:4])}, GPU_WORKERS)
+    with pytest.raises(NotRunnable, match=r"5 nodes, and the cluster has 4 GPU worker\(s\)"):
+        tfos.launch(paper_context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib", "gpus": 8}))
 
 
 def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):

@@ -12,7 +12,9 @@ with tbf in place: unshaped, eth-10g, eth-1g, all emulated Ethernet) times from 
   every line of that file), checked against the file's line and byte counts.
 
 Then stops the cluster and removes the hosts. Prints `name: value` lines. Needs root and a
-machine provisioned once (`make provision`: the Debian packages the hosts use).
+machine provisioned once (`make provision`: the Debian packages the hosts use). With
+--shared-prefix every host sees one prefix folder (as on NFS or Lustre), which the hosts then
+provision one after another.
 """
 
 import argparse
@@ -91,10 +93,10 @@ class Results(dict):
 
 
 def one_cluster(workers: int, tiers: list[str], subnet: str, tmp: Path, data: Path, counts: tuple[int, int],
-                results: Results) -> None:
+                results: Results, shared_prefix: bool) -> None:
     state_dir, inventory, log_dir = tmp / f"state-{workers}w", tmp / f"hosts-{workers}w.yml", tmp / f"logs-{workers}w"
     log_dir.mkdir()
-    plan = emulated.make_plan(workers, subnet, "unshaped")
+    plan = emulated.make_plan(workers, subnet, "unshaped", shared_prefix=shared_prefix)
     start = time.monotonic()
     emulated.up(state_dir, plan, inventory, "/usr/sbin/sshd", sshd_timeout=15)
     results[f"emulated_create_hosts_{workers}w_s"] = time.monotonic() - start
@@ -135,8 +137,11 @@ def main() -> int:
     parser.add_argument("--tiers", nargs="+", default=TIERS, choices=TIERS)
     parser.add_argument("--file-mib", type=int, default=128, help="size of the file written to HDFS")
     parser.add_argument("--subnet", default="10.79.0.0/24", help="kept apart from the default plan of make emulated-up")
+    parser.add_argument("--shared-prefix", action="store_true",
+                        help="one prefix folder every host sees (as on NFS or Lustre) instead of one per host")
     args = parser.parse_args()
     print(f"emulated_links: {', '.join(emulated.tier_label(t) for t in args.tiers)}")
+    print(f"emulated_prefix: {'one folder shared by every host' if args.shared_prefix else 'one folder per host'}")
     print(f"emulated_hdfs_file_mib: {args.file_mib} (synthetic text)")
     print(f"emulated_depot: {emulated.DEFAULT_DEPOT} (provision_cold = fresh hosts, depot already filled)", flush=True)
     results = Results()
@@ -144,7 +149,7 @@ def main() -> int:
         data = Path(tmp) / "synthetic.txt"
         counts = synthetic_text(data, args.file_mib)
         for workers in args.workers:
-            one_cluster(workers, args.tiers, args.subnet, Path(tmp), data, counts, results)
+            one_cluster(workers, args.tiers, args.subnet, Path(tmp), data, counts, results, args.shared_prefix)
     return 0
 
 

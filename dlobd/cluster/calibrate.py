@@ -418,7 +418,7 @@ def calibrate(duration: int = 5, dry_run: bool = False) -> dict:
     hosts = list(dict.fromkeys((server, client)))
     wanted = ["sockperf", "iperf3", "ib_send_lat", "ib_write_bw", "mpirun", "osu_latency", "osu_bw"]
     tools = {h: tools_on(h, wanted) for h in hosts}
-    fabrics = {h: provenance.host_json(h, provenance.FABRIC_FILE) for h in hosts}
+    fabrics = {h: provenance.host_json(h, provenance.FABRIC_FILE, own=True) for h in hosts}
     ports = DEFAULT_PORTS
     if server == client:
         ports = dict(zip(DEFAULT_PORTS, free_ports(len(DEFAULT_PORTS))))

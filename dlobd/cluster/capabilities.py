@@ -257,14 +257,22 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
                             "method); not checked from here")
     if profile == "paper":
         # not in the stacks' Python there: TensorFlow 1.x and TensorFlowOnSpark 1.0.8 run in the
-        # site's TF 1.x Python, one for both (the launchers say per point which Python they lack)
-        given = [f"{s}={v}" for s in ("DLOBD_TF_RDMA_PYTHON", provenance.TFOS_PYTHON) if (v := cluster.settings.get(s))]
-        caps["tensorflow"] = caps["tensorflowonspark"] = (
-            bool(given), f"the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in {given[0]} "
-                         "(dlobd_stack_settings; not checked from here)" if given else
-            "the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in the Python "
-            f"{provenance.TFOS_PYTHON} (or DLOBD_TF_RDMA_PYTHON) names, neither of which is in the "
-            "inventory's dlobd_stack_settings")
+        # site's TF 1.x Python, one for both (the launchers say per point which Python they lack);
+        # where the inventory names none on the spack or registry method, role python_env exports
+        # the wrapper of the paper image's Python in its place
+        given = [(s, v) for s in ("DLOBD_TF_RDMA_PYTHON", provenance.TFOS_PYTHON) if (v := cluster.settings.get(s))]
+        runs = "the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in"
+        if not given:
+            why = (f"{runs} the Python {provenance.TFOS_PYTHON} (or DLOBD_TF_RDMA_PYTHON) names, neither of "
+                   "which is in the inventory's dlobd_stack_settings")
+        elif given[0][0] == provenance.TFOS_PYTHON and cluster.role_settings.get("python_env_tfos_from_image") is True:
+            image = cluster.role_settings["python_env_tfos_image"] or (
+                f"\"\": the controller's build of containers/paper-{cluster.in_effect['dlobd_paper_env'][0]}.def")
+            why = (f"{runs} the paper image's Python ({'='.join(given[0])}; python_env_tfos_image {image}, "
+                   "built or fetched by the preflight; not checked from here)")
+        else:
+            why = f"{runs} {'='.join(given[0])} (dlobd_stack_settings; not checked from here)"
+        caps["tensorflow"] = caps["tensorflowonspark"] = (bool(given), why)
     for name, setting in SOFTWARE_SETTINGS.items():
         value = cluster.settings.get(setting)
         caps[name] = (bool(value), f"{setting}={value} (dlobd-env.sh on the launch host, from "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import socket
@@ -33,7 +34,12 @@ SCHEMA = 1
 IPOIB_TYPE = "32"
 # The fields an inventory's dlobd_hardware may declare.
 # lustre: a folder on a Lustre file system mounted on the host (S-Caffe reads images from one)
-HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "link_layer", "gpus", "gpu_model", "lustre")
+# cores, memory_gb: the node's size, which executors and containers must fit in (the plan and the
+# dry run size them by it before any host is reached; the fabric role checks it on the host)
+HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "link_layer", "gpus", "gpu_model", "lustre", "cores", "memory_gb")
+# MemTotal is the installed memory less what the firmware and kernel keep: a node declared with
+# its installed size still matches
+MEMORY_SLACK = 0.06
 # Network needs (config/networks.yaml) that only a host with an active HCA port can meet.
 HCA_NEEDS = ("infiniband", "rdma")
 GPU_QUERY = "index,name,uuid,driver_version,memory.total,pci.bus_id"
@@ -396,12 +402,19 @@ def by_host(fabrics: dict | None) -> list[str]:
     return [f"{', '.join(hosts)}: {text}" for text, hosts in groups.items()]
 
 
+def detect_node(meminfo: Path = Path("/proc/meminfo")) -> dict:
+    """The host's size: its logical CPUs (what YARN counts vcores from) and MemTotal in GB."""
+    text = _read(meminfo) or ""
+    found = re.search(r"^MemTotal:\s+(\d+) kB", text, re.MULTILINE)
+    return {"cores": os.cpu_count(), "memory_gb": round(int(found[1]) / 2**20, 1) if found else None}
+
+
 def detect(sysfs: Path = Path("/sys"), tools: Tools | None = None, host: str | None = None,
-           mounts: Path = Path("/proc/mounts")) -> dict:
+           mounts: Path = Path("/proc/mounts"), meminfo: Path = Path("/proc/meminfo")) -> dict:
     tools = tools if tools is not None else Tools.found()
     fp = {"schema": SCHEMA, "host": host or socket.gethostname(),
           "infiniband": detect_infiniband(sysfs, tools), "gpus": detect_gpus(tools),
-          "lustre": detect_lustre(mounts)}
+          "lustre": detect_lustre(mounts), "node": detect_node(meminfo)}
     fp["summary"] = describe(fp)
     return fp
 
@@ -477,6 +490,16 @@ def check(fp: dict, hardware: dict | None, networks: list | None, links: dict | 
         models = [d["model"] for d in gpus["devices"]]
         if not models or not all(want.lower() in m.lower() for m in models):
             out.append(f"{host}: dlobd_hardware.gpu_model: expected {want}, found {_found_gpus(fp)}")
+    node = fp.get("node") or {}
+    # a node may be declared smaller than it is (the share a site gives the runs), not larger
+    for field, slack in (("cores", 0.0), ("memory_gb", MEMORY_SLACK)):
+        if field in hardware and node.get(field) is not None:
+            try:
+                too_big = float(hardware[field]) > node[field] * (1 + slack)
+            except (TypeError, ValueError):
+                too_big = True
+            if too_big:
+                out.append(f"{host}: dlobd_hardware.{field}: expected {hardware[field]}, found {node[field]}")
     if "lustre" in hardware:
         want = Path(str(hardware["lustre"]))
         lustre = fp.get("lustre") or {"mounts": [], "none_because": "not recorded"}

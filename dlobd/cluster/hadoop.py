@@ -160,14 +160,37 @@ def container_log_dirs() -> list[str]:
     return [d.strip() for d in dirs.split(",") if d.strip()]
 
 
-def require_gpus_on_every_worker(what: str) -> None:
-    """NotRunnable, naming `what` and the workers without GPUs, unless every worker is in group
-    gpu (DLOBD_GPU_WORKERS): YARN may place a GPU executor on any NodeManager."""
+def gpu_workers(what: str) -> tuple[list[str], dict[str, str]]:
+    """(the workers a GPU point's executors may land on, the Spark settings that keep them
+    there). Where every worker is a GPU host (DLOBD_GPU_WORKERS), all of them and no setting;
+    where only some are, those, with YARN's node label that role yarn gives their NodeManagers
+    (DLOBD_GPU_NODE_LABEL) as the executors' label expression (the ApplicationMaster runs
+    anywhere). NotRunnable, naming `what`, without GPU hosts, or with some but no label: YARN
+    would place an executor on any NodeManager."""
     gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
-    without = [w for w in provenance.workers() if w not in gpu_hosts]
-    if without:
-        raise NotRunnable(f"{what}: YARN may place an executor on any worker, and worker(s) "
-                               f"{' '.join(without)} have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts) or 'unset'})")
+    workers = provenance.workers()
+    without = [w for w in workers if w not in gpu_hosts]
+    if not gpu_hosts or not set(gpu_hosts) & set(workers):
+        raise NotRunnable(f"{what}: the cluster has no GPU worker (group gpu: DLOBD_GPU_WORKERS is empty)")
+    if not without:
+        return workers, {}
+    label = provenance.stack_setting("DLOBD_GPU_NODE_LABEL")
+    if not label:
+        raise NotRunnable(f"{what}: YARN may place an executor on any worker, worker(s) {' '.join(without)} "
+                          f"have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts)}), and YARN has no node label "
+                          "for group gpu (DLOBD_GPU_NODE_LABEL: role yarn sets it)")
+    return [w for w in workers if w in gpu_hosts], {"spark.yarn.executor.nodeLabelExpression": label}
+
+
+def executor_workers() -> list[str]:
+    """The workers YARN places an executor that asks for no node label on: all of them, less the
+    GPU workers where their label is exclusive (DLOBD_GPU_NODE_LABEL_EXCLUSIVE: Hadoop 2.7's only
+    kind, whose labelled NodeManagers run labelled containers alone)."""
+    workers = provenance.workers()
+    if provenance.stack_setting("DLOBD_GPU_NODE_LABEL") and provenance.stack_setting("DLOBD_GPU_NODE_LABEL_EXCLUSIVE") == "true":
+        gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+        return [w for w in workers if w not in gpu_hosts]
+    return workers
 
 
 def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
@@ -183,13 +206,28 @@ def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
     return min(int(n["availMemoryMB"]) + int(n["usedMemoryMB"]) for n in nodes)
 
 
+def node_cores() -> tuple[int | None, str]:
+    """(the cores one container may have, where that comes from): with an inventory the fewest
+    its workers declare (dlobd_hardware.cores), on a provisioned cluster the vcores a NodeManager
+    offers (DLOBD_YARN_VCORES, yarn.scheduler.maximum-allocation-vcores); None where unknown."""
+    cluster = provenance.inventory()
+    if cluster is not None:
+        declared = {h.name: h.hardware.get("cores") for h in cluster.members("workers")}
+        if not declared or any(not isinstance(c, int) or c < 1 for c in declared.values()):
+            return None, "the inventory's workers declare no cores (dlobd_hardware.cores)"
+        least = min(declared, key=declared.get)
+        return declared[least], f"{least}'s {declared[least]} cores (dlobd_hardware.cores)"
+    stated = provenance.stack_setting("DLOBD_YARN_VCORES") or ""
+    return (int(stated), f"a NodeManager's {stated} vcores") if stated.isdigit() else (None, "DLOBD_YARN_VCORES unset")
+
+
 def executors_per_node(executors: int) -> int | None:
     """How many of an application's executors a NodeManager may hold so that they spread evenly
     over a cluster of several workers: ceil(executors / workers), one per node where they are as
     many, as the papers ran them. Without a bound YARN may give one worker two and leave another
     idle, depending on whose heartbeat comes first. None on one worker, where they all share its
     NodeManager."""
-    workers = provenance.workers()
+    workers = executor_workers()
     return -(-executors // len(workers)) if len(workers) > 1 else None
 
 
@@ -252,11 +290,12 @@ def memory_mb(size: str) -> int:
 
 
 def _copy_container_logs(app_id: str, dest: Path) -> None:
-    """Copy `<log-dir>/<app_id>/<container>/...` from every worker into dest/<container>/."""
+    """Copy `<log-dir>/<app_id>/<container>/...` from every worker into dest/<container>/ (each
+    worker's log directory is in its own folder)."""
     dest.mkdir(exist_ok=True)
     for host in provenance.workers() or ["127.0.0.1"]:
         for log_dir in container_log_dirs():
-            source = Path(log_dir) / app_id
+            source = provenance.host_path(host, log_dir) / app_id
             if provenance.is_local_address(host):
                 if source.is_dir():
                     for container in sorted(source.iterdir()):

@@ -76,8 +76,11 @@ STACK_SETTINGS = {
                          "would install a newer one over it; on workers without CUDA 8 `pip install "
                          "tensorflow==1.4.0 tensorflowonspark==1.0.8`; e.g. a conda or pyenv Python 3.5, pip "
                          "20.3.4 the last for it); the python_env role checks it on every host; "
-                         "without it the paper profile's TensorFlowOnSpark points are not runnable "
-                         "(those of network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
+                         "without it the spack and registry methods run the Python 2.7 of the paper "
+                         "image (python_env_tfos_image: the preflight builds containers/paper-tfos-bigdl.def "
+                         "or fetches it, role python_env places it on every host with a wrapper), and on "
+                         "the apptainer method the paper profile's TensorFlowOnSpark points are not "
+                         "runnable (those of network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
                          "tensorflowonspark 1.0.8 too); the paper profile's PageRank without HiBench "
                          "(workloads/pagerank/spark_pagerank.py) runs its PySpark in it too, and is not "
                          "runnable without it",
@@ -118,6 +121,7 @@ PROVISIONED = {
     "dlobd_yarn_memory_mb": "'$DLOBD_YARN_MEMORY_MB'",
     "dlobd_yarn_vcores": "'$DLOBD_YARN_VCORES'",
     "dlobd_deb_arch": "'$(dpkg --print-architecture)'",
+    "dlobd_node_name": "'$(uname -n)'",
 }
 ANSIBLE_TIMEOUT_S = 300
 
@@ -127,13 +131,14 @@ ROLE_VARIABLES = {"MMLSPARK_MPI_HOME": "mmlspark_mpi_home", "MMLSPARK_PYTHON": "
                   "HIBENCH_HOME": "hibench_enabled"}
 # ... and those recorded per device, <PREFIX><DEVICE>: the role variable listing the devices
 DEVICE_VARIABLES = {"CNTK_HOME_": "mmlspark_cntk_homes", "CAFFEONSPARK_HOME_": "caffeonspark_builds"}
-# The role variables the settings play renders for the plan: those it asks for, and what decides
-# the CaffeOnSpark builds a host ends up with
+# The role variables the settings play renders for the plan: those it asks for, what decides
+# the CaffeOnSpark builds a host ends up with, and whether (and from which image) the paper
+# profile's TensorFlowOnSpark runs in the paper image's Python
 ROLE_SETTINGS = (*ROLE_VARIABLES.values(), *DEVICE_VARIABLES.values(), "caffeonspark_install_method",
-                 "caffeonspark_host_builds")
+                 "caffeonspark_host_builds", "python_env_tfos_from_image", "python_env_tfos_image")
 # The settings `dlobd plan` shows in effect, with where each was set.
 IN_EFFECT = ("dlobd_profile", "dlobd_install_method", "dlobd_paper_env", "dlobd_prefix",
-             "dlobd_paper_stacks", "dlobd_stack_settings")
+             "dlobd_paper_stacks", "dlobd_stack_settings", "dlobd_cluster_name", "dlobd_assume")
 
 
 class InventoryError(ValueError):
@@ -252,6 +257,20 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
                 None if ethernet is None else str(ethernet))
 
 
+def _distinct_addresses(hosts: dict, path: Path) -> None:
+    """Stop on two hosts with the same cluster (or Ethernet) address: each daemon and task binds its
+    host's own, and a command meant for one would reach the other."""
+    for variable in ("address", "ethernet_address"):
+        seen = {}
+        for name, host in hosts.items():
+            value = getattr(host, variable)
+            if value is not None and value in seen:
+                raise InventoryError(f"{path}: hosts {seen[value]} and {name} have the same "
+                                     f"dlobd_{'cluster_' if variable == 'address' else ''}{variable} {value}: "
+                                     "give each host its own")
+            seen.setdefault(value, name)
+
+
 def _unknown_settings(found: dict, where: str) -> None:
     """Stop on a dlobd_* or role variable no role reads, as the preflight does (lookup
     dlobd_settings)."""
@@ -294,6 +313,7 @@ def load(path, prefix: str | None = None) -> Cluster:
                                      "namenode, resourcemanager and workers)")
         members = {name for group in GROUPS for name in groups.get(group, [])}
         hosts = {name: _host(name, rendered[name], path, len(members) > 1) for name in sorted(members)}
+        _distinct_addresses(hosts, path)
         launch = groups["namenode"][0]
         values = rendered[launch]
         if values.get("dlobd_prefix") is None:

@@ -62,6 +62,11 @@ def stack_setting(name: str) -> str | None:
         return _inventory.settings.get(name)
     return prefix_env().get(name) or os.environ.get(name)
 
+def cluster_name() -> str:
+    """The name this cluster's runs are recorded under (data/runs/<name>/...): its inventory's
+    dlobd_cluster_name, which dlobd-env.sh exports; `local` without one."""
+    return stack_setting("DLOBD_CLUSTER_NAME") or "local"
+
 def which(program: str) -> str | None:
     """A program on PATH: its path here, or with an inventory in use its name, which the
     hosts' PATH resolves (the playbooks install it there)."""
@@ -128,15 +133,40 @@ def with_link(hosts: list[dict]) -> list[dict]:
         return hosts
     return [h if h["address"].startswith("127.") else {**h, "link": link} for h in hosts]
 
-# Under the prefix on every host: the fabric role's fingerprint, `make calibrate`'s record.
+# In each host's own folder (dlobd_local_dir): the fabric role's fingerprint. In the prefix:
+# `make calibrate`'s record.
 FABRIC_FILE = Path("etc", "fabric.json")
 CALIBRATION_FILE = Path("etc", "calibration.json")
 
-def host_json(address: str, relative: Path) -> dict | None:
-    """A JSON file under the prefix of the host at `address`: this machine's read directly, another
-    host's over ssh (the prefix has the same path on every host, as the samplers assume). None
-    where it does not exist; {"error": ...} where it cannot be read or is not JSON."""
-    return _host_json(address, prefix() / relative)
+def host_folder(address: str) -> Path:
+    """The own folder (DLOBD_LOCAL_DIR) of the host at `address`: this machine's from its
+    dlobd-env.sh, another host's from that host's own over ssh; the prefix where none is named
+    (a prefix of one host's) or the host cannot be asked."""
+    if is_local_address(address):
+        return Path(stack_setting("DLOBD_LOCAL_DIR") or prefix())
+    return _remote_folder(address, prefix())
+
+@functools.lru_cache(maxsize=None)
+def _remote_folder(address: str, prefix: Path) -> Path:
+    # asked once per process: a host's folder does not move while runs go on
+    script = f'. {shlex.quote(str(prefix / "etc" / "dlobd-env.sh"))} >/dev/null 2>&1; echo "$DLOBD_LOCAL_DIR"'
+    found = _run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", address, script], timeout=30)
+    return Path(found) if found else prefix
+
+def host_path(address: str, path) -> Path:
+    """A path of this host's own folder as the host at `address` has it, under its own folder;
+    any other path is the same on every host."""
+    path, mine = Path(path), host_folder("127.0.0.1")
+    if mine == prefix() or mine not in (path, *path.parents):
+        return path
+    return host_folder(address) / path.relative_to(mine)
+
+def host_json(address: str, relative: Path, own: bool = False) -> dict | None:
+    """A JSON file under the prefix of the host at `address`, or with `own` under that host's own
+    folder: this machine's read directly, another host's over ssh (the prefix has the same path
+    on every host, as the samplers assume). None where it does not exist; {"error": ...} where it
+    cannot be read or is not JSON."""
+    return _host_json(address, (host_folder(address) if own else prefix()) / relative)
 
 @functools.lru_cache(maxsize=None)
 def _host_json(address: str, path: Path) -> dict | None:
@@ -167,7 +197,7 @@ def _host_json(address: str, path: Path) -> dict | None:
 
 def fabrics(hosts: list[dict]) -> dict:
     """Each host's fabric fingerprint (the fabric role's), by host name; null where none was recorded."""
-    return {h["name"]: host_json(h["address"], FABRIC_FILE) for h in hosts}
+    return {h["name"]: host_json(h["address"], FABRIC_FILE, own=True) for h in hosts}
 
 def build_dir(name: str, source: Path) -> Path:
     """Where this checkout builds one of the project's programs from `source`: under the prefix,

@@ -17,16 +17,23 @@ from pathlib import Path
 
 from dlobd import ROOT
 from dlobd import spec as dspec
-from dlobd.cluster import inventory, provenance
+from dlobd.cluster import capabilities, hadoop, inventory, provenance, remote
 from dlobd.execution import runs
 from dlobd.stacks import runner
 
 
-def dry_runs(specs: dict, scale: str, runs_dir, cluster: str = "local",
-             experiments=None) -> list[tuple[str, str, runner.LaunchResult]]:
+ASSUME_WHERE = "the command line (dlobd dry-run --assume)"
+
+
+def dry_runs(specs: dict, scale: str, runs_dir, cluster: str | None = None,
+             experiments=None, overrides: dict | None = None) -> list[tuple[str, str, runner.LaunchResult]]:
     """(experiment, point id, LaunchResult) of every point the pipeline would launch at
     `scale` (specs whose data come from another spec's runs launch nothing: that spec's
-    points are launched instead)."""
+    points are launched instead), with `overrides` in place of values the scale assumes and
+    under `cluster` (default: the inventory's dlobd_cluster_name)."""
+    dspec.check_site_overrides(dspec.site_overrides(provenance.stack_setting(dspec.SITE_ASSUME)),
+                               {i: s.data for i, s in specs.items()})
+    cluster = cluster or provenance.cluster_name()
     chosen = set(experiments or specs)
     chosen |= {specs[e].runs_from(scale) for e in chosen if specs[e].runs_from(scale)}
     out = []
@@ -38,9 +45,98 @@ def dry_runs(specs: dict, scale: str, runs_dir, cluster: str = "local",
             points = spec.points(scale)
         except KeyError:
             continue  # no such scale in this spec
+        if overrides:
+            dspec.check_overrides(spec.data, scale, overrides, ASSUME_WHERE)
         for pid, point in points:
             out.append((eid, pid, runs.launch(spec.data, scale, point, runs_dir, cluster=cluster,
-                                              dry_run=True)))
+                                              dry_run=True, overrides=overrides, where=ASSUME_WHERE)))
+    return out
+
+
+# ---------------------------------------------------------------- --check: each command against the cluster
+
+def _option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv[:-1] else None
+
+
+def _confs(argv: list[str]) -> dict[str, str]:
+    return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv[:-1]) if a == "--conf" and "=" in argv[i + 1])
+
+
+def container_errors(argv: list[str], node: dict) -> list[str]:
+    """A spark-submit's executor container against one node (`cores`, `memory_gb`, the fewest the
+    inventory's workers declare): YARN refuses a container larger than a NodeManager."""
+    if not any(a.endswith("spark-submit") for a in argv[:1]):
+        return []
+    out = []
+    cores = _option(argv, "--executor-cores")
+    if cores and cores.isdigit() and node.get("cores") and int(cores) > node["cores"]:
+        out.append(f"--executor-cores {cores} is more than a node's {node['cores']} cores")
+    heap = _option(argv, "--executor-memory")
+    if heap and node.get("memory_gb"):
+        overhead = next((v for k, v in _confs(argv).items() if k.endswith("executor.memoryOverhead")), "0")
+        total = hadoop.memory_mb(heap) + (int(overhead) if overhead.isdigit() else 0)
+        if total > node["memory_gb"] * 1024:
+            out.append(f"an executor of {total} MiB (--executor-memory {heap} + overhead) is more than a node's "
+                       f"{node['memory_gb']} GB")
+    return out
+
+
+def total_errors(argv: list[str], point: dict) -> list[str]:
+    """A spark-submit's executors x cores against the point's stated total cores."""
+    executors, cores = _option(argv, "--num-executors"), _option(argv, "--executor-cores")
+    stated = point.get("cores")
+    if not (isinstance(stated, int) and executors and cores and executors.isdigit() and cores.isdigit()):
+        return []
+    if int(executors) * int(cores) != stated:
+        return [f"--num-executors {executors} x --executor-cores {cores} is not the point's {stated} cores"]
+    return []
+
+
+# The stacks whose Spark executors train on the GPUs; MMLSpark's CNTK learner trains on the GPU
+# hosts over ssh and MPI from the driver, and its executors only feed it
+GPU_EXECUTOR_STACKS = ("caffeonspark", "tensorflowonspark")
+
+
+def gpu_errors(result: runner.LaunchResult, point: dict, scale: dict, cluster, stack: str) -> list[str]:
+    """A GPU point's processes only on hosts of group gpu; the Spark executors of a stack of
+    GPU_EXECUTOR_STACKS, on a cluster where not every worker is one, only where YARN's node label
+    for them is (a spark-submit without spark.yarn.executor.nodeLabelExpression may get any worker)."""
+    if not capabilities.point_size(scale, point)["per_node"] and "gpu" not in str(point.get("device", "")):
+        return []
+    gpu = {h.address for h in cluster.members("gpu")} | {h.name for h in cluster.members("gpu")}
+    out = [f"process {p['name']} of a GPU point on {p['host']}, which is not in group gpu"
+           for p in result.extra.get("processes", []) if p["host"] not in gpu]
+    every_worker = {h.name for h in cluster.members("workers")} <= {h.name for h in cluster.members("gpu")}
+    argv = result.command or []
+    if stack in GPU_EXECUTOR_STACKS and argv and argv[0].endswith("spark-submit") and not every_worker \
+            and "spark.yarn.executor.nodeLabelExpression" not in _confs(argv):
+        out.append("a GPU point's spark-submit without spark.yarn.executor.nodeLabelExpression on a cluster "
+                   "where not every worker is in group gpu")
+    return out
+
+
+def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
+    """Every way the commands of a dry run break a rule of the inventory's cluster, as
+    '<experiment> <point>: <rule>: <what>' lines (empty: every command passes)."""
+    workers = cluster.members("workers")
+    node = {field: min((h.hardware.get(field) for h in workers if h.hardware.get(field)), default=None)
+            for field in ("cores", "memory_gb")}
+    hosts = list(cluster.hosts.values())
+    out = []
+    for eid, pid, result in done:
+        if result.status != "dry run":
+            continue
+        point = dict(specs[eid].points(scale))[pid]
+        argv = [str(a) for a in result.command or []]
+        rules = {"container within a node": container_errors(argv, node),
+                 "executors x cores": total_errors(argv, point),
+                 "GPU hosts only": gpu_errors(result, point, specs[eid].scale(scale), cluster,
+                                              specs[eid].scale(scale).get("stack", specs[eid].data["stack"]))}
+        for process in result.extra.get("processes", []):
+            rules.setdefault("each host's own address", []).extend(remote.identity_errors(process, hosts))
+            rules.setdefault("ports chosen on their host", []).extend(remote.port_errors(process))
+        out += [f"{eid} {pid}: {rule}: {error}" for rule, errors in rules.items() for error in errors]
     return out
 
 
@@ -52,7 +148,9 @@ def describe(result: runner.LaunchResult) -> list[str]:
              f"{shlex.join(result.command)}"]
     for proc in result.extra.get("processes", []):
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted((proc.get("env") or {}).items()))
-        lines.append(f"    {proc['name']} on {proc['host']}: {env + ' ' if env else ''}"
+        ports = ", ".join(f"{what} {port}" for what, port in (proc.get("ports") or {}).items())
+        chosen = f" (port {ports}, chosen {proc['ports_chosen']})" if ports else ""
+        lines.append(f"    {proc['name']} on {proc['host']}{chosen}: {env + ' ' if env else ''}"
                      f"{shlex.join(proc['command'])}")
     for name, text in result.extra.get("files", {}).items():
         lines.append(f"    file {name}: " + " | ".join(text.splitlines()))
@@ -69,8 +167,16 @@ def register(parser) -> None:
                         help="only this experiment (repeatable; default: all)")
     parser.add_argument("--runs", default=str(ROOT / "data" / "runs"),
                         help="the runs directory the attempts would go to (read, never written)")
-    parser.add_argument("--cluster", default="local", help="the cluster name runs are recorded under")
+    parser.add_argument("--cluster", help="the cluster name runs are recorded under (default: the "
+                                          "inventory's dlobd_cluster_name, else local)")
+    parser.add_argument("--assume", default="", metavar="NAME=VALUE ...",
+                        help="values in place of those the experiments assume where their paper states "
+                             "none, e.g. 'batch=384' (as make experiment ASSUME=)")
     parser.add_argument("--root", default=str(ROOT), help="project root holding experiments/")
+    parser.add_argument("--check", action="store_true",
+                        help="with --inventory: test every command against its cluster (containers within a "
+                             "node, executors x cores, each host's own address, ports chosen on their host, "
+                             "GPU points on GPU hosts); exit status 1 naming each command and rule broken")
 
 
 def using(args):
@@ -88,9 +194,10 @@ def run(args) -> int:
         print(f"dlobd dry-run: no spec for {', '.join(unknown)} in {args.root}/experiments", file=sys.stderr)
         return 2
     try:
+        overrides = dspec.parse_overrides(args.assume, ASSUME_WHERE)
         with using(args):
-            done = dry_runs(specs, args.scale, args.runs, args.cluster, args.experiments)
-    except inventory.InventoryError as exc:
+            done = dry_runs(specs, args.scale, args.runs, args.cluster, args.experiments, overrides)
+    except (inventory.InventoryError, dspec.SettingError) as exc:
         print(f"dlobd dry-run: {exc}", file=sys.stderr)
         return 2
     where = f"inventory {args.inventory}" if args.inventory else f"prefix {provenance.prefix()}"
@@ -104,4 +211,12 @@ def run(args) -> int:
     counts = {s: sum(1 for *_, r in done if r.status == s) for s in ("dry run", "not runnable", "failed")}
     print(f"{len(done)} points: {counts['dry run']} with a command, {counts['not runnable']} not "
           f"runnable, {counts['failed']} launcher errors")
-    return 1 if counts["failed"] else 0
+    if not args.check:
+        return 1 if counts["failed"] else 0
+    if not args.inventory:
+        print("dlobd dry-run: --check needs --inventory (the cluster to check the commands against)", file=sys.stderr)
+        return 2
+    broken = check(done, specs, args.scale, inventory.load(args.inventory, args.prefix))
+    print("\n".join(["check: every command passes" if not broken else f"check: {len(broken)} broken rule(s):",
+                      *(f"  {line}" for line in broken)]))
+    return 1 if counts["failed"] or broken else 0

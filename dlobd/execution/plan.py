@@ -243,8 +243,10 @@ def run(args) -> int:
         return 1
     try:
         with dryrun.using(args):
+            dspec.check_site_overrides(dspec.site_overrides(provenance.stack_setting(dspec.SITE_ASSUME)),
+                                       {i: s.data for i, s in specs.items()})
             return _report(args, specs)
-    except inventory.InventoryError as exc:
+    except (inventory.InventoryError, dspec.SettingError) as exc:
         print(f"dlobd plan: {exc}", file=sys.stderr)
         return 2
 

@@ -270,7 +270,8 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     """Run one matrix point through its stack's launcher and write run.json.
 
     The launcher gets the scale's `fixed` with the values the scale assumes where its paper
-    states none, then `overrides` (given at `where`) of those; run.json's labels `assumed` and
+    states none, then the inventory's own values of those (site_settings), then `overrides`
+    (given at `where`); run.json's labels `assumed` and
     `overridden` say which (spec.settings). An override of a setting the scale does not assume
     raises spec.SettingError before anything is recorded.
 
@@ -283,14 +284,17 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     `failed` with the launcher's error.
     """
     stack_name, module, reason = _launcher(spec_data, scale, point)
-    fixed, setting_labels = dspec.settings(spec_data, scale, overrides, where)
+    given, wheres = site_settings(spec_data, scale)
+    given.update(overrides or {})
+    wheres.update({name: where for name in overrides or {}})
+    fixed, setting_labels = dspec.settings(spec_data, scale, given, wheres)
     scale_data = spec_data["scales"][scale]
 
     def context(attempt_dir: Path) -> RunContext:
         return RunContext(spec=spec_data, scale=scale, cluster=cluster, point=dict(point),
                           attempt_dir=attempt_dir, runs_dir=Path(runs_dir),
                           fixed=dict(fixed), time_limit_s=scale_data.get("time_limit_s"),
-                          dry_run=dry_run, overridden={name: where for name in overrides or {}})
+                          dry_run=dry_run, overridden=wheres)
 
     if dry_run:
         if reason:
@@ -328,6 +332,16 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     }
     write_run_json(attempt_dir, record)
     return attempt_dir
+
+
+def site_settings(spec_data: dict, scale: str) -> tuple[dict, dict]:
+    """(the cluster's own values in place of those the scale assumes, where each was set): the
+    inventory's dlobd_assume for this experiment (dlobd-env.sh's DLOBD_ASSUME), checked against it."""
+    site = dspec.site_overrides(provenance.stack_setting(dspec.SITE_ASSUME))
+    mine = {spec_data["id"]: site[spec_data["id"]]} if spec_data["id"] in site else {}
+    dspec.check_site_overrides(mine, {spec_data["id"]: spec_data})
+    values = dspec.site_overrides_at(mine, spec_data, scale)
+    return values, {name: dspec.SITE_WHERE for name in values}
 
 
 def _settings_labels(supervisor: dict, launcher: dict) -> dict:

@@ -181,6 +181,8 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
         "groups": {"namenode": ["nn"], "resourcemanager": ["nn"], "workers": workers, "gpu": []},
         "hostvars": {"nn": {"dlobd_cluster_address": plan.addresses[plan.master]}},
         "dlobd_prefix": plan.job_dir,
+        # the job directory is this node's alone: its configuration and state stay in it
+        "dlobd_local_dir": plan.job_dir,
         "dlobd_cluster_address": plan.addresses[host],
         "dlobd_ports": plan.ports,
         "dlobd_secret_source": str(Path(plan.job_dir) / "etc" / "secrets" / "spark.secret"),
@@ -240,7 +242,7 @@ def _cluster_exports(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores:
     workers = " ".join(plan.addresses[w] for w in plan.workers)
     job = Path(plan.job_dir)
     return [
-        f"export DLOBD_PREFIX={job}",
+        f"export DLOBD_PREFIX={job} DLOBD_LOCAL_DIR={job}",
         f"export HADOOP_CONF_DIR={job}/etc/hadoop YARN_CONF_DIR={job}/etc/hadoop",
         f"export SPARK_CONF_DIR={job}/etc/spark",
         f"export DLOBD_CLUSTER_ADDRESS={me}",
@@ -270,12 +272,12 @@ def env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int)
     return "\n".join(lines) + "\n"
 
 
-def image_env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int) -> str:
+def image_env_overlay(plan: JobPlan, host: str, yarn_memory_mb: int, yarn_vcores: int, provisioned_file: Path) -> str:
     """The job's etc/dlobd-env-image.sh (a prefix of the apptainer method): what the image's
-    wrappers pass over the image's own settings. The provisioned prefix's, then this job's
-    cluster; the image keeps its own programs' homes and PATH. Self-contained: Apptainer reads
-    an --env-file on the host, where the provisioned file is not sourced."""
-    provisioned = (Path(plan.provisioned) / "etc" / "dlobd-env-image.sh").read_text()
+    wrappers pass over the image's own settings. The provisioned host's (`provisioned_file`),
+    then this job's cluster; the image keeps its own programs' homes and PATH. Self-contained:
+    Apptainer reads an --env-file on the host, where the provisioned file is not sourced."""
+    provisioned = provisioned_file.read_text()
     lines = [f"# Slurm job {plan.job_id} ({plan.execution_path}): this job's cluster over the provisioned one",
              *_cluster_exports(plan, host, yarn_memory_mb, yarn_vcores)]
     return provisioned.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
@@ -304,14 +306,17 @@ def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path
     vcores = int(facts["processor_vcpus"]) * int(variables["dlobd_yarn_vcores_per_cpu"])
     (job / "etc" / "dlobd-env.sh").write_text(env_overlay(plan, host, memory_mb, vcores))
     provisioned = Path(plan.provisioned)
-    if (provisioned / "etc" / "dlobd-env-image.sh").is_file():
-        (job / "etc" / "dlobd-env-image.sh").write_text(image_env_overlay(plan, host, memory_mb, vcores))
+    # the settings of the provisioned host this node's dlobd-env.sh picks (its own folder)
+    host_etc = Path(stack["DLOBD_LOCAL_DIR"]) / "etc"
+    if (host_etc / "dlobd-env-image.sh").is_file():
+        (job / "etc" / "dlobd-env-image.sh").write_text(
+            image_env_overlay(plan, host, memory_mb, vcores, host_etc / "dlobd-env-image.sh"))
     for entry in provisioned.iterdir():
         if entry.name not in OWN_ENTRIES:
             (job / entry.name).symlink_to(entry)
     # the provisioned etc/ and bin/ entries the job does not render (fabric.json, dlobd-env ...)
-    for sub in ("etc", "bin"):
-        for entry in (provisioned / sub).iterdir():
+    for folder, sub in ((host_etc, "etc"), (provisioned / "etc", "etc"), (provisioned / "bin", "bin")):
+        for entry in folder.iterdir():
             if not (job / sub / entry.name).exists() and entry.name != "secrets":
                 (job / sub / entry.name).symlink_to(entry)
     return job
@@ -320,7 +325,7 @@ def write_job_prefix(plan: JobPlan, host: str, stack: dict, facts: dict) -> Path
 def stack_of(provisioned: str) -> dict:
     found = provenance.source_env(Path(provisioned) / "etc" / "dlobd-env.sh")
     missing = [v for v in ("JAVA_HOME", "HADOOP_HOME", "DLOBD_HADOOP_CLASSPATH", "SPARK_HOME",
-                           "DLOBD_PYTHON_HOME", "DLOBD_PYTHON") if not found.get(v)]
+                           "DLOBD_PYTHON_HOME", "DLOBD_PYTHON", "DLOBD_LOCAL_DIR") if not found.get(v)]
     if missing:
         raise JobError(f"{provisioned}/etc/dlobd-env.sh sets no {', '.join(missing)}: not a provisioned prefix")
     return found

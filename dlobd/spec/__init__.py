@@ -175,25 +175,73 @@ def parse_overrides(text: str, where: str) -> dict:
     return out
 
 
-def check_overrides(spec_data: dict, scale: str, overrides: dict, where: str) -> None:
+def check_overrides(spec_data: dict, scale: str, overrides: dict, where: str | dict) -> None:
     """SettingError unless every override names a setting the scale assumes: the others are the
-    paper's own (stated) or not settings of the experiment at all."""
+    paper's own (stated) or not settings of the experiment at all. `where`: where they were set,
+    or that per setting."""
     entry = (spec_data.get("scales") or {}).get(scale) or {}
     known = assumed(entry)
     for name, value in overrides.items():
         if name not in known:
             accepted = (f"it assumes {', '.join(sorted(known))}" if known
                         else "it assumes nothing: its paper states every setting it runs with")
-            raise SettingError(f"{where}: {name}={_fmt(value)}: {spec_data['id']} at scale {scale} has no "
-                               f"assumed setting {name!r} (scales.{scale}.assumed of experiments/"
+            raise SettingError(f"{_where(where, name)}: {name}={_fmt(value)}: {spec_data['id']} at scale {scale} "
+                               f"has no assumed setting {name!r} (scales.{scale}.assumed of experiments/"
                                f"{spec_data['id']}.yaml); {accepted}")
 
 
+def _where(where: str | dict, name: str) -> str:
+    return where[name] if isinstance(where, dict) else where
+
+
+# A cluster's own values in place of assumed ones: the inventory's dlobd_assume, which dlobd-env.sh
+# exports as JSON, {experiment id: {setting: value}}
+SITE_ASSUME = "DLOBD_ASSUME"
+SITE_WHERE = "the inventory (dlobd_assume)"
+
+
+def site_overrides(text: str | None) -> dict:
+    """{experiment id: {setting: value}} of the inventory's dlobd_assume (dlobd-env.sh's
+    DLOBD_ASSUME); SettingError for a value of another shape."""
+    if not text:
+        return {}
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingError(f"{SITE_WHERE}: {SITE_ASSUME} is not JSON ({exc}): {text!r}") from None
+    if not isinstance(given, dict) or not all(isinstance(v, dict) for v in given.values()):
+        raise SettingError(f"{SITE_WHERE}: must map experiment ids to {{setting: value}}, e.g. "
+                           f"{{dlobd-fig7b: {{batch: 384}}}}; got {given!r}")
+    return given
+
+
+def check_site_overrides(site: dict, specs: dict) -> None:
+    """SettingError naming the entry unless each of the inventory's values names an experiment of
+    `specs` (id -> the spec's data) and a setting one of its scales assumes."""
+    for eid, values in site.items():
+        if eid not in specs:
+            raise SettingError(f"{SITE_WHERE}: {eid!r} is no experiment (no experiments/{eid}.yaml)")
+        known = {name for entry in (specs[eid].get("scales") or {}).values() for name in assumed(entry)}
+        for name, value in values.items():
+            if name not in known:
+                raise SettingError(f"{SITE_WHERE}: {eid}: {name}={_fmt(value)}: no scale of {eid} assumes "
+                                   f"{name!r}; " + (f"its scales assume {', '.join(sorted(known))}" if known
+                                                    else "its paper states every setting it runs with"))
+
+
+def site_overrides_at(site: dict, spec_data: dict, scale: str) -> dict:
+    """The inventory's values for one experiment at one scale: those of settings the scale assumes
+    (a scale stating a setting keeps the paper's value)."""
+    entry = (spec_data.get("scales") or {}).get(scale) or {}
+    return {k: v for k, v in (site.get(spec_data["id"]) or {}).items() if k in assumed(entry)}
+
+
 def settings(spec_data: dict, scale: str, overrides: dict | None = None,
-             where: str = "the command line") -> tuple[dict, dict]:
+             where: str | dict = "the command line") -> tuple[dict, dict]:
     """(the fixed settings a scale's launcher gets, their labels for run.json): the scale's
     `fixed` with its assumed values and then `overrides` in; labels `assumed` (each assumed
-    value with its why) and `overridden` (each override, where it was set and what it replaced)."""
+    value with its why) and `overridden` (each override, where it was set, per setting where
+    `where` is a mapping, and what it replaced)."""
     entry = spec_data["scales"][scale]
     overrides = overrides or {}
     check_overrides(spec_data, scale, overrides, where)
@@ -202,7 +250,8 @@ def settings(spec_data: dict, scale: str, overrides: dict | None = None,
     if kept:
         labels["assumed"] = kept
     if overrides:
-        labels["overridden"] = {k: f"{_fmt(v)}, set on {where} in place of the assumed {_fmt(assumed(entry)[k])}"
+        labels["overridden"] = {k: f"{_fmt(v)}, set on {_where(where, k)} in place of the assumed "
+                                   f"{_fmt(assumed(entry)[k])}"
                                 for k, v in overrides.items()}
     return {**(filled(entry).get("fixed") or {}), **overrides}, labels
 

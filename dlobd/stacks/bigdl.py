@@ -38,8 +38,10 @@ under `dllib` in BigDL 2.x, at the package root in the paper's 0.x commit, as
 $DLOBD_BIGDL_VERSION says; the scale's `model` setting may stand in for the spec's model) from
 $DLOBD_BIGDL_JAR (with $DLOBD_BIGDL_CORE_JAR in 2.x) through `spark-submit --master yarn` in client mode, so the
 driver, which reads the training data from a local folder and logs DistriOptimizer's lines,
-writes them into the attempt's stderr.log. Settings: `executors` (default 1) and `cores`
-(the point's or the fixed value: total executor cores, split evenly over the executors),
+writes them into the attempt's stderr.log. Settings: `cores` (the point's or the fixed value:
+total executor cores, split evenly over the executors), `executors` (default: `cores` over
+`executor_cores`, the paper's executor per node, else 1; laid out within the cluster's nodes,
+plan_resources),
 `batch` (a multiple of the total cores, as BigDL requires), `epochs`, optional
 `learning_rate`, `driver_memory`/`executor_memory`. On a cluster of several workers the
 executors' containers are sized so that they spread evenly over the NodeManagers (at most
@@ -58,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlobd import NotRunnable
+from dlobd import spec as dspec
 from dlobd.cluster import hadoop, provenance
 from dlobd.spec.metrics import row
 from dlobd.stacks import (
@@ -348,18 +351,55 @@ def model_of(ctx: runner.RunContext) -> Model:
 
 
 def plan_resources(ctx: runner.RunContext) -> dict:
-    """Executors, cores per executor, batch and epochs of a point, checked as BigDL needs."""
-    executors = _positive_int(ctx, "executors", 1)
-    cores = _positive_int(ctx, "cores")
+    """Executors, cores per executor, batch and epochs of a point, checked as BigDL needs and laid
+    out within the cluster's nodes. `executors` where the scale sets it, else `cores` over the
+    scale's `executor_cores` (the paper's executor per node), else 1. An executor bigger than a
+    node (hadoop.node_cores) is split into as many as it takes, and `layout` says so; more
+    executors than the workers hold is NotRunnable, naming the point, the cores and the nodes."""
     batch = _positive_int(ctx, "batch")
+    per_executor = _positive_int(ctx, "executor_cores") if setting(ctx, "executor_cores") is not None else None
+    node, where = hadoop.node_cores()
+    workers = len(hadoop.executor_workers()) or 1
+    cores, assumed = _cores(ctx, batch, per_executor, node, workers, where)
+    executors = (_positive_int(ctx, "executors") if setting(ctx, "executors") is not None
+                 else -(-cores // per_executor) if per_executor else 1)
     if cores % executors:
         raise ValueError(f"{ctx.spec['id']} {ctx.scale}: {cores} cores do not split evenly over "
                          f"{executors} executors")
     if batch % cores:
         raise ValueError(f"{ctx.spec['id']} {ctx.scale}: batch {batch} is not a multiple of the "
                          f"{cores} executor cores (BigDL splits each batch evenly over them)")
+    layout = None
+    if node is not None and cores // executors > node:
+        # the fewest executors that split the cores evenly, each within a node
+        wanted = f"{executors} x {cores // executors}"
+        executors = next(n for n in range(-(-cores // node), cores + 1) if cores % n == 0)
+        layout = (f"{executors} executors x {cores // executors} cores: the spec's {wanted} cores per "
+                  f"executor do not fit {where}")
+    # nodes of unknown size hold one of the paper's executors each, as the paper ran them
+    per_node = node // (cores // executors) if node is not None else 1 if per_executor else None
+    if per_node is not None and executors > workers * per_node:
+        raise NotRunnable(f"{ctx.spec['id']} {ctx.scale} {dspec.point_id(ctx.point)}: {cores} cores as "
+                          f"{executors} executors x {cores // executors} cores need {-(-executors // per_node)} "
+                          + (f"nodes of {node} cores" if node is not None else
+                             "nodes, one executor each (declare dlobd_hardware.cores to fit more on a node)")
+                          + f"; the cluster has {workers} worker(s) ({where})")
     return {"executors": executors, "executor_cores": cores // executors, "cores": cores,
-            "batch": batch, "epochs": _positive_int(ctx, "epochs")}
+            "batch": batch, "epochs": _positive_int(ctx, "epochs"), "layout": layout, "assumed": assumed}
+
+
+def _cores(ctx: runner.RunContext, batch: int, per_executor: int | None, node: int | None, workers: int,
+           where: str) -> tuple[int, str | None]:
+    """(the point's total cores, their label where assumed): stated, or an assumed count the scale
+    leaves open (`within_cluster`) cut to the most this cluster lays out in executors of the
+    paper's size (one a node where the node's size is unknown) that divides the batch."""
+    if "cores" in ctx.point or "cores" not in dspec.within_cluster(ctx.spec["scales"][ctx.scale]):
+        return _positive_int(ctx, "cores"), None
+    step = min(per_executor or node or 1, node or per_executor or 1)
+    slots = workers * (node // step if node else 1)
+    usable = max((c for c in range(step, slots * step + 1, step) if batch % c == 0), default=0)
+    return runner.count_within(ctx, "cores", usable, f"cores in executors of {step} on {workers} worker(s) "
+                                                     f"({where}) that divide batch {batch}")
 
 
 def data_folder(folder: Path, train_images: int | None, test_images: int | None,
@@ -471,6 +511,11 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     result.versions = {"stack": f"bigdl {env.get('DLOBD_BIGDL_VERSION', 'unknown')}"}
     result.labels = {"data": runner.data_label(dataset), "spark": flavour,
                      "network": str(ctx.point.get("network", "loopback"))}
+    resources = plan_resources(ctx)
+    if resources["layout"]:
+        result.labels["executor_layout"] = resources["layout"]
+    if resources["assumed"]:
+        result.labels["assumed"] = {"cores": resources["assumed"]}
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(ctx.attempt_dir))
     return result

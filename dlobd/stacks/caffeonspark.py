@@ -223,9 +223,12 @@ def plan_point(ctx: runner.RunContext) -> dict:
     device = setting(ctx, "device")
     if device not in DEVICES:
         raise ValueError(f"{ctx.spec['id']}: device {device!r} is none of {', '.join(DEVICES)}")
-    workers = provenance.workers()
-    nodes, label = runner.count_within(ctx, "nodes", len(workers), f"worker nodes (DLOBD_WORKERS: "
-                                                                  f"{' '.join(workers) or 'unset'})")
+    # a GPU device's executors go to the GPU workers only (hadoop.gpu_workers): the count is theirs
+    gpu = device.startswith("gpu")
+    workers, placed = hadoop.gpu_workers(f"device {device}") if gpu else (hadoop.executor_workers(), {})
+    nodes, label = runner.count_within(ctx, "nodes", len(workers),
+                                       f"{'GPU ' if gpu else ''}worker nodes (DLOBD_{'GPU_' if gpu else ''}WORKERS: "
+                                       f"{' '.join(workers) or 'unset'})")
     if label:
         labels["assumed"] = {"nodes": label}
     per_node = int(ctx.fixed.get("devices_per_node", 1))
@@ -240,7 +243,6 @@ def plan_point(ctx: runner.RunContext) -> dict:
     connection = capabilities.require_network("caffeonspark", network).settings["connection"]
     # the scale's data set where it names one (the synthetic CIFAR-10 here), else the model's
     dataset = str(ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset") or models()[model]["dataset"])
-    gpu = device.startswith("gpu")
     if connection == "infiniband" and not gpu:
         raise NotRunnable(f"device {device} over {network}: CaffeOnSpark's RDMA connection "
                                "works for GPU solvers only (caffe-distri's RDMACaffeNet)")
@@ -248,6 +250,7 @@ def plan_point(ctx: runner.RunContext) -> dict:
         raise NotRunnable(f"device {device}: " + "; ".join(lacking))
     return {"model": model, "device": device, "nodes": nodes, "devices": per_node, "batch": batch,
             "network": network, "connection": connection, "gpu": gpu, "dataset": dataset,
+            "workers": workers, "placed": placed,
             "hosts": int(ctx.fixed["hosts"]) if "hosts" in ctx.fixed else None, "labels": labels}
 
 
@@ -267,11 +270,10 @@ def build_home(device: str) -> Path:
 
 
 def placement(p: dict) -> list[str]:
-    """The workers the point's executors may land on; NotRunnable when too few (YARN places
-    executors on any NodeManager, so GPU points need every worker to have GPUs). A scale whose
-    fixed `hosts` is smaller than its nodes runs several executors on one NodeManager: processes
-    for nodes, labelled on the run."""
-    workers = provenance.workers()
+    """The workers the point's executors may land on (a GPU point's: the GPU workers,
+    plan_point); NotRunnable when too few. A scale whose fixed `hosts` is smaller than its nodes
+    runs several executors on one NodeManager: processes for nodes, labelled on the run."""
+    workers = p["workers"]
     if p["hosts"] is not None and p["nodes"] > p["hosts"]:
         if len(workers) < p["hosts"]:
             raise NotRunnable(f"{p['hosts']} host(s): the cluster has {len(workers)} worker(s) "
@@ -279,10 +281,8 @@ def placement(p: dict) -> list[str]:
         p["labels"]["nodes"] = (f"{p['nodes']} executors on {p['hosts']} NodeManager host(s): "
                                 "processes for nodes")
     elif p["nodes"] > len(workers):
-        raise NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} worker(s) "
-                               f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
-    if p["gpu"]:
-        hadoop.require_gpus_on_every_worker(f"device {p['device']}")
+        raise NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} {'GPU ' if p['gpu'] else ''}"
+                          f"worker(s) ({' '.join(workers) or 'DLOBD_WORKERS unset'})")
     return workers
 
 
@@ -359,6 +359,7 @@ def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], mode
             "--files", ",".join(str(f) for f in files),
             "--conf", f"spark.yarn.executor.memoryOverhead={overhead}",
             "--conf", f"spark.yarn.am.memory={hadoop.AM_MEMORY_MB}m",
+            *(arg for key, value in p["placed"].items() for arg in ("--conf", f"{key}={value}")),
             "--conf", f"spark.driver.extraLibraryPath={libs}",
             "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={libs}",
             # OpenBLAS would start a thread per core of the host in every executor

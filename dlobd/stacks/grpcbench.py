@@ -42,9 +42,10 @@ it first builds the suite from this checkout with CMake into
 `run` starts the parameter servers itself, on free ports.
 On a network between hosts (config/networks.yaml; e.g. eth-10g-emulated on a cluster of
 `make emulated-up`) the parameter servers run over ssh on the cluster's workers but the last
-(`tf_grpc_bench ps`, servers/ps-<i>.log, each on a port its host picks) and `run` with the
-benchmark's workers on the last worker, calling them; those hosts use the binary their
-grpc_bench role installed under the same prefix. A network the cluster lacks is not runnable.
+(`tf_grpc_bench ps`, servers/ps-<i>.log, each on a port its host picks, or one of the inventory's
+dlobd_worker_ports) and `run` with the benchmark's workers on the last worker, calling them; those
+hosts use the binary their grpc_bench role installed under the same prefix, in their own stack
+environment (remote.ssh_argv). A network the cluster lacks is not runnable.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from pathlib import Path
 
 from dlobd import NotRunnable
 from dlobd.cluster import capabilities, provenance
-from dlobd.cluster.remote import free_ports, ssh_argv
+from dlobd.cluster.remote import free_ports, port_range, ssh_argv, worker_ports
 from dlobd.spec import networks
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
@@ -82,8 +83,6 @@ BINARY = "tf_grpc_bench"
 FLOOR = "grpc_floor"  # the smallest unary echo of the same gRPC build (workloads/tf-grpc-bench/README.md, "The floor")
 # a parameter server on another host gets this long to print where it listens
 SERVER_START_S = 30
-# where a dry run names the port a parameter server on another host will pick and print
-PORT_AT_LAUNCH = "PORT"
 
 
 def parse(text: str) -> ParseResult:
@@ -342,23 +341,33 @@ def _listening(proc: subprocess.Popen, log_path: Path, what: str) -> str:
         time.sleep(0.1)
 
 
-def server_argv(host: str, binary: str, mode: str, adir: Path, env: dict) -> list[str]:
-    """A parameter server on `host` over ssh, listening on a port its host picks."""
-    return ssh_argv(host, str(adir), env, [binary, "ps", "--listen", f"{host}:0", "--mode", mode])
+def server_argv(host: str, port, binary: str, mode: str, adir: Path) -> list[str]:
+    """A parameter server on `host` over ssh, listening on `port` (0: one its host picks)."""
+    return ssh_argv(host, str(adir), {}, [binary, "ps", "--listen", f"{host}:{port}", "--mode", mode])
 
 
-def start_servers(hosts: list[str], binary: str, mode: str, adir: Path,
-                  env: dict) -> tuple[list[subprocess.Popen], list[str]]:
-    """One `tf_grpc_bench ps` per host over ssh, its output in servers/ps-<i>.log; returns the
-    processes (an ssh client each: ending it ends the server) and the addresses they listen on."""
+def server_ports(hosts: list[str], dry_run: bool) -> tuple[list, dict]:
+    """The port each parameter server listens on, and how each host's were chosen: those of the
+    inventory's dlobd_worker_ports where it sets them (remote.worker_ports), else 0, which the
+    server binds on its host and prints (a dry run shows what the host will choose)."""
+    if port_range() or dry_run:
+        return worker_ports(hosts, dry_run)
+    return [0] * len(hosts), {host: f"on {host}" for host in hosts}
+
+
+def start_servers(hosts: list[str], commands: list[list[str]],
+                  adir: Path) -> tuple[list[subprocess.Popen], list[str]]:
+    """One `tf_grpc_bench ps` per host over ssh (its command of server_argv), its output in
+    servers/ps-<i>.log; returns the processes (an ssh client each: ending it ends the server) and
+    the addresses they listen on."""
     (adir / "servers").mkdir()
     procs: list[subprocess.Popen] = []
     addresses = []
     try:
-        for i, host in enumerate(hosts):
+        for i, (host, argv) in enumerate(zip(hosts, commands)):
             log_path = adir / "servers" / f"ps-{i}.log"
             with open(log_path, "xb") as log:
-                procs.append(subprocess.Popen(server_argv(host, binary, mode, adir, env), stdout=log, stderr=subprocess.STDOUT,
+                procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                               stdin=subprocess.PIPE, start_new_session=True))
             addresses.append(_listening(procs[-1], log_path, f"parameter server {i} on {host}"))
     except BaseException:
@@ -413,26 +422,30 @@ def _launch_across_hosts(ctx: runner.RunContext, parameter_servers: int, worker_
     server_hosts, client = placement(parameter_servers, hosts)
     binary = str(provenance.prefix() / install / "bin" / BINARY)
     adir = Path(ctx.attempt_dir).resolve()
-    env = provenance.prefix_env()
+    ports, chosen = server_ports(server_hosts, ctx.dry_run)
+    commands = [server_argv(host, port, binary, mode, adir) for host, port in zip(server_hosts, ports)]
+
+    def processes(listening: list) -> list[dict]:
+        # run.json keeps them too: where each server ran and how its port was chosen
+        return [{"name": f"ps:{i}", "host": host, "command": argv, "env": {}, "ports": {"listen": at},
+                 "ports_chosen": chosen[host]}
+                for i, (host, argv, at) in enumerate(zip(server_hosts, commands, listening))]
+
     if ctx.dry_run:
-        # each server picks its port on its host at launch: the dry run cannot know it
-        addresses = [f"{host}:{PORT_AT_LAUNCH}" for host in server_hosts]
-        result = runner.run_command(ctx, ssh_argv(client, str(adir), env,
+        addresses = [f"{host}:{port}" for host, port in zip(server_hosts, ports)]
+        result = runner.run_command(ctx, ssh_argv(client, str(adir), {},
                                                 command(binary, ctx.fixed, ctx.point, ps=addresses)),
                                   cwd=str(adir))
-        result.extra["processes"] = [{"name": f"ps:{i}", "host": host,
-                                      "command": server_argv(host, binary, mode, adir, env)}
-                                     for i, host in enumerate(server_hosts)]
-        result.extra["notes"] = [f"{PORT_AT_LAUNCH}: the port each parameter server picks on "
-                                 "its host at launch and prints"]
+        result.extra["processes"] = processes(ports)
         return result
-    servers, addresses = start_servers(server_hosts, binary, mode, adir, env)
+    servers, addresses = start_servers(server_hosts, commands, adir)
     try:
         argv = command(binary, ctx.fixed, ctx.point, ps=addresses)
-        result = runner.run_command(ctx, ssh_argv(client, str(adir), env, argv), cwd=str(adir),
+        result = runner.run_command(ctx, ssh_argv(client, str(adir), {}, argv), cwd=str(adir),
                                   keep_stdin=True)
     finally:
         _stop(servers)
+    result.extra["processes"] = processes([int(a.rsplit(":", 1)[1]) for a in addresses])
     result.hosts = [{"name": h, "address": h,
                      "roles": [f"ps:{i}" for i, s in enumerate(server_hosts) if s == h]}
                     for h in dict.fromkeys(server_hosts)]
@@ -516,11 +529,14 @@ def launch_capture(ctx: runner.RunContext) -> runner.LaunchResult:
         return [strace, *STRACE_ARGS, "-o", str(trace), *args], env
 
     serving = [(job, i) for job, count in (("ps", n_ps), ("worker", n_workers)) for i in range(count)]
+    # every task on this host, on ports free here (run.json keeps them too)
+    processes = [{"name": f"{job}:{i}", "host": "127.0.0.1", "command": traced(job, i)[0],
+                  "ports": {"server": int(cluster[job][i].rsplit(":", 1)[1])}, "ports_chosen": "on 127.0.0.1"}
+                 for job, i in serving]
     if ctx.dry_run:
         argv, env = traced("chief", 0)
         result = runner.run_command(ctx, argv, env=env, cwd=str(adir))
-        result.extra["processes"] = [{"name": f"{job}:{i}", "host": "127.0.0.1",
-                                      "command": traced(job, i)[0]} for job, i in serving]
+        result.extra["processes"] = processes
         return result
     (adir / "strace").mkdir()
     (adir / "tasks").mkdir()
@@ -538,6 +554,7 @@ def launch_capture(ctx: runner.RunContext) -> runner.LaunchResult:
     result.versions = {"stack": "strace " + subprocess.run(
         [strace, "-V"], capture_output=True, text=True).stdout.split("\n")[0].split()[-1]}
     result.labels = {"data": "synthetic"}
+    result.extra["processes"] = processes
     result.hosts = [{"name": "localhost", "address": "127.0.0.1",
                      "roles": [f"{job}:{i}" for job, addrs in cluster.items()
                                for i in range(len(addrs))]}]

@@ -119,10 +119,11 @@ MONITOR_SCRIPT = Path(hadoop.__file__).resolve().parent / "monitor.py"
 MONITOR_INTERVAL_S = 1.0
 
 
-def _container_pattern() -> str:
-    """Command lines of this cluster's YARN containers: they name their log directory."""
+def _container_pattern(host: str) -> str:
+    """Command lines of this cluster's YARN containers on `host`: they name their log directory,
+    which is in that host's own folder."""
     try:
-        dirs = hadoop.container_log_dirs()
+        dirs = [str(provenance.host_path(host, d)) for d in hadoop.container_log_dirs()]
     except hadoop.HadoopError:
         return r"(?!)"  # no YARN here: match nothing
     return "|".join(re.escape(d.rstrip("/")) + r"/application_\d+_\d+/container_" for d in dirs)
@@ -134,15 +135,17 @@ def start_samplers(ctx: RunContext, pid: int) -> list[subprocess.Popen]:
     ssh from the stacks' Python (the monitoring role installs it) and stream the CSV back."""
     out_dir = ctx.attempt_dir / "monitor"
     out_dir.mkdir(exist_ok=True)
-    pattern = _container_pattern()
     limit = [] if ctx.time_limit_s is None else ["--max-seconds", str(ctx.time_limit_s + 120)]
-    common = ["--interval", str(MONITOR_INTERVAL_S), "--match", pattern, *limit]
     samplers = []
     log = open(out_dir / "samplers.log", "ab")
+
+    def common(host: str) -> list[str]:
+        return ["--interval", str(MONITOR_INTERVAL_S), "--match", _container_pattern(host), *limit]
+
     with log:
         samplers.append(subprocess.Popen(
             [sys.executable, str(MONITOR_SCRIPT), "--out", str(out_dir / f"{socket.gethostname()}.csv"),
-             "--pid", str(pid), "--host", socket.gethostname(), *common],
+             "--pid", str(pid), "--host", socket.gethostname(), *common("127.0.0.1")],
             stdout=log, stderr=log, start_new_session=True))
         remote_script = provenance.prefix() / "lib" / "dlobd-monitor.py"
         python = provenance.stack_setting("DLOBD_PYTHON") or "python3"
@@ -152,7 +155,7 @@ def start_samplers(ctx: RunContext, pid: int) -> list[subprocess.Popen]:
             with open(out_dir / f"{host}.csv", "xb") as csv_out:
                 samplers.append(subprocess.Popen(
                     ["ssh", "-o", "BatchMode=yes", host, python, str(remote_script), "--out", "-",
-                     "--host", host, *[shlex.quote(a) for a in common]],
+                     "--host", host, *[shlex.quote(a) for a in common(host)]],
                     stdout=csv_out, stderr=log, start_new_session=True))
     return samplers
 

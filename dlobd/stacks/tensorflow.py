@@ -22,10 +22,11 @@ phase `data_loading` = the data_loading_s of its start line.
 The same line format is read for TensorFlowOnSpark (dlobd.stacks.tensorflowonspark).
 
 Launcher: one TF cluster per point, tasks as real processes with their own TF_CONFIG
-(cluster, task, rpc_layer) on ports free at launch, spread round-robin over the cluster's
-workers (provenance.workers(); a task on another host starts over ssh with the stack's
-variables). `parameter_servers` among the fixed parameters selects the ps strategy (a
-chief, the workers and the parameter servers), else every task is a collective worker; fixed
+(cluster, task, rpc_layer), spread round-robin over the cluster's workers (provenance.workers();
+a task on another host starts over ssh in that host's own stack environment), each on a port
+chosen on its host at launch or from the inventory's dlobd_worker_ports (remote.worker_ports).
+`parameter_servers` among the fixed parameters selects the ps strategy (a chief beside worker 0,
+the workers and the parameter servers), else every task is a collective worker; fixed
 `single_node` makes a point of one worker one process without TF_CONFIG (task local:0), the
 papers' single-node TensorFlow (rdmatf-fig1's baseline).
 Workers come from the point's `workers`/`nodes` (else the fixed ones), the batch per worker
@@ -61,7 +62,7 @@ from pathlib import Path
 
 from dlobd import ROOT, NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
-from dlobd.cluster.remote import free_ports
+from dlobd.cluster.remote import worker_ports
 from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
 from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
 from dlobd.stacks.shared.tf_cluster import (
@@ -176,20 +177,29 @@ def workload_args(model: str, strategy: str, workers: int, point: dict, fixed: d
     return args
 
 
-def cluster_tasks(strategy: str, workers: int, ps: int, hosts: list[str],
-                  ports: list[int]) -> list[Task]:
-    """The tasks, spread round-robin over the hosts (workers first, so they spread evenly); a
-    local run's one task, `local:0`, on the first host."""
+def cluster_jobs(strategy: str, workers: int, ps: int, hosts: list[str]) -> list[tuple[str, int, str, bool]]:
+    """(job, index, host, trains) of each task: the workers and parameter servers round-robin over
+    the hosts (workers first, so they spread evenly), the chief beside worker 0, as TF's own
+    examples put it (a spec's nodes are those of the workers and parameter servers); a local
+    run's one task, `local:0`, on the first host."""
     if strategy == "local":
-        return [Task("local", 0, hosts[0], ports[0], True)]
+        return [("local", 0, hosts[0], True)]
     jobs = [("worker", i, strategy == "collective") for i in range(workers)]
     jobs += [("ps", i, False) for i in range(ps)]
-    if strategy == "ps":
-        jobs.append(("chief", 0, True))
+    placed = [(job, i, hosts[n % len(hosts)], trains) for n, (job, i, trains) in enumerate(jobs)]
+    return placed + ([("chief", 0, hosts[0], True)] if strategy == "ps" else [])
+
+
+def cluster_tasks(strategy: str, workers: int, ps: int, hosts: list[str],
+                  ports: list) -> list[Task]:
+    """The tasks of cluster_jobs, each serving on its port of `ports` (in their order); a local
+    run's one task serves none."""
+    jobs = cluster_jobs(strategy, workers, ps, hosts)
+    if strategy == "local":
+        return [Task("local", 0, hosts[0], None, True)]
     if len(ports) < len(jobs):
         raise ValueError(f"{len(jobs)} tasks need {len(jobs)} ports, got {len(ports)}")
-    return [Task(job, i, hosts[n % len(hosts)], ports[n], trains)
-            for n, (job, i, trains) in enumerate(jobs)]
+    return [Task(job, i, host, ports[n], trains) for n, (job, i, host, trains) in enumerate(jobs)]
 
 
 def tf_config(tasks: list[Task], task: Task, protocol: str) -> dict:
@@ -225,14 +235,13 @@ def tf1_tasks(workers: int, ps: int, hosts: list[str], ports: list[int]) -> list
 
 
 def build_plan_tf1(point: dict, fixed: dict, model: str, workers: int, ps: int, hosts: list[str],
-                   ports: list[int], python: str, protocol: str, data_dir: str | None, cwd: str,
-                   stack_vars: dict) -> list[Task]:
+                   ports: list, python: str, protocol: str, data_dir: str | None, cwd: str) -> list[Task]:
     """build_plan's counterpart for the site's TF 1.x build: train_tf1.py, the ps strategy's
     arguments, TF 1.x's tasks (tf1_tasks); or, without parameter servers, a local run's."""
     strategy = "ps" if ps else "local"
     args = workload_args(model, strategy, workers, point, fixed, protocol, data_dir)
     tasks = tf1_tasks(workers, ps, hosts, ports) if ps else cluster_tasks(strategy, 1, 0, hosts, ports)
-    return place_all(tasks, [python, str(WORKLOAD_TF1), *args], protocol, cwd, stack_vars)
+    return place_all(tasks, [python, str(WORKLOAD_TF1), *args], protocol, cwd)
 
 
 def task_hosts(link, workers: list[str]) -> list[str]:
@@ -241,16 +250,15 @@ def task_hosts(link, workers: list[str]) -> list[str]:
     return ["127.0.0.1"] if link.address == "loopback" or not workers else workers
 
 
-def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: list[int],
-               python: str, protocol: str, data_dir: str | None, cwd: str,
-               stack_vars: dict) -> list[Task]:
+def build_plan(point: dict, fixed: dict, model: str, hosts: list[str], ports: list,
+               python: str, protocol: str, data_dir: str | None, cwd: str) -> list[Task]:
     """Every task with its full command line: local tasks run `python workload ...` with
-    TF_CONFIG added to the supervisor's environment; tasks on other hosts run over ssh with
-    the stack's variables and TF_CONFIG on the command line."""
+    TF_CONFIG added to the supervisor's environment; tasks on other hosts run over ssh in their
+    host's stack environment with TF_CONFIG on the command line."""
     strategy, workers, ps = layout(point, fixed)
     args = workload_args(model, strategy, workers, point, fixed, protocol, data_dir)
     return place_all(cluster_tasks(strategy, workers, ps, hosts, ports), [python, str(WORKLOAD), *args],
-                     protocol, cwd, stack_vars)
+                     protocol, cwd)
 
 
 def tf1_version(tasks_dir: Path) -> str | None:
@@ -262,13 +270,13 @@ def tf1_version(tasks_dir: Path) -> str | None:
     return None
 
 
-def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str, stack_vars: dict) -> list[Task]:
+def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str) -> list[Task]:
     """Every task running `argv` with its own TF_CONFIG (place); a local run's task without."""
     for t in tasks:
         env = {"TF_CPP_MIN_LOG_LEVEL": "1"}
         if t.job != "local":
             env["TF_CONFIG"] = json.dumps(tf_config(tasks, t, protocol), separators=(",", ":"))
-        place(t, list(argv), env, cwd, stack_vars)  # a list of its own per task
+        place(t, list(argv), env, cwd)  # a list of its own per task
     return tasks
 
 
@@ -302,13 +310,17 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         workers, ps, labels = tf1_layout(ctx.point, ctx.fixed)
         labels["tf_build"] = tf1.source
         strategy = "ps" if ps else "local"
-        tasks = build_plan_tf1(ctx.point, ctx.fixed, model, workers, ps, hosts, free_ports(workers + ps + 1),
-                               python, protocol, data_dir, str(adir), provenance.prefix_env())
     else:
         strategy, workers, ps = layout(ctx.point, ctx.fixed)
-        tasks = build_plan(ctx.point, ctx.fixed, model, hosts,
-                           free_ports(workers + ps + (strategy == "ps")), python, protocol, data_dir,
-                           str(adir), provenance.prefix_env())
+    serving = [host for job, _, host, _ in cluster_jobs(strategy, workers, ps, hosts) if job != "local"]
+    ports, chosen = worker_ports(serving, ctx.dry_run)
+    if tf1:
+        tasks = build_plan_tf1(ctx.point, ctx.fixed, model, workers, ps, hosts, ports,
+                               python, protocol, data_dir, str(adir))
+    else:
+        tasks = build_plan(ctx.point, ctx.fixed, model, hosts, ports, python, protocol, data_dir, str(adir))
+    for t in tasks:
+        t.ports_chosen = chosen.get(t.host)  # None for a local run's task, which serves none
     if strategy == "local":
         labels["strategy"] = "local: one process without a TF cluster, the paper's single-node TensorFlow"
     result = run_tasks(ctx, tasks, env)
@@ -377,7 +389,8 @@ def supervise(plan_path: Path, poll_s: float = 0.2) -> int:
             with open(base / t.log, "xb") as log:
                 procs[t.name] = subprocess.Popen(t.argv, env={**os.environ, **t.env}, stdout=log,
                                                  stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
-            _say(f"started {t.name} on {t.host}:{t.port} (pid {procs[t.name].pid}, log {t.log})")
+            where = t.host if t.port is None else f"{t.host}:{t.port}"
+            _say(f"started {t.name} on {where} (pid {procs[t.name].pid}, log {t.log})")
         training = [t for t in tasks if t.trains]
         while failure is None:
             for t in tasks:

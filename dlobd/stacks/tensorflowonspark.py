@@ -67,7 +67,8 @@ TFoS 1.0.8, TensorFlow 1.4.0, Spark 2.1.0) runs train_tf1.py instead, as the pap
 did: parameter servers (fixed `parameter_servers`, else 1, labelled as the launcher's choice)
 and `gpus`/`workers` TF workers, one executor each, in a Python Spark 2.1.0's PySpark runs on
 (3.5 or 2.7, SPARK-19019) that carries TFoS 1.0.8 and TensorFlow 1.4.0: DLOBD_TFOS_PYTHON
-(dlobd_stack_settings; role python_env checks it on every host), or DLOBD_TF_RDMA_PYTHON for
+(dlobd_stack_settings; without it, on the spack and registry methods, the wrapper of the paper
+image's Python 2.7; role python_env checks either on every host), or DLOBD_TF_RDMA_PYTHON for
 the points of TF's verbs channel (which then needs TFoS 1.0.8 too). Without it the points are
 not runnable, naming the setting. `mode: parameter server` (fig5b) is the strategy, not an
 input mode: such points, and those without a mode, are fed from RDDs (InputMode.SPARK, the
@@ -636,27 +637,27 @@ def memory_conf(key: str, overhead: str | None) -> dict[str, str]:
     return hadoop.sized_memory_conf(key, overhead)
 
 
-def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[str, str]:
-    """The overhead and the library path of a GPU point's executors on YARN, which schedules no
-    GPUs (Hadoop 2.7): each TF node's container sized so that at most the point's GPUs per node
-    (fixed `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a NodeManager (container_overhead),
-    where TFoS's gpu_info then finds each worker a free GPU; CUDA's libraries
-    (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN container does not inherit.
-    NotRunnable where a worker has no GPU (YARN may place an executor on any), the workers are
-    too few for the executors at that many per node, or the libraries are unset."""
+def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[str, str, dict]:
+    """The overhead, the library path and the placement settings of a GPU point's executors on
+    YARN, which schedules no GPUs (Hadoop 2.7): each TF node's container sized so that at most
+    the point's GPUs per node (fixed `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a
+    NodeManager (container_overhead), where TFoS's gpu_info then finds each worker a free GPU;
+    CUDA's libraries (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN container does
+    not inherit; on a cluster with some GPU workers, YARN's node label of theirs
+    (hadoop.gpu_workers). NotRunnable where the GPU workers are too few for the executors at that
+    many per node, YARN could place one on a worker without GPUs, or the libraries are unset."""
     per_node = int(per_workload(ctx.fixed.get("gpus_per_node"), name)
                    or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
-    hadoop.require_gpus_on_every_worker("GPU TF nodes")
-    workers = provenance.workers()
+    workers, placed = hadoop.gpu_workers("GPU TF nodes")
     nodes = -(-executors // per_node)
     if nodes > len(workers):
         raise NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
-                               f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} worker(s)")
+                          f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} GPU worker(s)")
     libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
     if not libs:
         raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
                                "DLOBD_CUDA_LIBRARY_PATH is unset (dlobd_cuda_home in the inventory)")
-    return container_overhead(ctx, per_node), libs
+    return container_overhead(ctx, per_node), libs, placed
 
 
 def spark_conf(ctx: runner.RunContext, where: Placement) -> dict:
@@ -716,9 +717,11 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     name, model, _ = workload(ctx)
     lay = tf1_layout(ctx)
     executors = lay["workers"] + lay["ps"]
-    overhead, libs = gpu_executors(ctx, name, executors) if lay["gpus"] else (spread_executors(ctx, executors), None)
+    overhead, libs, placed = gpu_executors(ctx, name, executors) if lay["gpus"] else \
+        (spread_executors(ctx, executors), None, {})
     conf = {
         **spark_conf(ctx, where),
+        **placed,
         # Spark 2.1's name; spark.executor.memoryOverhead is Spark 2.3's
         **memory_conf("spark.yarn.executor.memoryOverhead", overhead),
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": where.python,

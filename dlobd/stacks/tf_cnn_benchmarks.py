@@ -42,7 +42,8 @@ has the `total images/sec` line.
 Launcher (paper scale, across hosts): one TF cluster of the script's own parameter-server
 mode, every task a `tf_cnn_benchmarks.py --job_name=ps|worker --task_index=i --ps_hosts=...
 --worker_hosts=...` process started by the native TF launcher's supervisor (here or over ssh,
-dlobd.stacks.tf_cluster.run_tasks), with `--variable_update=parameter_server`, the point's
+dlobd.stacks.tf_cluster.run_tasks) on a port chosen on its host or from the inventory's
+dlobd_worker_ports (remote.worker_ports), with `--variable_update=parameter_server`, the point's
 network as `--server_protocol` (config/networks.yaml: grpc, grpc+verbs, grpc+mpi; the verbs and
 MPI channels and gRPC over RDMA need a TF 1.x build that has them, DLOBD_TF_RDMA_PYTHON),
 `--model`, `--batch_size` (per device), `--device` and `--num_gpus` from the point. One worker
@@ -59,7 +60,7 @@ from pathlib import Path
 
 from dlobd import NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
-from dlobd.cluster.remote import free_ports
+from dlobd.cluster.remote import worker_ports
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
 from dlobd.stacks.shared import tf_cluster
@@ -257,9 +258,11 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         raise NotRunnable(f"model {model}: not one this launcher gives tf_cnn_benchmarks ({', '.join(MODELS)})")
     lay = layout(ctx)
     worker_hosts, ps_hosts = (capabilities.worker_addresses(link, hosts) for hosts in hosts_for(lay))
-    ports = free_ports(len(worker_hosts) + len(ps_hosts))
-    tasks = ([tf_cluster.Task("worker", i, h, ports[i], True) for i, h in enumerate(worker_hosts)]
-             + [tf_cluster.Task("ps", i, h, ports[len(worker_hosts) + i], False) for i, h in enumerate(ps_hosts)])
+    ports, chosen = worker_ports([*worker_hosts, *ps_hosts], ctx.dry_run)
+    tasks = ([tf_cluster.Task("worker", i, h, ports[i], True, ports_chosen=chosen[h])
+              for i, h in enumerate(worker_hosts)]
+             + [tf_cluster.Task("ps", i, h, ports[len(worker_hosts) + i], False, ports_chosen=chosen[h])
+                for i, h in enumerate(ps_hosts)])
     common = [f"--ps_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'ps')}",
               f"--worker_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'worker')}",
               "--variable_update=parameter_server", f"--server_protocol={link.settings['protocol']}",
@@ -270,7 +273,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         # parameter servers hold the variables on CPU, as tfgrpc-fig4 states (ps_device: cpu)
         own = {"CUDA_VISIBLE_DEVICES": ""} if t.job == "ps" else {}
         tf_cluster.place(t, [python, str(found), f"--job_name={t.job}", f"--task_index={t.index}", *common],
-                         {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir, provenance.prefix_env())
+                         {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir)
     result = tf_cluster.run_tasks(ctx, tasks, env)
     result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
                      "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),

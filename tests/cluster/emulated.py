@@ -16,10 +16,11 @@ what was made, also after a bring-up that failed or was killed half way, and can
 Inside the hosts, `ssh` (from the master to the workers: the launchers, the samplers, scp of
 container logs) uses the run's key and known hosts through /etc/netns/<ns>/ssh/ssh_config.
 Each host has a stack folder of its own (they share one file system), mounted in its mount
-namespace on one prefix path common to all hosts, as a cluster's nodes have; the stacks install
-from a package depot that the controller fills, since the hosts reach no package registry.
+namespace on one prefix path common to all hosts, as a cluster's nodes have; with --shared-prefix
+every host sees one folder at that path instead, as on NFS or Lustre. The stacks install from a
+package depot that the controller fills, since the hosts reach no package registry.
 
-    tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...]
+    tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...] [--shared-prefix]
     tests/cluster/emulated.py --state-dir DIR exec [--host master] -- COMMAND ...
     tests/cluster/emulated.py --state-dir DIR relink --tier eth-10g   (then site.yml again)
     tests/cluster/emulated.py --state-dir DIR down
@@ -61,7 +62,8 @@ TBF_LATENCY_MS = 20
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 STATE_NAME = "state.json"
 # Each host's own software, data, logs and pids (<state>/hosts/<name>/stack) are bind-mounted in
-# its mount namespace on <state>/stack: one prefix path for all hosts, as on a real cluster.
+# its mount namespace on <state>/stack: one prefix path for all hosts, as on a real cluster. A
+# shared prefix is <state>/stack itself, the same folder for every host.
 STACK_MOUNT = "stack"
 # Interface names are at most 15 characters: "dle" + 6 hex + "-v" + index fits up to 999 hosts.
 RUN_ID_RE = re.compile(r"^[0-9a-f]{6}$")
@@ -154,6 +156,7 @@ class Plan:
     tier: str
     network: str | None   # the spec axis value the tier stands for (None when unshaped)
     hosts: tuple[Host, ...]
+    shared_prefix: bool = False  # one prefix folder for every host (NFS, Lustre), no per-host mount
 
     @property
     def prefixlen(self) -> int:
@@ -165,7 +168,7 @@ def new_run_id() -> str:
 
 
 def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
-              run_id: str | None = None) -> Plan:
+              run_id: str | None = None, shared_prefix: bool = False) -> Plan:
     run_id = new_run_id() if run_id is None else run_id
     if not RUN_ID_RE.match(run_id):
         raise HarnessError(f"run id {run_id!r}: expected 6 lowercase hex digits")
@@ -189,7 +192,8 @@ def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
     hosts = tuple(Host(name=f"{prefix}-{short}", role=role, address=str(usable[i]), veth=f"{prefix}-v{i}")
                   for i, (short, role) in enumerate(roles))
     return Plan(run_id=run_id, prefix=prefix, subnet=str(net), bridge=f"{prefix}-br",
-                bridge_address=str(usable[-1]), tier=tier, network=network, hosts=hosts)
+                bridge_address=str(usable[-1]), tier=tier, network=network, hosts=hosts,
+                shared_prefix=shared_prefix)
 
 
 def conflicts(subnet: str, addresses: list[tuple[str, str]], routes: list[tuple[str, str]]) -> list[str]:
@@ -258,7 +262,8 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
         hostvars[h.name] = {
             "ansible_host": h.address,
             "dlobd_cluster_address": h.address,
-            # the same path on every host, as on a cluster; each host mounts its own folder there
+            # the same path on every host, as on a cluster: each host's own folder mounted there,
+            # or one folder for all (shared_prefix)
             "dlobd_prefix": str(state_dir / STACK_MOUNT),
             **machine,
             "dlobd_emulated_namespace": h.name,
@@ -553,7 +558,8 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
                                            "state_dir_made": made_state_dir, "made": []})
     state.save()
     start = time.monotonic()
-    log(f"making {len(plan.hosts)} hosts ({plan.prefix}) on {plan.subnet}, links: {tier_label(plan.tier)}")
+    log(f"making {len(plan.hosts)} hosts ({plan.prefix}) on {plan.subnet}, links: {tier_label(plan.tier)}"
+        + (f", one prefix folder for all ({state_dir / STACK_MOUNT})" if plan.shared_prefix else ""))
 
     key = state_dir / "id_ed25519"
     for path in (key, key.with_suffix(".pub")):
@@ -607,7 +613,7 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
     started = {}
     for host in plan.hosts:
         host_dir = hosts_dir / host.name
-        for sub in ("log", "stack"):
+        for sub in ("log",) if plan.shared_prefix else ("log", "stack"):
             (host_dir / sub).mkdir(parents=True, exist_ok=True)
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", host.name, "-f", str(host_dir / "ssh_host_ed25519_key"))
         config = host_dir / "sshd_config"
@@ -617,12 +623,13 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
         # ip netns exec and unshare exec in place: the pid is sshd's. The UTS namespace gives the
         # host its own hostname; sessions inherit it, the namespace's /etc/hosts and ssh config,
         # and the host's stack folder on the common prefix path (ip netns exec's mount namespace
-        # is a slave of the root's: the bind mount stays inside).
+        # is a slave of the root's: the bind mount stays inside); a shared prefix has no mount.
+        mount = [] if plan.shared_prefix else [str(host_dir / "stack"), str(stack_mount)]
+        setup = 'hostname "$0"' + ("" if plan.shared_prefix else ' && mount --bind "$1" "$2" && shift 2')
         with log_file.open("ab") as err:  # a failed mount or hostname ends up there too
             popen = subprocess.Popen(
-                ["ip", "netns", "exec", host.name, "unshare", "--uts", "sh", "-c",
-                 'hostname "$0" && mount --bind "$1" "$2" && shift 2 && exec "$@"',
-                 host.name, str(host_dir / "stack"), str(stack_mount), sshd, "-D", "-f", str(config), "-E", str(log_file)],
+                ["ip", "netns", "exec", host.name, "unshare", "--uts", "sh", "-c", setup + ' && exec "$@"',
+                 host.name, *mount, sshd, "-D", "-f", str(config), "-E", str(log_file)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             create_time = psutil.Process(popen.pid).create_time()
@@ -788,6 +795,8 @@ def main(argv: list[str] | None = None) -> int:
     p_up.add_argument("--run-id", help="6 hex digits (default: random)")
     p_up.add_argument("--depot", type=Path, default=DEFAULT_DEPOT,
                       help="where the controller keeps the wheels and Maven artifacts the hosts install from")
+    p_up.add_argument("--shared-prefix", action="store_true",
+                      help="one prefix folder every host sees (as on NFS or Lustre) instead of one per host")
     p_exec = sub.add_parser("exec", help="run a command inside one host (default: the master)")
     p_exec.add_argument("--host", default="master", help="master, worker<N>, or the host's full name")
     p_exec.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its arguments")
@@ -800,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
     state_dir = args.state_dir.resolve()
     try:
         if args.command == "up":
-            plan = make_plan(args.workers, args.subnet, args.tier, args.run_id)
+            plan = make_plan(args.workers, args.subnet, args.tier, args.run_id, args.shared_prefix)
             try:
                 up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout,
                    args.depot.resolve())

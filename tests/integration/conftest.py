@@ -109,6 +109,11 @@ class Provisioned:
     def env_file(self) -> Path:
         return self.prefix / "etc" / "dlobd-env.sh"
 
+    @property
+    def local_dir(self) -> Path:
+        """This host's folder in the prefix (dlobd_local_dir's default): its configuration and state."""
+        return self.prefix / "hosts" / socket.gethostname()
+
     def playbook(self, name: str, record: str | None = None, args: tuple[str, ...] = ()) -> Run:
         cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(INVENTORY), str(ROOT / "playbooks" / name), *args,
                "-e", json.dumps({"dlobd_prefix": str(self.prefix), "dlobd_ports": self.ports, **self.extra_vars})]
@@ -226,13 +231,15 @@ class EmulatedSite:
         return result
 
 
-def make_emulated_site(base: Path, subnet: str, tier: str, extra_vars: dict | None = None) -> EmulatedSite:
-    """1 master + 2 emulated workers under `base`, provisioned with site.yml (runs['first'])."""
+def make_emulated_site(base: Path, subnet: str, tier: str, extra_vars: dict | None = None,
+                       shared_prefix: bool = False) -> EmulatedSite:
+    """1 master + 2 emulated workers under `base` (with `shared_prefix`, one prefix folder for
+    all three), provisioned with site.yml (runs['first'])."""
     site = EmulatedSite(state_dir=base / "state", inventory=base / "hosts.yml", log_dir=base / "logs",
                         extra_vars=extra_vars or {})
     site.log_dir.mkdir(parents=True)
-    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, subnet, tier), site.inventory,
-                        "/usr/sbin/sshd", sshd_timeout=15)
+    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, subnet, tier, shared_prefix=shared_prefix),
+                        site.inventory, "/usr/sbin/sshd", sshd_timeout=15)
     site.playbook("site.yml", record="first")
     return site
 
@@ -242,20 +249,27 @@ def remove_emulated_site(site: EmulatedSite) -> None:
     emulated_harness.down(site.state_dir)
 
 
-@pytest.fixture(scope="session")
-def emulated_site(provisioned, tmp_path_factory):
-    """The shared emulated hosts; they use this machine's Debian packages, which `provisioned`
-    installs. A failed provisioning is kept in runs['first'] for the tests to report."""
-    base = tmp_path_factory.mktemp("emulated-site")
+@contextlib.contextmanager
+def emulated_site_in(base: Path, subnet: str, shared_prefix: bool = False):
+    """make_emulated_site under `base`, its daemons stopped and its hosts removed on leaving, also
+    when making it failed half-way."""
     site = None
     try:
-        site = make_emulated_site(base, EMULATED_SUBNET, EMULATED_TIER)
+        site = make_emulated_site(base, subnet, EMULATED_TIER, shared_prefix=shared_prefix)
         yield site
     finally:
         if site is not None:
             remove_emulated_site(site)
         elif (base / "state" / "state.json").exists():
             emulated_harness.down(base / "state")
+
+
+@pytest.fixture(scope="session")
+def emulated_site(provisioned, tmp_path_factory):
+    """The shared emulated hosts; they use this machine's Debian packages, which `provisioned`
+    installs. A failed provisioning is kept in runs['first'] for the tests to report."""
+    with emulated_site_in(tmp_path_factory.mktemp("emulated-site"), EMULATED_SUBNET) as site:
+        yield site
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ here (docs/spack-apptainer-slurm.md, "Apptainer images"); a cached one seconds.
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -131,7 +132,7 @@ def test_spark_submit_runs_inside_the_image(prefix):
     done = run([prefix / "bin/dlobd-env", "spark-submit", "--version"])
     assert done.returncode == 0, done.stderr
     assert f"version {MODERN['spark']}" in done.stdout + done.stderr
-    env = (prefix / "etc/dlobd-env.sh").read_text()
+    env = (prefix / "hosts" / socket.gethostname() / "etc/dlobd-env.sh").read_text()
     assert f"export SPARK_HOME={prefix}/spark-{MODERN['spark']}\n" in env
 
 
@@ -148,7 +149,8 @@ def test_commands_in_the_image_see_the_hosts_stack_environment_not_the_images(pr
     done = run([prefix / "python/bin/python", "-c",
                 "import os; print(*(os.environ[k] for k in ('DLOBD_PREFIX', 'SPARK_CONF_DIR', 'HADOOP_CONF_DIR')))"])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(prefix), f"{prefix}/etc/spark", f"{prefix}/etc/hadoop"]
+    own = prefix / "hosts" / socket.gethostname()
+    assert done.stdout.split() == [str(prefix), f"{own}/etc/spark", f"{own}/etc/hadoop"]
 
 
 def test_mpi_ranks_run_inside_the_image(prefix):

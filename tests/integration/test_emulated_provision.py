@@ -93,9 +93,10 @@ def test_site_yml_provisions_every_host_over_ssh(emulated):
     counts = recap(out)
     assert sorted(counts) == sorted(emulated.hosts)
     assert all(c["failed"] == 0 and c["unreachable"] == 0 and c["changed"] > 0 for c in counts.values()), counts
-    # each host installed into its own folder, seen by that host alone on the common prefix path
+    # each host installed into its own folder, seen by that host alone on the common prefix path;
+    # its settings in the host's own folder of that prefix, named by the host
     for name, host in emulated.hosts.items():
-        env_file = emulated.state_dir / "hosts" / name / "stack" / "etc" / "dlobd-env.sh"
+        env_file = emulated.state_dir / "hosts" / name / "stack" / "hosts" / name / "etc" / "dlobd-env.sh"
         text = env_file.read_text()
         assert f"export DLOBD_CLUSTER_ADDRESS={host['address']}\n" in text
         assert f"export DLOBD_PREFIX={emulated.state_dir / 'stack'}\n" in text

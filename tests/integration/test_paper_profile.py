@@ -3,7 +3,10 @@ containers/paper-tfos-bigdl.def built (or reused from the cache when its inputs 
 %test and labels; then this machine provisioned with the apptainer method from it
 (playbooks/install.yml, dlobd_profile: paper), HDFS and YARN 2.7.3 started from the image
 (cluster-up.yml) and the smoke tests run on them (smoke-test.yml: HDFS put/get, every DataNode and
-NodeManager live, Spark 2.1's word count on YARN, BigDL's classes from its jar with Java 8).
+NodeManager live, Spark 2.1's word count on YARN, BigDL's classes from its jar with Java 8). The
+same image serves a paper inventory of the spack or registry method that names no
+DLOBD_TFOS_PYTHON: the preflight says it reuses it, role python_env places it and writes the
+wrapper of its Python, which imports TensorFlow 1.4.0 and TensorFlowOnSpark 1.0.8.
 
 On that cluster the paper software then trains for real through the experiments' own launchers
 (runs.launch): TensorFlowOnSpark 1.0.8's train_tf1.py on MNIST (dlobd-fig9's local point: two TF
@@ -19,6 +22,7 @@ import copy
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -145,8 +149,52 @@ def test_a_second_build_reuses_the_cached_image(paper_image):
     assert time.monotonic() - started < 60
 
 
+def test_the_spack_and_registry_methods_run_tensorflowonspark_in_the_paper_image_s_python(paper_image, tmp_path):
+    """A paper inventory of the spack (or registry) method that names no DLOBD_TFOS_PYTHON: the
+    preflight says which image it made ready and why (here the build above, reused); role
+    python_env's tasks place that image on this host, write the wrapper of its Python 2.7 and
+    check it; the wrapper then imports TensorFlow 1.4.0 and TensorFlowOnSpark 1.0.8."""
+    prefix = tmp_path / "prefix"
+    settings = {"dlobd_profile": "paper", "dlobd_install_method": "spack", "dlobd_prefix": str(prefix),
+                "python_env_tfos_images_dir": str(IMAGES),
+                # Apptainer as the hosts find it: $APPTAINER, PATH or the relocatable tarball
+                "apptainer_binary": os.environ.get(apptainer.BINARY_VAR, ""),
+                "apptainer_tarball": os.environ.get(apptainer.TARBALL_VAR, "")}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    # the preflight's step alone (tag python, as role python_env), as site.yml runs it
+    done = run([ANSIBLE_PLAYBOOK, "-i", INVENTORY, ROOT / "playbooks/preflight.yml", "--tags", "python",
+                "-e", json.dumps({**settings, "preflight_installs": True})], cwd=ROOT, env=env, timeout=900)
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert (f"TensorFlowOnSpark {PAPER['tensorflowonspark']} and TensorFlow {PAPER['tensorflow']} run in "
+            f"/usr/bin/python2.7 of the paper image {paper_image}, as no DLOBD_TFOS_PYTHON is given "
+            "(dlobd_stack_settings): reused, the build of containers/paper-tfos-bigdl.def whose inputs are "
+            "unchanged") in said, said[-3000:]
+    # then the role's tasks on this host, the image named by path
+    play = tmp_path / "python_env.yml"
+    play.write_text(yaml.safe_dump([{
+        "name": "Place the paper image and the wrapper of its Python", "hosts": "all", "gather_facts": True,
+        "roles": ["dlobd"],
+        "tasks": [{"name": "Run role python_env's tasks of the paper image",
+                   "ansible.builtin.include_role": {"name": "python_env", "tasks_from": "install-tfos-image.yml"}}]}]))
+    done = run([ANSIBLE_PLAYBOOK, "-i", INVENTORY, play, "-e", json.dumps({
+        **settings, "python_env_tfos_image": str(paper_image),
+        # the helper of the checkout (a playbook outside playbooks/ has no checkout beside it)
+        "apptainer_helper": str(ROOT / "dlobd/execution/apptainer.py")})],
+        cwd=ROOT, env={**env, "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks/roles")}, timeout=900)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    assert (prefix / "images" / paper_image.name).is_file()
+    wrapper = prefix / "libexec/apptainer/tfos-python/bin/python2.7"
+    done = run([wrapper, "-c", "import sys, pkg_resources, tensorflow, tensorflowonspark.TFNode; "
+                "sys.stdout.write('%d.%d %s %s' % (sys.version_info[:2] + (tensorflow.__version__, "
+                "pkg_resources.get_distribution('tensorflowonspark').version)))"],
+               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == f"2.7 {PAPER['tensorflow']} {PAPER['tensorflowonspark']}"
+
+
 def test_the_stack_environment_names_the_paper_versions_and_their_substitutes(stack):
-    env = (stack.prefix / "etc/dlobd-env.sh").read_text()
+    env = (stack.prefix / "hosts" / socket.gethostname() / "etc/dlobd-env.sh").read_text()
     assert "export HADOOP_VERSION=2.7.3\n" in env
     assert f"export SPARK_VERSION={REGISTRY['substitutes']['spark']}\n" in env
     assert "export PYSPARK_PYTHON=/usr/bin/python2.7\n" in env

@@ -74,7 +74,7 @@ def test_secret_private_nothing_world_writable_data_with_manifests(provisioned):
     secret = prefix / "etc" / "secrets" / "spark.secret"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(secret.read_text()) >= 32
     assert stat.S_IMODE(secret.parent.stat().st_mode) == 0o700
-    defaults = prefix / "etc" / "spark" / "spark-defaults.conf"
+    defaults = provisioned.local_dir / "etc" / "spark" / "spark-defaults.conf"
     assert stat.S_IMODE(defaults.stat().st_mode) == 0o600
     assert re.search(r"^spark\.authenticate\s+true$", defaults.read_text(), re.MULTILINE)
     world_writable = [str(p) for p in prefix.rglob("*")
@@ -90,6 +90,6 @@ def test_stop_leaves_no_daemon(cluster):
     run = cluster.playbook("cluster-down.yml")
     assert run.rc == 0, run.out[-3000:]
     assert cluster.daemons() == {}
-    assert not list((cluster.prefix / "var" / "run").glob("*.pid"))
+    assert not list((cluster.local_dir / "var" / "run").glob("*.pid"))
     status = cluster.playbook("cluster-status.yml")
     assert status.rc != 0 and "the cluster is not (fully) up" in status.out

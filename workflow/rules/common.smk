@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from dlobd.cluster import provenance as dprovenance
 from dlobd.execution import runs as druns
 from dlobd.results import drawing as ddrawing
 from dlobd import spec as dspec
@@ -43,6 +44,11 @@ ASSUME = dspec.parse_overrides(config.get("assume", ""), ASSUME_WHERE)
 for _id in DATA_IDS if ASSUME else ():
     for _scale in set(SCALES) & set(SPECS[_id].data.get("scales") or {}):
         dspec.check_overrides(SPECS[_id].data, _scale, ASSUME, ASSUME_WHERE)
+# ... and the inventory's own values (dlobd_assume), checked before anything runs too
+dspec.check_site_overrides(dspec.site_overrides(dprovenance.stack_setting(dspec.SITE_ASSUME)),
+                           {i: s.data for i, s in SPECS.items()})
+# the cluster new runs are recorded under: config cluster, else the inventory's dlobd_cluster_name
+CLUSTER = config["cluster"] or dprovenance.cluster_name()
 # claims-only files are checked only when the whole set of experiments is built
 VERDICT_IDS = IDS + (sorted(CLAIM_FILES) if not config["experiments"] else [])
 
@@ -113,7 +119,7 @@ def launch_points(scale, experiment):
     if scale_of(experiment, scale) is None or SPECS[experiment].runs_from(scale):
         return []
     # points of a scale marked not runnable are launched too: they get a `not runnable` record
-    return [(config["cluster"], pid) for pid, _ in SPECS[experiment].points(scale)]
+    return [(CLUSTER, pid) for pid, _ in SPECS[experiment].points(scale)]
 
 
 def reconsider_not_runnable():

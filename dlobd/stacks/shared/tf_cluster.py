@@ -11,13 +11,11 @@ from pathlib import Path
 
 from dlobd import NotRunnable
 from dlobd.cluster import capabilities, provenance
-from dlobd.cluster.remote import ssh_argv
+from dlobd.cluster.remote import LOCAL_HOSTS, ssh_argv
 from dlobd.spec import networks
 from dlobd.stacks import runner
 
 PLAN_FILE = "tasks.json"
-# spec model name -> the workload's model
-LOCAL_HOSTS = ("127.0.0.1", "localhost")
 SUPERVISOR_FAILED = "tensorflow-supervisor: failed: "
 
 
@@ -26,10 +24,11 @@ class Task:
     job: str                  # chief | worker | ps
     index: int
     host: str
-    port: int
+    port: int | str | None    # its server's (a dry run's placeholder; None: it serves none)
     trains: bool              # the supervisor waits for it (the others serve until ended)
     argv: list = field(default_factory=list)
     env: dict = field(default_factory=dict)   # added to the supervisor's environment
+    ports_chosen: str | None = None           # where its port was chosen (remote.worker_ports)
 
     @property
     def name(self) -> str:
@@ -40,13 +39,13 @@ class Task:
         return f"tasks/{self.job}-{self.index}.log"
 
 
-def place(task: Task, argv: list[str], env: dict, cwd: str, stack_vars: dict) -> None:
+def place(task: Task, argv: list[str], env: dict, cwd: str) -> None:
     """A task's command where it runs: here with `env` added to the supervisor's environment,
-    or on another host over ssh with the stack's variables and `env` on the command line."""
+    or on another host over ssh in that host's stack environment with `env` on the command line."""
     if task.host in LOCAL_HOSTS:
         task.argv, task.env = argv, env
     else:
-        task.argv, task.env = ssh_argv(task.host, cwd, {**stack_vars, **env}, argv), {}
+        task.argv, task.env = ssh_argv(task.host, cwd, env, argv), {}
 
 
 @dataclass(frozen=True)
@@ -100,10 +99,11 @@ def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.La
         (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
     result = runner.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
                                     str(adir / PLAN_FILE)], env=env, cwd=str(adir))
-    if ctx.dry_run:
-        result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env}
-                                     for t in tasks]
-    elif result.status == "failed":
+    # run.json keeps them too: where each task ran and how its port was chosen
+    result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env,
+                                  "ports": {} if t.port is None else {"server": t.port},
+                                  "ports_chosen": t.ports_chosen} for t in tasks]
+    if result.status == "failed":
         result.reason = "; ".join(filter(None, [result.reason, supervisor_reason(adir / "stdout.log")]))
     return result
 
