@@ -485,28 +485,20 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
 
 @pytest.mark.parametrize("method", ["spack", "apptainer"])
 def test_tfos_paper_points_without_the_site_python(tmp_path, method):
-    """A cluster that gives no DLOBD_TFOS_PYTHON (the example's does): on the spack method every
-    TFoS point the cluster's size allows runs in the wrapper of the paper image's Python that role
-    python_env writes; on the apptainer method, whose image the inventory names, those points are
-    not runnable, naming the setting. Those of TF's verbs channel run DLOBD_TF_RDMA_PYTHON on both."""
+    """A cluster that gives no DLOBD_TFOS_PYTHON (the example's does): every TFoS point the cluster's
+    size allows runs in the wrapper of the paper image's Python that role python_env writes (the
+    image the spack method places for it, or the apptainer method's own). Those of TF's verbs
+    channel run DLOBD_TF_RDMA_PYTHON on both."""
     assert "DLOBD_TFOS_PYTHON" in inventory.load(EXAMPLE).settings
     path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_install_method=method)
     rdma_python = "/sw/tf1-verbs/bin/python"
     wrapper = "/lustre/dlobd/stack/libexec/apptainer/tfos-python/bin/python2.7"
     done = tfos_points(inventory_dry_runs(path, tmp_path, TFOS_EXPERIMENTS))
     assert len(done) == 16
-    drop_the_too_big(done, sized=("ipoib", "rdma") if method == "spack" else ("rdma",))
-    named = 0
+    drop_the_too_big(done)
     for (eid, pid), r in done.items():
-        if "network-rdma" in pid or method == "spack":
-            assert r.status == "dry run", (eid, pid, r.reason)
-            assert f"spark.pyspark.python={rdma_python if 'network-rdma' in pid else wrapper}" in r.command
-        else:
-            assert r.status == "not runnable", (eid, pid)
-            assert "set DLOBD_TFOS_PYTHON in dlobd_stack_settings" in r.reason
-            assert "TensorFlowOnSpark 1.0.8 runs TensorFlow 1.4.0 in a Python 3.5 or 2.7" in r.reason
-            named += 1
-    assert named == (0 if method == "spack" else 6)  # every IPoIB point that fits
+        assert r.status == "dry run", (eid, pid, r.reason)
+        assert f"spark.pyspark.python={rdma_python if 'network-rdma' in pid else wrapper}" in r.command
 
 
 def test_the_inventorys_cluster_name_and_assumed_values_and_the_command_lines(tmp_path):

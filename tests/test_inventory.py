@@ -104,7 +104,7 @@ def test_a_misspelt_role_variable_is_named_with_where_it_was_set_and_the_known_n
 @pytest.mark.parametrize("given, present", [
     ({"dlobd_stack_settings": {provenance.TFOS_PYTHON: "/opt/py35-tf1/bin/python"}}, True),
     ({}, True),  # the spack method without it: the paper image's Python
-    ({"dlobd_install_method": "apptainer"}, False),  # the image's path is the inventory's to give
+    ({"dlobd_install_method": "apptainer"}, True),  # the apptainer method's paper image's Python
 ], ids=["site Python", "spack, none given", "apptainer, none given"])
 def test_tensorflow_and_tensorflowonspark_of_the_paper_profile_are_one_capability(tmp_path, given, present):
     """Both run in the one TF 1.x Python of the paper profile: yes or no together, one reason."""

@@ -149,8 +149,13 @@ def test_a_site_python_given_is_the_one_tensorflow_runs_in(tmp_path):
 
 
 def test_the_apptainer_method_plans(tmp_path):
-    lines, _ = plan_output(write_plain(tmp_path, dlobd_install_method="apptainer"))
+    """The plain inventory on the apptainer method: its image's TF 1.x Python stands in for a site's,
+    so the TensorFlow experiments plan as the cluster's size allows."""
+    lines, asks = plan_output(write_plain(tmp_path, dlobd_install_method="apptainer"))
     assert lines["tfgrpc-fig8"][0] in ("runnable", "partly")
+    for eid in ("rdmatf-fig1", "dlobd-fig9", "dlobd-fig5b"):
+        assert lines[eid][0] in ("runnable", "partly") and "DLOBD_TFOS_PYTHON" not in lines[eid][1], lines[eid]
+    assert "DLOBD_TFOS_PYTHON" not in (asks.get("dlobd_stack_settings") or {})
 
 
 def test_plan_of_the_example_inventory_counts_the_builds_its_roles_install():

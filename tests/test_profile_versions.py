@@ -441,8 +441,8 @@ def test_only_a_set_with_a_site_python_given_checks_it(tmp_path):
 
 def test_without_a_site_python_the_spack_and_registry_methods_run_the_paper_image_s(tmp_path):
     """No DLOBD_TFOS_PYTHON on the spack or registry method: the paper image's Python, whose wrapper
-    the role exports (and checks, not as a site's); a site's Python given, the apptainer method
-    (whose image the inventory's path names) and the sets without TensorFlowOnSpark export none."""
+    the role exports (and checks, not as a site's); the apptainer method exports the wrapper of its
+    own image's; a site's Python given and the sets without TensorFlowOnSpark export none."""
     given = {"dlobd_stack_settings": {"DLOBD_TFOS_PYTHON": "/opt/py35/bin/python"}}
     hosts = {"paper-spack": PAPER_TFOS, "paper-registry": {**PAPER_TFOS, "dlobd_install_method": "registry"},
              "paper-given": {**PAPER_TFOS, **given}, "paper-apptainer": {**PAPER_TFOS, "dlobd_install_method": "apptainer"},
@@ -454,7 +454,7 @@ def test_without_a_site_python_the_spack_and_registry_methods_run_the_paper_imag
     wrapper = {"DLOBD_TFOS_PYTHON": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7"}
     assert {h: (g["from_image"], g["exports"], g["check"]) for h, g in got.items()} == {
         "paper-spack": (True, wrapper, False), "paper-registry": (True, wrapper, False),
-        "paper-given": (False, {}, True), "paper-apptainer": (False, {}, False), "modern": (False, {}, False),
+        "paper-given": (False, {}, True), "paper-apptainer": (False, wrapper, False), "modern": (False, {}, False),
         "paper-caffeonspark": (False, {}, False)}
 
 
@@ -464,7 +464,9 @@ def test_dlobd_env_exports_the_wrapper_of_the_paper_image_s_python_where_no_site
     assert pythons == {**dict.fromkeys(rendered),
                        "paper-tfos-bigdl": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7",
                        "paper-newer-spark": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7",
-                       "paper-tfos-bigdl-registry": "/usr/bin/python2.7", "paper-tfos-bigdl-apptainer": "/usr/bin/python2.7"}
+                       "paper-tfos-bigdl-registry": "/usr/bin/python2.7",
+                       # the apptainer method's wrapper of the image's /usr/bin/python2.7
+                       "paper-tfos-bigdl-apptainer": f"{PREFIX}/libexec/apptainer/tfos-python/bin/python2.7"}
 
 
 def test_the_spack_environment_s_tf_cnn_benchmarks_is_named_where_it_is_installed(rendered):
