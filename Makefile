@@ -436,6 +436,8 @@ bench-slurm: setup slurm-deps emulated-deps bench-image ## the image lines (benc
 # the inventory to playbooks/inventories/emulated/hosts.yml. Needs root and openssh-server.
 EMULATED_STATE ?= $(HOME)/dlobd-emulated
 EMULATED_WORKERS ?= 3
+# the last EMULATED_GPU_WORKERS workers in group gpu: YARN's GPU node label, no GPU (CPU stands in)
+EMULATED_GPU_WORKERS ?= 0
 EMULATED_TIER ?= unshaped
 EMULATED_SUBNET ?= 10.77.0.0/24
 # SHARED_PREFIX=1: one prefix folder every host sees, as on NFS or Lustre (no per-host mount)
@@ -451,8 +453,8 @@ EMULATED_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook
 emulated-deps: ## install openssh-server when sshd is missing (needs root and apt)
 	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
 
-emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER (SHARED_PREFIX=1: one prefix folder for all); write their inventory
-	$(EMULATED) up --workers $(EMULATED_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET) $(EMULATED_SHARED_PREFIX)
+emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER (SHARED_PREFIX=1: one prefix folder for all; EMULATED_GPU_WORKERS: the last N in group gpu); write their inventory
+	$(EMULATED) up --workers $(EMULATED_WORKERS) --gpu-workers $(EMULATED_GPU_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET) $(EMULATED_SHARED_PREFIX)
 
 emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
 	$(EMULATED) down
@@ -491,7 +493,7 @@ emulated-experiments: setup ## run EMULATED_EXPERIMENTS from the emulated cluste
 
 # Not part of make test: about 25 min, the local provisioning the integration fixtures start with
 # (10 min) and 15 min for the hosts, which provision one after another on a shared prefix.
-test-shared-prefix: setup emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both
+test-shared-prefix: setup emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both, GPU-labelled executors on the gpu worker
 	$(BIN)/pytest -m integration tests/integration/test_emulated_shared_prefix.py -q
 
 # Clusters of its own (subnet 10.79.0.0/24), made and removed per worker count; about 30 min.

@@ -23,9 +23,10 @@ def fake_capabilities(**missing):
 
 
 def install(monkeypatch, settings: dict, workers=WORKERS, **missing):
-    """Make provenance and capabilities answer for the fake cluster."""
-    monkeypatch.setattr(provenance, "workers", lambda: list(workers))
-    monkeypatch.setattr(provenance, "stack_setting", lambda name: settings.get(name))
+    """Make provenance and capabilities answer for the fake cluster (`workers` as its dlobd-env.sh
+    lists them)."""
+    listed = {"DLOBD_WORKERS": " ".join(workers), **settings}
+    monkeypatch.setattr(provenance, "stack_setting", lambda name: listed.get(name))
     monkeypatch.setattr(capabilities, "capabilities", lambda: fake_capabilities(**missing))
 
 

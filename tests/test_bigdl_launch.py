@@ -41,6 +41,10 @@ def context(tmp_path, spec_id, point, scale="local", **fixed) -> runner.RunConte
                            fixed={**data["scales"][scale].get("fixed", {}), **fixed})
 
 
+def command_of(ctx, spark_submit, data, env) -> list[str]:
+    return bigdl.command(ctx, spark_submit, data, env, bigdl.plan_resources(ctx))
+
+
 def option(argv, name):
     return argv[argv.index(name) + 1]
 
@@ -54,7 +58,7 @@ def local_points(rdma: bool):
 @pytest.mark.parametrize("spec_id, point", local_points(rdma=False))
 def test_command_of_every_local_point(tmp_path, jars, spec_id, point):
     ctx = context(tmp_path, spec_id, point)
-    argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
+    argv = command_of(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
     cores = point.get("cores", ctx.fixed.get("cores"))
     assert argv[:5] == ["/opt/spark/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client"]
     assert option(argv, "--num-executors") == "1"
@@ -78,7 +82,7 @@ def test_command_of_every_local_point(tmp_path, jars, spec_id, point):
 def test_cores_split_over_executors_and_memory_from_fixed(tmp_path, jars):
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=2,
                   batch=32, executor_memory="3g", driver_memory="2g", learning_rate=0.05)
-    argv = bigdl.command(ctx, "spark-submit", tmp_path, jars)
+    argv = command_of(ctx, "spark-submit", tmp_path, jars)
     assert (option(argv, "--num-executors"), option(argv, "--executor-cores")) == ("2", "2")
     assert (option(argv, "--executor-memory"), option(argv, "--driver-memory")) == ("3g", "2g")
     assert option(argv, "-l") == "0.05"
@@ -102,7 +106,7 @@ def test_executors_spread_evenly_over_several_workers(tmp_path, jars, monkeypatc
     on_workers(monkeypatch, workers, "9216")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=executors,
                   batch=32, executor_memory="3g")
-    conf = confs(bigdl.command(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
+    conf = confs(command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
     # in YARN's steps of 1 GiB the AM takes 1 of 9: one executor per node gets the other 8, two
     # per node 4 each, and one more would not fit beside them; the 3g heap is the rest's floor
     assert conf.get("spark.yarn.executor.memoryOverhead") == overhead
@@ -113,13 +117,13 @@ def test_executors_too_large_to_share_a_nodemanager_are_not_runnable(tmp_path, j
     on_workers(monkeypatch, 2, "7168")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=4, batch=32)
     with pytest.raises(NotRunnable, match=r"^2 executor\(s\) per NodeManager of at least 3456 MiB each"):
-        bigdl.command(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
+        command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
 
 
 def test_a_dry_run_without_the_nodemanagers_memory_says_how_the_launch_sizes_them(tmp_path, jars, monkeypatch):
     on_workers(monkeypatch, 2, "'$DLOBD_YARN_MEMORY_MB'")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=2, batch=32)
-    conf = confs(bigdl.command(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
+    conf = confs(command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
     assert conf["spark.yarn.executor.memoryOverhead"] == (
         "<at launch: (NodeManager memory - the ApplicationMaster's) / 1, in YARN's steps, less the heap's 3072 MiB>")
 
@@ -133,7 +137,7 @@ def test_a_dry_run_without_the_nodemanagers_memory_says_how_the_launch_sizes_the
 def test_bad_points_are_refused_with_the_reason(tmp_path, jars, fixed, message):
     ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"}, **fixed)
     with pytest.raises(ValueError, match=message):
-        bigdl.command(ctx, "spark-submit", tmp_path, jars)
+        command_of(ctx, "spark-submit", tmp_path, jars)
 
 
 def test_missing_cores_is_named(tmp_path, jars):
@@ -146,14 +150,14 @@ def test_missing_jar_is_named(tmp_path, jars):
     env = {**jars, "DLOBD_BIGDL_JAR": str(tmp_path / "absent.jar")}
     ctx = context(tmp_path, "dlobd-fig7a", {"network": "loopback"})
     with pytest.raises(FileNotFoundError, match=r"DLOBD_BIGDL_JAR=.*absent\.jar: BigDL jar not found"):
-        bigdl.command(ctx, "spark-submit", tmp_path, env)
+        command_of(ctx, "spark-submit", tmp_path, env)
 
 
 def test_other_models_are_not_runnable(tmp_path, jars):
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 1})
     ctx.spec = {**ctx.spec, "model": "resnet50"}
     with pytest.raises(NotRunnable, match="model resnet50: no BigDL training main"):
-        bigdl.command(ctx, "spark-submit", tmp_path, jars)
+        command_of(ctx, "spark-submit", tmp_path, jars)
 
 
 # ---------------------------------------------------------------- network axis
@@ -276,7 +280,7 @@ def test_a_damaged_mnist_file_is_named(tmp_path):
 def test_lenet_takes_its_learning_rate_as_its_main_wants_it(tmp_path, jars):
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 2}, model="lenet5",
                   learning_rate=0.1)
-    argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
+    argv = command_of(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", jars)
     assert option(argv, "--class") == "com.intel.analytics.bigdl.dllib.models.lenet.Train"
     assert option(argv, "-r") == "0.1" and "-l" not in argv
 
@@ -287,13 +291,13 @@ def test_the_papers_bigdl_runs_its_own_package_from_one_jar(tmp_path, jars, spec
     one jar with its native core inside, so no core jar is asked for or passed."""
     env = {**jars, "DLOBD_BIGDL_VERSION": "a1f3a88", "DLOBD_BIGDL_CORE_JAR": ""}
     ctx = context(tmp_path, spec_id, point)
-    argv = bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", env)
+    argv = command_of(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data", env)
     model = ctx.fixed.get("model", ctx.spec["model"])
     assert option(argv, "--class") == f"com.intel.analytics.bigdl.{bigdl.MODELS[model].main}"
     assert "--jars" not in argv and argv[argv.index("--class") + 2] == jars["DLOBD_BIGDL_JAR"]
     # BigDL 2.x without its core jar is named
     with pytest.raises(FileNotFoundError, match=r"DLOBD_BIGDL_CORE_JAR=\(unset\): BigDL jar not found"):
-        bigdl.command(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data",
+        command_of(ctx, "/opt/spark/bin/spark-submit", tmp_path / "data",
                       {**env, "DLOBD_BIGDL_VERSION": "2.4.0"})
 
 

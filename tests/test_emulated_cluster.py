@@ -264,3 +264,20 @@ def test_a_shared_prefix_is_asked_for_by_make_and_kept_in_the_run_s_plan(tmp_pat
     assert emulated.plan_of(emulated.State.load(tmp_path)) == plan
     del state.data["plan"]["shared_prefix"]
     assert emulated.plan_of(state).shared_prefix is False
+
+
+def test_gpu_workers_are_the_last_workers_in_group_gpu_without_cuda(tmp_path):
+    plan = emulated.make_plan(workers=3, run_id="123abc", gpu_workers=1)
+    inv = yaml.safe_load(emulated.inventory_text(plan, tmp_path))["all"]
+    assert list(inv["children"]["gpu"]["hosts"]) == ["dle123abc-worker3"]
+    # a namespace has no CUDA toolkit: the gpu group's hr_reduce is built for host buffers
+    assert {name: hv.get("hr_reduce_cuda") for name, hv in inv["hosts"].items()} == {
+        "dle123abc-master": None, "dle123abc-worker1": None, "dle123abc-worker2": None,
+        "dle123abc-worker3": False}
+    assert emulated.plan_of(emulated.State(tmp_path / "state.json", {"plan": emulated.asdict(plan)})) == plan
+    for bad in (-1, 4):
+        with pytest.raises(emulated.HarnessError, match=rf"--gpu-workers {bad}: between 0 and the 3 workers"):
+            emulated.make_plan(workers=3, gpu_workers=bad)
+    made = subprocess.run(["make", "-n", "emulated-up", "EMULATED_GPU_WORKERS=1"], capture_output=True, text=True,
+                          check=True, cwd=emulated.ROOT).stdout
+    assert " up --workers 3 --gpu-workers 1 --tier " in made

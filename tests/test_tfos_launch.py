@@ -335,8 +335,8 @@ GPU_SETTINGS = {"DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS), "DLOBD_CUDA_LIBRARY_
 
 def gpu_cluster(monkeypatch, settings=GPU_SETTINGS, workers=GPU_WORKERS):
     monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
-    monkeypatch.setattr(tfos.provenance, "workers", lambda: list(workers))
-    monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: settings.get(name))
+    listed = {"DLOBD_WORKERS": " ".join(workers), **settings}
+    monkeypatch.setattr(tfos.provenance, "stack_setting", lambda name: listed.get(name))
 
 
 @pytest.mark.parametrize("experiment, pid, point", PAPER_POINTS, ids=[f"{e}:{p}" for e, p, _ in PAPER_POINTS])

@@ -167,7 +167,7 @@ def gpu_workers(what: str) -> tuple[list[str], dict[str, str]]:
     (DLOBD_GPU_NODE_LABEL) as the executors' label expression (the ApplicationMaster runs
     anywhere). NotRunnable, naming `what`, without GPU hosts, or with some but no label: YARN
     would place an executor on any NodeManager."""
-    gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+    gpu_hosts = provenance.workers(gpu=True)
     workers = provenance.workers()
     without = [w for w in workers if w not in gpu_hosts]
     if not gpu_hosts or not set(gpu_hosts) & set(workers):
@@ -188,7 +188,7 @@ def executor_workers() -> list[str]:
     kind, whose labelled NodeManagers run labelled containers alone)."""
     workers = provenance.workers()
     if provenance.stack_setting("DLOBD_GPU_NODE_LABEL") and provenance.stack_setting("DLOBD_GPU_NODE_LABEL_EXCLUSIVE") == "true":
-        gpu_hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+        gpu_hosts = provenance.workers(gpu=True)
         return [w for w in workers if w not in gpu_hosts]
     return workers
 

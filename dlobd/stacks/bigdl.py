@@ -459,8 +459,9 @@ def spread_conf(ctx: runner.RunContext, executors: int, heap: str) -> list[str]:
     return [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
 
 
-def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict) -> list[str]:
-    model, r = model_of(ctx), plan_resources(ctx)
+def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r: dict) -> list[str]:
+    """BigDL's spark-submit for the point's resources `r` (plan_resources)."""
+    model = model_of(ctx)
     jars = {}
     # BigDL 2.x keeps its native core in a jar of its own; the 0.x jar carries it
     for var in ("DLOBD_BIGDL_JAR", "DLOBD_BIGDL_CORE_JAR") if _is_2x(env.get("DLOBD_BIGDL_VERSION")) else (
@@ -490,7 +491,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     spark_submit, env, flavour = spark_install(ctx, env)
     # a bad point fails before any data is copied
     model = model_of(ctx)
-    plan_resources(ctx)
+    resources = plan_resources(ctx)
     dataset = ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset", ctx.spec.get("dataset"))
     data_dir = env.get("DLOBD_DATA_DIR")
     if not data_dir:
@@ -505,13 +506,12 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                            model.data.counts(folder) if folder.is_dir() else (None, None))
     else:
         data = prepare_data(folder, train, test, adir, model.data)
-    argv = command(ctx, spark_submit, data, env)
+    argv = command(ctx, spark_submit, data, env, resources)
     # BigDL writes bigdl.log into its working directory: the attempt
     result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"bigdl {env.get('DLOBD_BIGDL_VERSION', 'unknown')}"}
     result.labels = {"data": runner.data_label(dataset), "spark": flavour,
                      "network": str(ctx.point.get("network", "loopback"))}
-    resources = plan_resources(ctx)
     if resources["layout"]:
         result.labels["executor_layout"] = resources["layout"]
     if resources["assumed"]:

@@ -155,7 +155,7 @@ def plan_point(ctx: runner.RunContext) -> dict:
     gpu = device.startswith("gpu")
     if gpu and (lacking := capabilities.missing(["gpu"])):
         raise NotRunnable(f"device {device}: " + "; ".join(lacking))
-    hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split() if gpu else provenance.workers()
+    hosts = provenance.workers(gpu=gpu)
     if nodes > len(hosts):
         raise NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} "
                                f"{'GPU host(s) (DLOBD_GPU_WORKERS)' if gpu else 'worker(s)'}")

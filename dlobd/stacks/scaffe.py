@@ -140,7 +140,7 @@ def plan_point(ctx: runner.RunContext) -> dict:
     if images and (lacking := capabilities.missing(["lustre"])):
         raise NotRunnable("s-caffe reads image files from Lustre: " + "; ".join(lacking))
     per_node = int(ctx.fixed.get("gpus_per_node", _gpus_per_node()))
-    hosts = (provenance.stack_setting("DLOBD_GPU_WORKERS") or "").split()
+    hosts = provenance.workers(gpu=True)
     gpus, label = runner.count_within(ctx, "gpus", len(hosts) * per_node,
                                       f"GPUs ({len(hosts)} GPU hosts x {per_node}: DLOBD_GPU_WORKERS, "
                                       "DLOBD_GPUS_PER_NODE)")

@@ -17,10 +17,12 @@ Inside the hosts, `ssh` (from the master to the workers: the launchers, the samp
 container logs) uses the run's key and known hosts through /etc/netns/<ns>/ssh/ssh_config.
 Each host has a stack folder of its own (they share one file system), mounted in its mount
 namespace on one prefix path common to all hosts, as a cluster's nodes have; with --shared-prefix
-every host sees one folder at that path instead, as on NFS or Lustre. The stacks install from a
-package depot that the controller fills, since the hosts reach no package registry.
+every host sees one folder at that path instead, as on NFS or Lustre. With --gpu-workers N the
+last N workers are in group gpu, so YARN gives their NodeManagers the GPU node label; they have no
+GPU, so what runs there on CPU stands in for GPU work. The stacks install from a package depot that
+the controller fills, since the hosts reach no package registry.
 
-    tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...] [--shared-prefix]
+    tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...] [--shared-prefix] [--gpu-workers N]
     tests/cluster/emulated.py --state-dir DIR exec [--host master] -- COMMAND ...
     tests/cluster/emulated.py --state-dir DIR relink --tier eth-10g   (then site.yml again)
     tests/cluster/emulated.py --state-dir DIR down
@@ -157,6 +159,7 @@ class Plan:
     network: str | None   # the spec axis value the tier stands for (None when unshaped)
     hosts: tuple[Host, ...]
     shared_prefix: bool = False  # one prefix folder for every host (NFS, Lustre), no per-host mount
+    gpu_workers: int = 0  # the last this many workers are in group gpu (without a GPU)
 
     @property
     def prefixlen(self) -> int:
@@ -168,7 +171,7 @@ def new_run_id() -> str:
 
 
 def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
-              run_id: str | None = None, shared_prefix: bool = False) -> Plan:
+              run_id: str | None = None, shared_prefix: bool = False, gpu_workers: int = 0) -> Plan:
     run_id = new_run_id() if run_id is None else run_id
     if not RUN_ID_RE.match(run_id):
         raise HarnessError(f"run id {run_id!r}: expected 6 lowercase hex digits")
@@ -184,6 +187,8 @@ def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
     if workers + 2 > len(usable):
         raise HarnessError(f"--subnet {subnet} has {len(usable)} addresses: too few for 1 master, "
                            f"{workers} workers and the bridge")
+    if not 0 <= gpu_workers <= workers:
+        raise HarnessError(f"--gpu-workers {gpu_workers}: between 0 and the {workers} workers")
     if workers + 1 > 999:
         raise HarnessError(f"--workers {workers}: at most 998 (interface names are 15 characters)")
     tier, network = resolve_tier(tier)
@@ -193,7 +198,7 @@ def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
                   for i, (short, role) in enumerate(roles))
     return Plan(run_id=run_id, prefix=prefix, subnet=str(net), bridge=f"{prefix}-br",
                 bridge_address=str(usable[-1]), tier=tier, network=network, hosts=hosts,
-                shared_prefix=shared_prefix)
+                shared_prefix=shared_prefix, gpu_workers=gpu_workers)
 
 
 def conflicts(subnet: str, addresses: list[tuple[str, str]], routes: list[tuple[str, str]]) -> list[str]:
@@ -246,10 +251,17 @@ def link_vars(plan: Plan) -> dict:
             "dlobd_emulated_link": tier_label(plan.tier)}
 
 
+def gpu_hosts(plan: Plan) -> list[str]:
+    """The workers in group gpu: the last plan.gpu_workers."""
+    workers = [h.name for h in plan.hosts if h.role == "worker"]
+    return workers[len(workers) - plan.gpu_workers:] if plan.gpu_workers else []
+
+
 def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -> dict:
     """The Ansible inventory of the run, in the groups the playbooks expect."""
     master = [h.name for h in plan.hosts if h.role == "master"]
     workers = [h.name for h in plan.hosts if h.role == "worker"]
+    gpu = gpu_hosts(plan)
     machine = {
         # The hosts share this machine's package database (installed by `make provision`) and
         # reach no registry: Python wheels and Maven artifacts come from the depot.
@@ -269,6 +281,9 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
             "dlobd_emulated_namespace": h.name,
             **link_vars(plan),
         }
+        if h.name in gpu:
+            # no GPU and no CUDA toolkit in a namespace: hr_reduce builds for host buffers only
+            hostvars[h.name]["hr_reduce_cuda"] = False
     return {"all": {
         "vars": {
             "ansible_user": "root",
@@ -285,7 +300,7 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
             "namenode": {"hosts": {n: None for n in master}},
             "resourcemanager": {"hosts": {n: None for n in master}},
             "workers": {"hosts": {n: None for n in workers}},
-            "gpu": {"hosts": {}},
+            "gpu": {"hosts": {n: None for n in gpu}},
         },
     }}
 
@@ -648,7 +663,8 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
     state.data["up_s"] = round(time.monotonic() - start, 3)
     state.save()
     for h in plan.hosts:
-        log(f"{h.role:6} {h.name} {h.address} sshd up, link {tier_label(plan.tier)}")
+        group = " (group gpu, no GPU)" if h.name in gpu_hosts(plan) else ""
+        log(f"{h.role:6} {h.name} {h.address}{group} sshd up, link {tier_label(plan.tier)}")
     log(f"inventory {inventory}; up in {state.data['up_s']:.1f} s")
 
 
@@ -797,6 +813,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="where the controller keeps the wheels and Maven artifacts the hosts install from")
     p_up.add_argument("--shared-prefix", action="store_true",
                       help="one prefix folder every host sees (as on NFS or Lustre) instead of one per host")
+    p_up.add_argument("--gpu-workers", type=int, default=0,
+                      help="put the last N workers in group gpu (they have no GPU: CPU work stands in)")
     p_exec = sub.add_parser("exec", help="run a command inside one host (default: the master)")
     p_exec.add_argument("--host", default="master", help="master, worker<N>, or the host's full name")
     p_exec.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its arguments")
@@ -809,7 +827,8 @@ def main(argv: list[str] | None = None) -> int:
     state_dir = args.state_dir.resolve()
     try:
         if args.command == "up":
-            plan = make_plan(args.workers, args.subnet, args.tier, args.run_id, args.shared_prefix)
+            plan = make_plan(args.workers, args.subnet, args.tier, args.run_id, args.shared_prefix,
+                             args.gpu_workers)
             try:
                 up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout,
                    args.depot.resolve())

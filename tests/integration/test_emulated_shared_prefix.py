@@ -1,5 +1,6 @@
 """One prefix folder shared by every host, as on NFS or Lustre: 1 master + 2 emulated workers
-(tests/cluster/emulated.py --shared-prefix: no per-host mount) provisioned with site.yml over SSH.
+(tests/cluster/emulated.py --shared-prefix: no per-host mount) provisioned with site.yml over SSH,
+worker2 in group gpu (--gpu-workers 1) as on a cluster where only some nodes have GPUs.
 
 The software is installed once in the prefix; each host's configuration and state go to its own
 folder (dlobd_local_dir, by default <prefix>/hosts/<host name>), which <prefix>/etc/dlobd-env.sh
@@ -7,7 +8,9 @@ reads on the host it runs on. Checked on real output: the preflight names the ho
 prefix, a second run changes nothing, every host's rendered configuration names that host, the
 smoke tests pass with a DataNode and a NodeManager per worker, `hdfs dfsadmin -report` lists a
 DataNode per worker with its storage in that worker's folder, and a point runs across both
-workers from the master.
+workers from the master. YARN gives worker2's NodeManager the GPU node label, and executors placed
+as a GPU point's (hadoop.gpu_workers) all land there, CPU executors standing in for GPU ones since
+a namespace has no GPU: the ResourceManager's own record of the containers shows it.
 """
 
 import json
@@ -39,7 +42,8 @@ pytestmark = [
 def site(provisioned, tmp_path_factory):
     """The hosts (they use this machine's Debian packages, which `provisioned` installs),
     provisioned twice; their daemons stopped and the hosts removed when the module ends."""
-    with emulated_site_in(tmp_path_factory.mktemp("emulated-shared-prefix"), SUBNET, shared_prefix=True) as made:
+    with emulated_site_in(tmp_path_factory.mktemp("emulated-shared-prefix"), SUBNET, shared_prefix=True,
+                          gpu_workers=1) as made:
         made.playbook("site.yml", record="rerun")
         yield made
 
@@ -139,3 +143,84 @@ def test_a_point_runs_across_both_workers_from_the_master(site, tmp_path):
     # each worker's fingerprint, read from its own folder
     assert {record["fabric"][h["name"]]["host"] for h in record["hosts"]} == {
         site.host(f"worker{i}")["name"] for i in (1, 2)}
+
+
+# A Spark application whose two executors are placed as a GPU point's (hadoop.gpu_workers: the
+# gpu group's node label) and sized so that two share a NodeManager; it reports, once both have
+# registered, their hosts and the ResourceManager's record of its containers, nodes and labels.
+LABELLED_APP = """
+import json, os, time, urllib.request
+from pyspark import SparkConf, SparkContext
+sc = SparkContext(conf=SparkConf().setAppName("dlobd-labelled"))
+deadline = time.time() + 180
+def executors():
+    hosts = str(sc._jsc.sc().getExecutorMemoryStatus().keySet().mkString(",")).split(",")
+    return sorted(h for h in hosts if h.split(":")[0] != sc.getConf().get("spark.driver.host"))
+def rm(path):
+    with urllib.request.urlopen(os.environ["DLOBD_RESOURCEMANAGER_HTTP"].rstrip("/") + path, timeout=30) as got:
+        return json.load(got)
+while len(executors()) < 2 and time.time() < deadline:
+    time.sleep(0.5)
+app = sc.applicationId
+attempt = rm(f"/ws/v1/cluster/apps/{app}/appattempts")["appAttempts"]["appAttempt"][-1]["appAttemptId"]
+print("EXECUTORS " + json.dumps(executors()))
+print("CONTAINERS " + json.dumps(rm(f"/ws/v1/cluster/apps/{app}/appattempts/{attempt}/containers")))
+print("NODES " + json.dumps(rm("/ws/v1/cluster/nodes")))
+print("LABELS " + json.dumps(rm("/ws/v1/cluster/get-node-labels")))
+sc.stop()
+"""
+SUBMIT_LABELLED = """
+import json, subprocess, sys
+from dlobd.cluster import hadoop
+workers, placed = hadoop.gpu_workers("the labelled application")
+share = hadoop.executor_container_mb(2, 1536)
+env = hadoop.stack_env()
+conf = {**placed, "spark.executor.memoryOverhead": share - 512, "spark.yarn.am.memory": f"{hadoop.AM_MEMORY_MB}m",
+        "spark.dynamicAllocation.enabled": "false", "spark.ui.enabled": "false"}
+print("PLACED " + json.dumps({"workers": workers, "conf": placed}))
+done = subprocess.run([env["SPARK_HOME"] + "/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
+                       "--num-executors", "2", "--executor-cores", "1", "--executor-memory", "512m",
+                       *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")], sys.argv[1]],
+                      env=env, capture_output=True, text=True, timeout=400)
+print("RC", done.returncode)
+print(done.stdout)
+print(done.stderr[-3000:], file=sys.stderr)
+"""
+
+
+def listed(report, key: str):
+    """The entries under `key` of a YARN REST answer, a list whether it holds one or several."""
+    found = (report or {}).get(key) or []
+    return found if isinstance(found, list) else [found]
+
+
+def test_executors_placed_as_a_gpu_point_s_land_on_the_gpu_worker_alone(site, tmp_path):
+    rc, out, _ = site.playbook("cluster-up.yml")
+    assert rc == 0, out[-5000:]
+    gpu, cpu = site.host("worker2"), site.host("worker1")
+    master_yarn = properties(prefix(site) / "hosts" / site.host("master")["name"] / "etc" / "hadoop" / "yarn-site.xml")
+    assert master_yarn["yarn.node-labels.enabled"] == "true"
+    app = tmp_path / "labelled.py"
+    app.write_text(LABELLED_APP)
+    tmp_path.chmod(0o755)
+    done = harness(site.state_dir, "exec", "--host", "master", "--", "env", f"DLOBD_PREFIX={prefix(site)}",
+                   sys.executable, "-c", SUBMIT_LABELLED, str(app), timeout=500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "RC 0" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines()
+                 if line.split(" ", 1)[0] in {"PLACED", "EXECUTORS", "CONTAINERS", "NODES", "LABELS"})
+    # the launchers' placement: the gpu group's worker, by the label the yarn role gave it
+    assert json.loads(lines["PLACED"]) == {"workers": [gpu["address"]],
+                                           "conf": {"spark.yarn.executor.nodeLabelExpression": "gpu"}}
+    # Hadoop 3's label is non-exclusive: idle GPU nodes may run other points' containers
+    labels = listed(json.loads(lines["LABELS"]), "nodeLabelInfo")
+    assert [(label["name"], str(label["exclusivity"]).lower()) for label in labels] == [("gpu", "false")], labels
+    # a NodeManager registers under its host's name for its address, which cluster-up labelled
+    nodes = {node["nodeHostName"]: listed(node, "nodeLabels")
+             for node in listed(json.loads(lines["NODES"]).get("nodes"), "node")}
+    assert nodes == {gpu["name"]: ["gpu"], cpu["name"]: []}, nodes
+    # both executors on the GPU worker: Spark's registry and the ResourceManager's containers
+    assert [h.rsplit(":", 1)[0] for h in json.loads(lines["EXECUTORS"])] == [gpu["name"]] * 2, lines["EXECUTORS"]
+    containers = listed(json.loads(lines["CONTAINERS"]), "container")
+    executors = [c for c in containers if not c["containerId"].endswith("_000001")]
+    assert len(executors) == 2 and {c["assignedNodeId"].rsplit(":", 1)[0] for c in executors} == {gpu["name"]}, containers
