@@ -24,3 +24,8 @@ def playbook_settings() -> dict:
 
 class NotRunnable(Exception):
     """This cluster cannot provide a point: a stack launcher, a link or a capability check says why."""
+
+
+# How a reason begins that no site can satisfy (software never released): the plan asks for no
+# setting it names, and the point stays not runnable whatever path is given.
+NOT_OBTAINABLE = "not obtainable"

@@ -366,6 +366,7 @@ def test_an_assumed_core_count_is_cut_to_what_the_cluster_lays_out(tmp_path, mon
     assert (r["executors"], r["executor_cores"], r["cores"]) == (4, 24, 96)
     assert r["assumed"].startswith("96, assumed, not stated by the paper (Fig. 7(a)")
     assert r["assumed"].endswith("the assumed 192 cut to this cluster's 96 cores in executors of 24 on 6 "
-                                 "worker(s) (None cores) that divide batch 768")
+                                 "worker(s) (group workers: 10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5, "
+                                 "10.0.0.6) that divide batch 768 (node size: None cores)")
     ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig6c", {"network": "ipoib"}, 56, 8)
     assert bigdl.plan_resources(ctx)["cores"] == 192 and bigdl.plan_resources(ctx)["assumed"].startswith("192, assumed")

@@ -140,11 +140,13 @@ def test_rdma_without_an_hca_is_not_runnable(tmp_path, monkeypatch):
         caffeonspark.launch(ctx)
 
 
-def test_missing_build_names_its_variable(tmp_path, monkeypatch):
+def test_missing_build_names_the_role_variable_that_gives_it(tmp_path, monkeypatch):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != "CAFFEONSPARK_HOME_CPU_MKL"})
     ctx = context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1})
-    with pytest.raises(NotRunnable, match="set CAFFEONSPARK_HOME_CPU_MKL"):
+    with pytest.raises(NotRunnable) as err:
         caffeonspark.launch(ctx)
+    assert str(err.value) == ("device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds "
+                              "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)")
 
 
 def test_gpu_points_need_gpus(tmp_path, monkeypatch):
@@ -176,8 +178,9 @@ def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 16}))
     some = {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:15])}
     install(monkeypatch, some)
-    with pytest.raises(NotRunnable, match=rf"worker\(s\) {WORKERS[15]} have no GPU .*and YARN has no node label "
-                                          r"for group gpu \(DLOBD_GPU_NODE_LABEL: role yarn sets it\)"):
+    with pytest.raises(NotRunnable, match=rf"worker\(s\) {WORKERS[15]} are not in group gpu, and YARN has no node "
+                                          r"label for group gpu \(provisioning gives their NodeManagers "
+                                          r"dlobd_gpu_node_label: provision again; DLOBD_GPU_NODE_LABEL\)$"):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 2}))
     # with YARN's node label of the gpu group the executors ask for it, and count the GPU workers only
     install(monkeypatch, {**some, "DLOBD_GPU_NODE_LABEL": "gpu"})
@@ -188,6 +191,34 @@ def test_too_few_workers_and_workers_without_gpus(tmp_path, monkeypatch):
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 16}))
     argv = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 16})).command
     assert "nodeLabelExpression" not in " ".join(argv)
+
+
+# Hadoop 2.7's exclusive YARN label on 4 of the 16 workers, as provisioning gives group gpu
+LABELLED = {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[12:]), "DLOBD_GPU_NODE_LABEL": "gpu",
+            "DLOBD_GPU_NODE_LABEL_EXCLUSIVE": "true", "HADOOP_VERSION": "2.7.3"}
+
+
+def test_the_workers_a_reason_counts_are_named_with_their_group_and_the_label_that_leaves_some_out(
+        tmp_path, monkeypatch):
+    install(monkeypatch, LABELLED)
+    with pytest.raises(NotRunnable) as gpu:
+        caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "gpu", "nodes": 8}))
+    assert str(gpu.value) == f"8 nodes: the cluster has 4 GPU worker(s) (group gpu: {', '.join(WORKERS[12:])})"
+    with pytest.raises(NotRunnable) as cpu:
+        caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 16}))
+    assert str(cpu.value) == (f"16 nodes: the cluster has 12 worker(s) outside group gpu ({', '.join(WORKERS[:12])}; "
+                              "YARN 2.7's node label gpu is exclusive, so CPU executors do not run on "
+                              f"{', '.join(WORKERS[12:])})")
+    # a label that is not exclusive (Hadoop 2.8 on) leaves CPU executors every worker
+    install(monkeypatch, {**LABELLED, "DLOBD_GPU_NODE_LABEL_EXCLUSIVE": "false"})
+    assert caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 16})).status == "dry run"
+    # a scale's `hosts` (several executors a NodeManager) beyond the workers, said alike
+    install(monkeypatch, {**LABELLED, "DLOBD_GPU_NODE_LABEL_EXCLUSIVE": "false"}, workers=WORKERS[:1])
+    ctx = context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 4})
+    ctx.fixed["hosts"] = 2
+    with pytest.raises(NotRunnable, match=rf"^2 host\(s\): the cluster has 1 worker\(s\) \(group workers: "
+                                          rf"{WORKERS[0]}\)$"):
+        caffeonspark.launch(ctx)
 
 
 def test_unknown_model_is_refused(tmp_path, cluster):
@@ -389,5 +420,5 @@ def test_the_assumed_nodes_are_cut_to_a_smaller_cluster_and_an_assumed_count_bey
     p = caffeonspark.plan_point(context(tmp_path, "dlobd-fig6a", {"network": "ipoib"}))
     assert (p["nodes"], p["device"]) == (2, "gpu")  # the device assumed, the nodes cut to the 2 workers
     assert p["labels"]["assumed"]["nodes"].startswith("2, assumed, not stated by the paper (Fig. 5(a)")
-    assert p["labels"]["assumed"]["nodes"].endswith("; the assumed 4 cut to this cluster's 2 GPU worker nodes "
-                                                    f"(DLOBD_GPU_WORKERS: {WORKERS[0]} {WORKERS[1]})")
+    assert p["labels"]["assumed"]["nodes"].endswith("; the assumed 4 cut to this cluster's 2 GPU worker(s) "
+                                                    f"(group gpu: {WORKERS[0]}, {WORKERS[1]})")

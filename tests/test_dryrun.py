@@ -19,13 +19,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT
+from dlobd import ROOT, NotRunnable
 from dlobd.cluster import capabilities, hadoop, inventory, provenance, remote
 from dlobd.execution import dryrun, runs
 from dlobd import spec as dspec
-from dlobd.stacks import bigdl, caffeonspark, grpcbench, hr_reduce, tensorflow, tensorflowonspark
+from dlobd.stacks import (bigdl, caffeonspark, grpcbench, hr_reduce, mmlspark, tensorflow,
+                          tensorflowonspark)
 from datafiles import write_idx
 from inventories import EXAMPLE, write_other, write_plain
+import stackfakes
 from dlobd.stacks import runner
 
 WORKERS = "127.0.0.2 127.0.0.3"
@@ -325,12 +327,15 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     assert cos.command[-1].startswith("hdfs://192.168.100.1:19820/dlobd/models/")
     assert [h["address"] for h in cos.hosts] == ["192.168.100.2"]
     assert "nodeLabelExpression" not in " ".join(cos.command)
-    assert done["dlobd-fig4a", "device-cpu-openblas_nodes-2"].reason.startswith(
-        "2 nodes: the cluster has 1 worker(s) (192.168.100.2)")
+    assert done["dlobd-fig4a", "device-cpu-openblas_nodes-2"].reason == (
+        "2 nodes: the cluster has 1 worker(s) outside group gpu (node02; YARN 2.7's node label gpu is exclusive, "
+        "so CPU executors do not run on node03, node04)")
     gpu = done["dlobd-fig4a", "device-gpu-cudnn_nodes-2"]
     assert gpu.status == "dry run" and "spark.yarn.executor.nodeLabelExpression=gpu" in gpu.command
     assert [h["address"] for h in gpu.hosts] == ["192.168.100.3", "192.168.100.4"]
-    assert "set CAFFEONSPARK_HOME_CPU_MKL" in done["dlobd-fig4a", "device-cpu-mkl_nodes-1"].reason
+    assert done["dlobd-fig4a", "device-cpu-mkl_nodes-1"].reason == (
+        "device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds (role caffeonspark, "
+        "which records CAFFEONSPARK_HOME_CPU_MKL)")
 
     cntk = done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"]
     assert cntk.status == "dry run", cntk.reason
@@ -343,7 +348,8 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     assert "spark.executorEnv.PYSPARK_PYTHON=/opt/python-3.6/bin/python" in cntk.command
     assert "spark.pyspark.driver.python=/opt/python-3.6/bin/python" in cntk.command
     assert "the mmlspark role finds its version when provisioning" in cntk.extra["notes"][0]
-    assert "set CNTK_HOME_CPU_OPENBLAS" in done["dlobd-fig4c", "device-cpu-openblas_nodes-1"].reason
+    assert done["dlobd-fig4c", "device-cpu-openblas_nodes-1"].reason.endswith(
+        ": add cpu-openblas: <its install> to mmlspark_cntk_homes (role mmlspark; CNTK_HOME_CPU_OPENBLAS)")
 
 
 def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
@@ -368,15 +374,17 @@ def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
         assert [h["address"] for h in cos.hosts] == workers
     rdma = done["dlobd-fig5a", "device-gpu-cudnn_model-lenet_network-rdma_nodes-4"]
     assert rdma.command[rdma.command.index("-connection") + 1] == "infiniband"
-    assert "set CAFFEONSPARK_HOME_CPU_OPENBLAS" in done["dlobd-fig4a", "device-cpu-openblas_nodes-2"].reason
-    assert "set CAFFEONSPARK_HOME_GPU " in done["dlobd-fig4a", "device-gpu_nodes-2"].reason
+    assert done["dlobd-fig4a", "device-cpu-openblas_nodes-2"].reason.endswith(
+        ": add cpu-openblas to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_CPU_OPENBLAS)")
+    assert done["dlobd-fig4a", "device-gpu_nodes-2"].reason.endswith(
+        ": add gpu to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_GPU)")
 
     cntk = done["dlobd-fig4c", "device-cpu-mkl_nodes-4"]
     assert cntk.status == "dry run", cntk.reason
     assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"] == " ".join(workers[:4])
     assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_TCP_IF"] == "hsn0"
     assert "/sw/cntk-2.2-cpu/cntk/bin:/sw/openmpi-1.10/bin" in cntk.extra["remote_env"]["PATH"]
-    assert "set CNTK_HOME_GPU_CUDNN" in done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"].reason
+    assert "add gpu-cudnn: <its install> to mmlspark_cntk_homes" in done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"].reason
     assert "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/python-3.6/bin/python" in cntk.command
 
 
@@ -388,7 +396,59 @@ def test_cntk_points_without_mmlspark_python_name_it(tmp_path):
     done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4c"])
     fitting = [done["dlobd-fig4c", f"device-gpu-cudnn_nodes-{n}"] for n in (1, 2, 4)]
     assert all(r.status == "not runnable" for r in fitting)
-    assert all("set MMLSPARK_PYTHON (role mmlspark)" in r.reason and "mmlspark_python" in r.reason for r in fitting)
+    assert all(r.reason.endswith(": set mmlspark_python (role mmlspark; MMLSPARK_PYTHON)") for r in fitting)
+
+
+def test_reasons_name_what_the_inventory_sets_and_its_hosts(tmp_path):
+    """The plain inventory running both roles by the spack method: its GPU workers and, for CPU
+    points, the workers outside YARN 2.7's exclusive label are named as the inventory names them;
+    a missing CaffeOnSpark build names the role variables that give it. (The launchers are asked
+    beyond the inventory's size too, as the plan asks them.)"""
+    path = write_plain(tmp_path / "inventory", dlobd_paper_stacks=["caffeonspark", "mmlspark"],
+                       mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2-gpu", "cpu-mkl": "/sw/cntk-2.2-cpu"},
+                       mmlspark_mpi_home="/sw/openmpi-1.10", mmlspark_python="/sw/python-3.6/bin/python")
+    done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4c"])
+    assert done["dlobd-fig4c", "device-cpu-mkl_nodes-4"].status == "dry run"
+    assert done["dlobd-fig4c", "device-cpu-mkl_nodes-4"].extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"] == (
+        "192.168.0.2 192.168.0.3 192.168.0.4 192.168.0.5")  # ib-c1 to ib-c4, outside the GPU label
+
+    def reason(stack, spec_id, point):
+        with pytest.raises(NotRunnable) as err:
+            stack.launch(stackfakes.context(tmp_path, spec_id, point))
+        return str(err.value)
+
+    cpu = ("the cluster has 4 worker(s) outside group gpu (ib-c1, ib-c2, ib-c3, ib-c4; YARN 2.7's node label gpu "
+           "is exclusive, so CPU executors do not run on ib-g1, ib-g2)")
+    with provenance.inventory_in_use(inventory.load(path)):
+        assert reason(caffeonspark, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 8}) == f"8 nodes: {cpu}"
+        # MMLSpark's CPU points count the same workers
+        assert reason(mmlspark, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 8}) == f"8 nodes: {cpu}"
+        assert reason(mmlspark, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 4}) == (
+            "4 nodes: the cluster has 2 GPU worker(s) (group gpu: ib-g1, ib-g2)")
+        # the spack method builds the head node's one device (cpu-openblas), whatever caffeonspark_builds lists
+        assert reason(caffeonspark, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}) == (
+            "device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds and set "
+            "caffeonspark_install_method to git or mirror, as the spack method builds one device per host "
+            "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)")
+        assert reason(caffeonspark, "dlobd-fig4a", {"device": "gpu-cudnn", "nodes": 1}) == (
+            "device gpu-cudnn: no CaffeOnSpark build for it: set caffeonspark_install_method to git or mirror, as "
+            "the spack method builds one device per host (role caffeonspark, which records "
+            "CAFFEONSPARK_HOME_GPU_CUDNN)")
+
+
+def test_a_role_the_inventory_configures_but_does_not_run_is_what_a_reason_asks_for(tmp_path):
+    """The plain inventory gives the mmlspark role's variables and lists no paper stack: a reason asks
+    for the role's run, not for the variables it already has."""
+    path = write_plain(tmp_path / "inventory", mmlspark_cntk_homes={"cpu-mkl": "/sw/cntk-2.2-cpu"},
+                       mmlspark_mpi_home="/sw/openmpi-1.10", mmlspark_python="/sw/python-3.6/bin/python")
+    with provenance.inventory_in_use(inventory.load(path)), pytest.raises(NotRunnable) as cntk:
+        mmlspark.launch(stackfakes.context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 1}))
+    assert str(cntk.value).endswith(": the mmlspark role records it where it runs (dlobd_paper_stacks: [mmlspark]; "
+                                    "CNTK_HOME_CPU_MKL)")
+    with provenance.inventory_in_use(inventory.load(path)), pytest.raises(NotRunnable) as cos:
+        caffeonspark.launch(stackfakes.context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
+    assert str(cos.value) == ("device cpu-openblas: no CaffeOnSpark build for it: the caffeonspark role builds it "
+                              "where it runs (dlobd_paper_stacks: [caffeonspark]; CAFFEONSPARK_HOME_CPU_OPENBLAS)")
 
 
 def test_dry_runs_of_a_spec_with_runs_from_are_the_other_specs_points(tmp_path):
@@ -536,16 +596,29 @@ def with_option(argv, name, value):
     return out
 
 
-def test_check_a_container_larger_than_a_node():
-    node = {"cores": 24, "memory_gb": 16}
+def test_check_a_container_larger_than_a_nodemanager():
+    node = {"vcores": 24, "memory_mb": 16384}
     assert dryrun.container_errors(SUBMIT, node) == []
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), node) == [
-        "--executor-cores 192 is more than a node's 24 cores"]
+        "--executor-cores 192 is more than a NodeManager's 24 vcores"]
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-memory", "16g"), node) == [
-        "an executor of 17408 MiB (--executor-memory 16g + overhead) is more than a node's 16 GB"]
+        "an executor of 17408 MiB (--executor-memory 16g + overhead) is more than a NodeManager's 16384 MB"]
     # what a NodeManager offers by definition fits it; a node of unknown size judges nothing
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "$DLOBD_YARN_VCORES"), node) == []
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), {}) == []
+
+
+def test_a_nodemanager_is_what_role_yarn_gives_the_declared_node(tmp_path):
+    """The plan and --check size a NodeManager as derived.yml does: the declared memory_gb and
+    cores times dlobd_yarn_memory_fraction and dlobd_yarn_vcores_per_cpu."""
+    cluster = inventory.load(EXAMPLE)  # 128 GB and 56 cores a node, fraction 0.75, 1 vcore per CPU
+    manager = inventory.nodemanager(cluster.members("workers")[0], cluster)
+    assert (manager["memory_mb"], manager["vcores"]) == (98304, 56)
+    assert manager["why"] == ("memory 98304 MB (128 GB x dlobd_yarn_memory_fraction 0.75); "
+                              "vcores 56 (56 cores x dlobd_yarn_vcores_per_cpu 1)")
+    plain = inventory.load(write_plain(tmp_path))  # no size declared: the host's own, at provisioning
+    manager = inventory.nodemanager(plain.members("workers")[0], plain)
+    assert manager["memory_mb"] is None and "found at provisioning (no dlobd_hardware.memory_gb)" in manager["why"]
 
 
 def test_check_executors_times_cores_against_the_points_total():

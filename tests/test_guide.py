@@ -1,11 +1,14 @@
 """docs/new-cluster.md is what `dlobd guide` writes from the specs and the settings modules."""
 
 import re
+import subprocess
+import sys
 
 import yaml
 
 from dlobd import ROOT
 from dlobd.cluster import capabilities, fabric, inventory
+from dlobd.execution import plan
 from inventories import write_plain
 from dlobd.results import guide
 
@@ -53,3 +56,27 @@ def test_the_guide_names_only_what_the_plan_of_a_paper_inventory_says(tmp_path):
 
 def test_the_readme_links_the_guide():
     assert "(docs/new-cluster.md)" in (ROOT / "README.md").read_text()
+
+
+def test_what_the_guide_says_of_the_plan_the_plan_does(tmp_path):
+    """The guide's claims about the plan, held against plans of the plain inventory: where each
+    install method runs TensorFlowOnSpark's Python, the summary's shape and its costs, and what
+    YARN gets per worker."""
+    text = " ".join(guide.render().split())
+    for method, claim in (("spack", "on the `spack` and `registry` methods, in the paper image's Python"),
+                          ("apptainer", "on the `apptainer` method in its own image's Python")):
+        assert claim in text
+        caps = capabilities.inventory_capabilities(inventory.load(write_plain(tmp_path / method,
+                                                                               dlobd_install_method=method)))
+        assert caps["tensorflowonspark"][0], caps["tensorflowonspark"]
+        assert "/libexec/apptainer/tfos-python/bin/python2.7" in caps["tensorflowonspark"][1]
+    assert "under `all: hosts: <host>:`" in text and "`# cost of`" in text and "says `not obtainable`" in text
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory",
+                          str(write_plain(tmp_path / "plan"))],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
+    summary = yaml.safe_load(out[out.index(plan.SUMMARY_HEAD):].split("\n", 1)[1])["all"]
+    assert set(summary) == {"vars", "hosts"} and all("dlobd_hardware" in v for v in summary["hosts"].values())
+    assert "\n# cost of caffeonspark_builds: " in out
+    assert "prints what each worker's NodeManager gets" in text
+    assert re.search(r"^  ib-c1: memory its own x dlobd_yarn_memory_fraction 0.25, found at provisioning", out, re.MULTILINE)
+    assert "not obtainable" in out

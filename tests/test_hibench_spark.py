@@ -325,15 +325,18 @@ def test_the_run_conf_overrides_the_sites_files_in_hibenchs_reading_order(hibenc
 def test_hibench_profiles_without_hibench_are_not_runnable(cluster, monkeypatch):
     monkeypatch.setattr(capabilities, "network_missing", lambda stack, net: [])
     ctx = context(cluster, SPECS[1], {"network": "ipoib", "datasize": "bigdata"}, scale="paper")
-    with pytest.raises(NotRunnable, match=r"HiBench's bigdata profile \(50,000,000 pages\) needs HiBench's "
-                                               r"own generator: HIBENCH_HOME is unset"):
+    with pytest.raises(NotRunnable, match=r"^HiBench's bigdata profile \(50,000,000 pages\) needs HiBench's "
+                                          r"own generator: set hibench_enabled: true \(role hibench installs "
+                                          r"HiBench and records HIBENCH_HOME\), or HIBENCH_HOME in "
+                                          r"dlobd_stack_settings$"):
         hb.launch(ctx)
 
 
 def test_hibench_home_without_hibench_is_named(cluster, monkeypatch):
     monkeypatch.setenv("HIBENCH_HOME", str(cluster))
     ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
-    with pytest.raises(NotRunnable, match=r"HIBENCH_HOME=.*: no bin/workloads/websearch/pagerank/spark/run.sh"):
+    with pytest.raises(NotRunnable, match=r"^HiBench at .* \(HIBENCH_HOME\) has no "
+                                          r"bin/workloads/websearch/pagerank/spark/run.sh"):
         hb.launch(ctx)
 
 

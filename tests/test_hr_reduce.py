@@ -11,7 +11,9 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
+from dlobd import ROOT
 from dlobd.cluster import capabilities
 from dlobd.execution import runs
 from dlobd.stacks import hr_reduce, parse_run
@@ -314,8 +316,20 @@ def test_mpirun_uses_the_hostfile_instead_of_oversubscribing(tmp_path):
 def test_mvapich2_comes_from_the_install_the_user_names(tmp_path, monkeypatch):
     monkeypatch.setattr(hr_reduce.provenance, "prefix_env", lambda: {})
     monkeypatch.delenv("MVAPICH2_GDR_HOME", raising=False)
-    with pytest.raises(NotRunnable, match="registered download: set MVAPICH2_GDR_HOME"):
+    monkeypatch.delenv("MVAPICH2_HOME", raising=False)
+    with pytest.raises(NotRunnable) as gdr:
         mpi_launch.mpi_tool("mvapich2-gdr", "mpicc")
+    assert str(gdr.value) == ("mvapich2-gdr: set MVAPICH2_GDR_HOME in dlobd_stack_settings to its install directory: "
+                              "MVAPICH2-GDR is a registered download (mvapich.cse.ohio-state.edu)")
+    # plain MVAPICH2 is free, and the paper-tfos-bigdl Spack environment installs it
+    with pytest.raises(NotRunnable) as plain:
+        mpi_launch.mpi_tool("mvapich2", "mpicc")
+    assert str(plain.value) == ("mvapich2: set MVAPICH2_HOME in dlobd_stack_settings to its install directory: "
+                                "MVAPICH2 is a free download (mvapich.cse.ohio-state.edu), or Spack's mvapich2 "
+                                "package, which the paper-tfos-bigdl Spack environment installs")
+    assert "registered" not in str(plain.value)
+    env = yaml.safe_load((ROOT / "spack-envs" / "paper-tfos-bigdl" / "spack.yaml").read_text())
+    assert any(spec.split()[0] == "mvapich2" for spec in env["spack"]["specs"])
     monkeypatch.setenv("MVAPICH2_GDR_HOME", str(tmp_path))
     with pytest.raises(NotRunnable, match=f"no {tmp_path}/bin/mpirun"):
         mpi_launch.mpirun_prefix("mvapich2-gdr", 160)

@@ -95,24 +95,40 @@ def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("drop, message", [
-    ("CNTK_HOME_CPU_MKL", "no CNTK 2.x build for it.*set CNTK_HOME_CPU_MKL"),
-    ("MMLSPARK_MPI_HOME", "OpenMPI 1.10.*set MMLSPARK_MPI_HOME"),
-    ("MMLSPARK_JARS_DIR", "mmlspark Maven repository.*set MMLSPARK_JARS_DIR"),
-    ("MMLSPARK_SSH_KEY", "set MMLSPARK_SSH_KEY"),
-    ("MMLSPARK_PYTHON", r"PySpark needs a Python 3\.6 or older with numpy \(the role's mmlspark_python\).*"
-                        r"set MMLSPARK_PYTHON \(role mmlspark\)"),
+    ("CNTK_HOME_CPU_MKL", r"no CNTK 2\.x build for it.*: add cpu-mkl: <its install> to mmlspark_cntk_homes "
+                          r"\(role mmlspark; CNTK_HOME_CPU_MKL\)$"),
+    ("MMLSPARK_MPI_HOME", r"^OpenMPI 1\.10 .*: set mmlspark_mpi_home \(role mmlspark; MMLSPARK_MPI_HOME\)$"),
+    ("MMLSPARK_PYTHON", r"^Spark 2\.2's PySpark needs a Python 3\.6 or older with numpy, not the stacks' Python: "
+                        r"set mmlspark_python \(role mmlspark; MMLSPARK_PYTHON\)$"),
 ])
-def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, message):
+def test_missing_software_names_the_role_variable_that_gives_it(tmp_path, monkeypatch, drop, message):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
     with pytest.raises(NotRunnable, match=message):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 2}))
 
 
+@pytest.mark.parametrize("drop, message", [
+    (["MMLSPARK_JARS_DIR"], "MMLSpark 0.10's jars (from the mmlspark Maven repository): the mmlspark role records "
+                            "it where it runs (dlobd_paper_stacks: [mmlspark]; MMLSPARK_JARS_DIR)"),
+    (list(mmlspark.ROLE_RECORDS),
+     "MMLSpark 0.10's jars (from the mmlspark Maven repository); the ssh key CNTKLearner uses to reach the GPU host; "
+     "the ssh/scp/mpirun wrappers that carry the run's settings: the mmlspark role records them where it runs "
+     "(dlobd_paper_stacks: [mmlspark]; MMLSPARK_JARS_DIR, MMLSPARK_SSH_KEY, MMLSPARK_WRAPPERS)"),
+])
+def test_what_the_role_records_of_its_own_asks_for_the_role(tmp_path, monkeypatch, drop, message):
+    """No inventory variable gives the jars, the key or the wrappers: a run of the role does."""
+    install(monkeypatch, {k: v for k, v in SETTINGS.items() if k not in drop})
+    with pytest.raises(NotRunnable) as err:
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 2}))
+    assert str(err.value) == message
+
+
 @pytest.mark.parametrize("version", ["3.7", "3.11"])
 def test_a_python_too_new_for_spark_2_2_is_named(tmp_path, monkeypatch, version):
     install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON": "/usr/bin/python3", "MMLSPARK_PYTHON_VERSION": version})
-    too_new = rf"MMLSPARK_PYTHON /usr/bin/python3 is Python {version}: Spark 2\.2's PySpark runs on 3\.6 at the newest"
-    with pytest.raises(NotRunnable, match=too_new + "; set mmlspark_python"):
+    too_new = (rf"^mmlspark_python /usr/bin/python3 is Python {version}: Spark 2\.2's PySpark runs on 3\.6 at the "
+               r"newest; set mmlspark_python to an older one with numpy \(role mmlspark; MMLSPARK_PYTHON\)$")
+    with pytest.raises(NotRunnable, match=too_new):
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
 
 
@@ -122,7 +138,7 @@ def test_a_python_of_unknown_version_is_planned_with_a_note(tmp_path, monkeypatc
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != "MMLSPARK_PYTHON_VERSION"})
     result = mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2}))
     assert result.status == "dry run"
-    assert result.extra["notes"] == ["MMLSPARK_PYTHON /opt/python-3.6/bin/python: the mmlspark role finds its "
+    assert result.extra["notes"] == ["mmlspark_python /opt/python-3.6/bin/python: the mmlspark role finds its "
                                      "version when provisioning; newer than 3.6 is not runnable"]
     install(monkeypatch, {**SETTINGS, "MMLSPARK_PYTHON_VERSION": "2.7"})
     assert mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 2})).status == "dry run"
@@ -150,8 +166,27 @@ def test_rdma_without_an_hca_and_too_few_gpu_hosts(tmp_path, monkeypatch):
     with pytest.raises(NotRunnable, match="network rdma: needs infiniband"):
         mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 2}))
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:4])})
-    with pytest.raises(NotRunnable, match=r"8 nodes: the cluster has 4 GPU host\(s\)"):
+    with pytest.raises(NotRunnable) as err:
         mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 8}))
+    assert str(err.value) == f"8 nodes: the cluster has 4 GPU worker(s) (group gpu: {', '.join(WORKERS[:4])})"
+
+
+def test_cpu_points_count_the_workers_yarn_runs_their_executors_on(tmp_path, monkeypatch):
+    """MMLSpark's Spark executors run on YARN as the other Spark stacks' do: where Hadoop 2.7's
+    exclusive label keeps those of a CPU point off the GPU workers, its nodes are the others, the
+    same hadoop.executor_workers that CaffeOnSpark and BigDL count."""
+    labelled = {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:4]), "DLOBD_GPU_NODE_LABEL": "gpu",
+                "DLOBD_GPU_NODE_LABEL_EXCLUSIVE": "true", "HADOOP_VERSION": "2.7.3"}
+    install(monkeypatch, labelled)
+    result = mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 8}))
+    assert result.extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"].split() == WORKERS[4:12] == hadoop.executor_workers()[:8]
+    with pytest.raises(NotRunnable) as err:
+        mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "cpu-mkl", "nodes": 16}))
+    assert str(err.value) == (f"16 nodes: the cluster has 12 worker(s) outside group gpu ({', '.join(WORKERS[4:])}; "
+                              "YARN 2.7's node label gpu is exclusive, so CPU executors do not run on "
+                              f"{', '.join(WORKERS[:4])})")
+    gpu = mmlspark.launch(context(tmp_path, "dlobd-fig4c", {"device": "gpu-cudnn", "nodes": 4}))
+    assert gpu.extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"].split() == WORKERS[:4]
 
 
 def test_brainscript_template_takes_the_run_values():

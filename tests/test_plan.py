@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from dlobd import ROOT
+from dlobd.cluster import inventory
 from dlobd.execution import plan
 from inventories import EXAMPLE, write_other, write_plain
 
@@ -27,22 +28,45 @@ def test_jars_in_a_prefix_that_was_never_fully_provisioned_are_no_install(tmp_pa
 PLAN_LINE = re.compile(r"^  (runnable|partly|not runnable)\s+(\S+): (.*)$")
 
 
-def plan_output(inventory_path) -> tuple[dict, dict]:
-    """(experiment -> (verdict, the rest of its line), the settings its summary asks to add) of
-    `dlobd plan --scale paper --inventory`."""
-    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--quiet",
+def plan_output(inventory_path, whole: bool = False) -> tuple:
+    """(experiment -> (verdict, the rest of its line), the settings its summary asks to add, as
+    {'vars': ..., 'hosts': ...}) of `dlobd plan --scale paper --inventory`; `whole`: and the
+    plan's output before its summary."""
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper",
                           "--inventory", str(inventory_path)],
                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
     lines = {m[2]: (m[1], m[3]) for m in map(PLAN_LINE.match, out.splitlines()) if m}
     summary = out[out.index(plan.SUMMARY_HEAD):]
     asks = {} if summary.startswith(f"{plan.SUMMARY_HEAD}: none") else \
-        yaml.safe_load(summary.split("\n", 1)[1])["all"]["vars"]
-    return lines, asks
+        yaml.safe_load(summary.split("\n", 1)[1])["all"]
+    return (lines, asks, out[:out.index(plan.SUMMARY_HEAD)]) if whole else (lines, asks)
 
 
 def plan_lines(inventory_path) -> dict:
     """experiment -> (verdict, the rest of its line) of `dlobd plan --scale paper --inventory`."""
     return plan_output(inventory_path)[0]
+
+
+def merged(into, more):
+    """`more` added to `into` as the summary says to: mappings entry by entry, lists joined."""
+    if isinstance(into, dict) and isinstance(more, dict):
+        return {**into, **{k: merged(into.get(k), v) for k, v in more.items()}}
+    if isinstance(into, list) and isinstance(more, list):
+        return list(dict.fromkeys([*into, *more]))
+    return more
+
+
+def filled(asks, key=None, host=None):
+    """The summary with each <placeholder> replaced by a value of its kind, as a site would."""
+    if isinstance(asks, dict):
+        return {k: filled(v, k, k if key == "hosts" else host) for k, v in asks.items()}
+    if not (isinstance(asks, str) and asks.startswith("<")):
+        return asks
+    if key in ("cores", "memory_gb"):
+        return {"cores": 48, "memory_gb": 192}[key]
+    if key == "dlobd_ethernet_address":
+        return f"10.99.0.{sum(map(ord, host)) % 250 + 1}"
+    return f"/sw/{key}"
 
 
 def with_example_vars(root: Path, **settings) -> Path:
@@ -54,15 +78,30 @@ def with_example_vars(root: Path, **settings) -> Path:
     return root / "hosts.yml"
 
 
+def pasted(path: Path, asks: dict, root: Path) -> Path:
+    """The inventory at `path` with a plan's summary added once, its placeholders filled."""
+    data = yaml.safe_load(path.read_text())
+    data["all"] = merged(data["all"], filled(asks))
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hosts.yml").write_text(yaml.safe_dump(data))
+    return root / "hosts.yml"
+
+
+@pytest.mark.parametrize("method", ["spack", "apptainer"])
 @pytest.mark.parametrize("write", [lambda root, **v: write_plain(root, **v), with_example_vars],
                          ids=["6-worker plain inventory", "example-ib"])
-def test_the_settings_one_plan_names_are_all_a_second_plan_needs(tmp_path, write):
-    """Applied as the summary gives them, the settings leave the second plan asking for none: what
-    still blocks a point is the cluster's size, or a parameter the paper does not state."""
-    _, asks = plan_output(write(tmp_path / "first"))
-    assert asks and all(name in plan_settings() for name in asks), asks
-    lines, again = plan_output(write(tmp_path / "second", **asks))
-    assert again == {}
+def test_the_settings_one_plan_names_are_all_a_second_plan_needs(tmp_path, write, method):
+    """Pasted once, placeholders filled, the summary leaves the second plan asking for nothing:
+    what still blocks a point is the cluster's size, software never released, or a parameter the
+    paper does not state. Neither plan names a setting the inventory cannot set (foreign_names)."""
+    first = write(tmp_path / "first", dlobd_install_method=method)
+    _, asks, said = plan_output(first, whole=True)
+    assert foreign_names(said) == set()
+    assert asks["vars"] and all(name in plan_settings() for name in asks["vars"]), asks
+    assert all(set(v) <= {"dlobd_hardware", "dlobd_ethernet_address"} for v in asks.get("hosts", {}).values())
+    lines, again, said = plan_output(pasted(first, asks, tmp_path / "second"), whole=True)
+    assert again == {}, again
+    assert foreign_names(said) == set()
     blocked = " ".join(text for verdict, text in lines.values() if verdict != "runnable")
     assert not re.search(r"\bset [A-Z_]+\b", blocked), blocked
 
@@ -89,14 +128,15 @@ def test_one_plan_names_every_unmet_need_of_a_point(tmp_path):
                                                      "of group gpu; the cluster has 2")
     mmlspark = lines["dlobd-fig4c"][1]
     assert "needs cntk" in mmlspark
-    for launcher_name, variable in (("CNTK_HOME_GPU_CUDNN", "mmlspark_cntk_homes"),
-                                    ("MMLSPARK_MPI_HOME", "mmlspark_mpi_home"),
-                                    ("MMLSPARK_PYTHON", "mmlspark_python")):
-        assert re.search(rf"set {launcher_name} \(role mmlspark\) \(in the inventory: {variable}\)", mmlspark)
-    assert asks["dlobd_paper_stacks"] == ["caffeonspark", "mmlspark"] and asks["hibench_enabled"] is True
-    assert set(asks["mmlspark_cntk_homes"]) == {"cpu-mkl", "cpu-openblas", "gpu-cudnn"}
+    # each in the inventory's words, dlobd-env.sh's name in parentheses, not named twice
+    assert "to mmlspark_cntk_homes (role mmlspark; CNTK_HOME_GPU_CUDNN)" in mmlspark
+    for launcher_name, variable in (("MMLSPARK_MPI_HOME", "mmlspark_mpi_home"), ("MMLSPARK_PYTHON", "mmlspark_python")):
+        assert f"set {variable} (role mmlspark; {launcher_name})" in mmlspark
+    assert "(in the inventory: mmlspark" not in mmlspark
+    assert asks["vars"]["dlobd_paper_stacks"] == ["caffeonspark", "mmlspark"] and asks["vars"]["hibench_enabled"] is True
+    assert set(asks["vars"]["mmlspark_cntk_homes"]) == {"cpu-mkl", "cpu-openblas", "gpu-cudnn"}
     # the spack method builds one CaffeOnSpark device per host: the plan asks for the git method
-    assert asks["caffeonspark_install_method"] == "git" and "gpu-cudnn" in asks["caffeonspark_builds"]
+    assert asks["vars"]["caffeonspark_install_method"] == "git" and "gpu-cudnn" in asks["vars"]["caffeonspark_builds"]
 
 
 TF_PIECES = ("dlobd-fig5b", "dlobd-fig9", "rdmatf-fig1", "tfgrpc-fig4")
@@ -115,18 +155,19 @@ def test_without_a_site_python_tensorflow_runs_in_the_paper_image_s(tmp_path):
     path = write_plain(tmp_path)
     out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory", str(path)],
                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
+    image = ("the paper image's Python (DLOBD_TFOS_PYTHON=/scratch/dlobd/libexec/apptainer/tfos-python/bin/python2.7; "
+             "python_env_tfos_image \"\": the controller's build of containers/paper-tfos-bigdl.def, built or fetched "
+             "by the preflight)")
     assert tensorflow_lines(out) == {
-        "the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in the paper image's Python "
-        "(DLOBD_TFOS_PYTHON=/scratch/dlobd/libexec/apptainer/tfos-python/bin/python2.7; python_env_tfos_image \"\": "
-        "the controller's build of containers/paper-tfos-bigdl.def, built or fetched by the preflight; not checked "
-        "from here)"}
+        f"the paper profile's TensorFlowOnSpark runs its points in {image}; not checked from here",
+        f"the paper profile's native TensorFlow 1.x runs in {image}, gRPC only; not checked from here"}
     lines, asks = plan_output(path)
     for eid in TF_PIECES:
         assert not re.search(r"needs tensorflow|DLOBD_TFOS_PYTHON", lines[eid][1]), lines[eid]
     assert lines["rdmatf-fig1"][0] == "runnable"
     # fig9's two IPoIB points (TFoS and native TF) run; its RDMA ones lack TF's verbs build only
     assert lines["dlobd-fig9"][1].startswith("2 of 4 points") and "needs tf-rdma" in lines["dlobd-fig9"][1]
-    assert "DLOBD_TFOS_PYTHON" not in asks.get("dlobd_stack_settings", {})
+    assert "DLOBD_TFOS_PYTHON" not in asks["vars"].get("dlobd_stack_settings", {})
     # an image the inventory names is the one the plan names
     image = "https://images.example.org/paper-tfos-bigdl.sif"
     out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory",
@@ -142,10 +183,27 @@ def test_a_site_python_given_is_the_one_tensorflow_runs_in(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory", str(path)],
                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
     assert tensorflow_lines(out) == {
-        f"the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in DLOBD_TFOS_PYTHON={python} "
-        "(dlobd_stack_settings; not checked from here)"}
+        f"the paper profile's TensorFlowOnSpark runs its points in DLOBD_TFOS_PYTHON={python} "
+        "(dlobd_stack_settings); not checked from here",
+        f"the paper profile's native TensorFlow 1.x runs in DLOBD_TFOS_PYTHON={python} "
+        "(dlobd_stack_settings), gRPC only; not checked from here"}
     lines, _ = plan_output(path)
     assert all(not re.search(r"needs tensorflow|DLOBD_TFOS_PYTHON", lines[eid][1]) for eid in TF_PIECES)
+
+
+def test_each_python_named_is_the_one_its_points_run_in(tmp_path):
+    """With the site's TF build for RDMA beside the paper image's Python, the plan says which runs
+    what, as the launchers do: TensorFlowOnSpark's other points stay in the image's Python."""
+    rdma = "/sw/tf1-verbs/bin/python"
+    path = write_plain(tmp_path, dlobd_stack_settings={"DLOBD_TF_RDMA_PYTHON": rdma})
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "plan", "--scale", "paper", "--inventory", str(path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600, check=True).stdout
+    tfos, tf = sorted(tensorflow_lines(out), key=lambda line: "native" in line)
+    assert "TensorFlowOnSpark runs its points in the paper image's Python" in tfos
+    assert tfos.endswith(f", those of network rdma in DLOBD_TF_RDMA_PYTHON={rdma} (dlobd_stack_settings); "
+                         "not checked from here")
+    assert tf == (f"the paper profile's native TensorFlow 1.x runs in DLOBD_TF_RDMA_PYTHON={rdma} "
+                  "(dlobd_stack_settings), every point; not checked from here")
 
 
 def test_the_apptainer_method_plans(tmp_path):
@@ -155,7 +213,7 @@ def test_the_apptainer_method_plans(tmp_path):
     assert lines["tfgrpc-fig8"][0] in ("runnable", "partly")
     for eid in ("rdmatf-fig1", "dlobd-fig9", "dlobd-fig5b"):
         assert lines[eid][0] in ("runnable", "partly") and "DLOBD_TFOS_PYTHON" not in lines[eid][1], lines[eid]
-    assert "DLOBD_TFOS_PYTHON" not in (asks.get("dlobd_stack_settings") or {})
+    assert "DLOBD_TFOS_PYTHON" not in (asks["vars"].get("dlobd_stack_settings") or {})
 
 
 def test_plan_of_the_example_inventory_counts_the_builds_its_roles_install():
@@ -167,12 +225,14 @@ def test_plan_of_the_example_inventory_counts_the_builds_its_roles_install():
     verdict, text = lines["dlobd-fig4a"]
     # cpu-openblas on 1 node, gpu-cudnn on the 2 GPU workers' label
     assert verdict == "partly" and text.startswith("3 of 20 points"), text
-    assert "set CAFFEONSPARK_HOME_CPU_MKL " in text and "set CAFFEONSPARK_HOME_GPU " in text
+    assert "add cpu-mkl to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" in text
+    assert "add gpu to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_GPU)" in text
     assert "CAFFEONSPARK_HOME_CPU_OPENBLAS" not in text and "CAFFEONSPARK_HOME_GPU_CUDNN" not in text
     assert "4 nodes: the cluster has 2 GPU worker(s)" in text and "2 nodes: the cluster has 1 worker(s)" in text
     verdict, text = lines["dlobd-fig4c"]
     assert verdict == "partly" and text.startswith("2 of 15 points")  # gpu-cudnn on 1 and 2 nodes
-    assert "set CNTK_HOME_CPU_MKL " in text and "CNTK_HOME_GPU_CUDNN" not in text
+    assert "add cpu-mkl: <its install> to mmlspark_cntk_homes (role mmlspark; CNTK_HOME_CPU_MKL)" in text
+    assert "CNTK_HOME_GPU_CUDNN" not in text
     assert lines["dlobd-fig5c"][1].startswith("2 of 8 points")  # CNTK over IPoIB and RDMA, 2 nodes
 
 
@@ -183,7 +243,8 @@ def test_plan_of_another_inventory_runs_caffeonspark_on_its_gpu_workers(tmp_path
     # GPU workers; the gpu device has no build
     verdict, text = lines["dlobd-fig5a"]
     assert verdict == "partly" and text.startswith("8 of 32 points"), text
-    assert "set CAFFEONSPARK_HOME_GPU " in text and "needs 8 worker nodes" in text
+    assert "add gpu to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_GPU)" in text
+    assert "needs 8 worker nodes" in text
     # the mmlspark role is not run there: CNTK's points say so
     assert "the inventory does not run the mmlspark role" in lines["dlobd-fig4c"][1]
 
@@ -193,4 +254,28 @@ def test_plan_names_mmlspark_python_where_the_inventory_gives_none(tmp_path):
                                    mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2-gpu"},
                                    mmlspark_mpi_home="/sw/openmpi-1.10"))
     verdict, text = lines["dlobd-fig4c"]
-    assert verdict == "not runnable" and "set MMLSPARK_PYTHON (role mmlspark)" in text, text
+    assert verdict == "not runnable" and "set mmlspark_python (role mmlspark; MMLSPARK_PYTHON)" in text, text
+
+
+PARENTHESES = re.compile(r"\(([^()]*)\)")
+# what a parenthesis names the inventory's setting by: a role, a group, or a variable (dlobd_*, a role's)
+INVENTORY_WORDS = re.compile(r"\brole [a-z_]+|\bgroup [a-z]+|\b[a-z]+_[a-z_]+\b")
+
+
+def foreign_names(text: str) -> set:
+    """The setting names in `text` the inventory cannot set: dlobd-env.sh names other than the
+    entries of dlobd_stack_settings, outside parentheses, or in a parenthesis that names no
+    inventory setting beside them."""
+    found = set()
+    while (inner := PARENTHESES.search(text)) is not None:
+        if not INVENTORY_WORDS.search(inner[1]):
+            found |= set(plan.SETTING_NAME.findall(inner[1]))
+        text = text[:inner.start()] + text[inner.end():]
+    return (found | set(plan.SETTING_NAME.findall(text))) - set(inventory.STACK_SETTINGS)
+
+
+def test_names_the_inventory_cannot_set_are_found():
+    assert foreign_names("MMLSpark 0.10's jars: set MMLSPARK_JARS_DIR (role mmlspark)") == {"MMLSPARK_JARS_DIR"}
+    assert foreign_names("16 nodes: the cluster has 2 GPU host(s) (DLOBD_GPU_WORKERS)") == {"DLOBD_GPU_WORKERS"}
+    assert foreign_names("set mmlspark_python (role mmlspark; MMLSPARK_PYTHON) (in the inventory: x)") == set()
+    assert foreign_names("set SCAFFE_HOME to its install (a download (of OSU))") == set()

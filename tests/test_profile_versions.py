@@ -505,3 +505,12 @@ def test_the_image_of_the_registry_method_carries_its_substitutes_to_the_apptain
     # the spack method builds the paper's own versions
     spack = rendered["paper-tfos-bigdl"]["vars"]
     assert (spack["dlobd_spark_version"], spack["dlobd_bigdl_version"]) == ("2.1.0", "a1f3a88")
+
+
+def test_the_spack_environments_said_to_install_mvapich2_are_those_that_do():
+    """dlobd-env.sh names the mpi role's link of Spack's MVAPICH2 for the sets of
+    dlobd_spack_mvapich2_sets: exactly the environments with mvapich2 among their specs."""
+    with_mvapich2 = {env.name for env in SPACK_ENVS.iterdir() if (env / "spack.yaml").is_file()
+                     and any(str(spec).split("@")[0].split()[0] == "mvapich2"
+                             for spec in yaml.safe_load((env / "spack.yaml").read_text())["spack"]["specs"])}
+    assert with_mvapich2 and set(GROUP_VARS["dlobd_spack_mvapich2_sets"]) == with_mvapich2

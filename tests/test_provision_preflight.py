@@ -162,6 +162,10 @@ def results(tmp_path_factory, mirror, maven_settings):
                                   {"dlobd_local_dir": "/nonexistent-scratch/dlobd"}),
             "twins_one_name": (TWINS, {"twin": LOCAL}, "preflight.yml", (), {}),
             "twins_one_folder": (TWINS, {"twin": LOCAL}, "preflight.yml", (), {"dlobd_local_dir": "{{ dlobd_prefix }}"}),
+            # every value the settings' schema refuses, of both hosts, in one run
+            "bad_values": (TWINS, {"localhost": {**LOCAL, "dlobd_hardware": {"cores": -4, "gpus": 0}},
+                                   "twin": {**LOCAL, "dlobd_hardware": {"cores": "lots"}}},
+                           "preflight.yml", (), {"dlobd_prefix": "relative/path", "dlobd_install_method": "docker"}),
         }
 
         def one(name):
@@ -247,6 +251,22 @@ def test_unimplemented_install_method_fails(results):
     assert rc != 0
     assert ('dlobd_install_method is "conda" (set in the command line (-e)): it must be one of registry, '
             "tarball, spack, apptainer") in " ".join(out.split())
+
+
+def test_every_value_the_settings_schema_refuses_stops_the_preflight_naming_each(results):
+    rc, out, tmp = results["bad_values"]
+    flat = " ".join(out.split())
+    inv = tmp / "inventory" / "hosts.yml"
+    assert rc != 0
+    cores = "it must be a whole number of 1 or more (logical CPUs, as YARN counts them)"
+    prefix = ('dlobd_install_method is "docker" (set in the command line (-e)): it must be one of registry, tarball, '
+              'spack, apptainer; dlobd_prefix is "relative/path" (set in the command line (-e)): it must be an '
+              "absolute path (starting with /)")
+    # each host stops once, with all of its refused values
+    assert f"localhost: dlobd_hardware.cores is -4 (set in {inv} (vars of host localhost)): {cores}; {prefix}" in flat
+    assert f'twin: dlobd_hardware.cores is "lots" (set in {inv} (vars of host twin)): {cores}; {prefix}' in flat
+    assert flat.count("TASK [preflight : Stop on a value the settings' schema refuses]") == 1
+    assert not (ROOT / "relative").exists()
 
 
 def test_unimplemented_install_method_of_one_layer_fails(results):

@@ -33,9 +33,15 @@ def cluster(monkeypatch):
     install(monkeypatch, SETTINGS)
 
 
+def is_design(point) -> bool:
+    """A point of Fig. 13's designs or Table 2's rows: a build of the authors' S-Caffe."""
+    return bool(set(point) & set(scaffe.DESIGN_AXES))
+
+
 def runnable_points():
-    # fig8's caffe at more GPUs than one node has is not runnable by design (tested below)
-    return [(s, p) for s, p in paper_points(*SPECS) if not (p.get("framework") == "caffe" and p["gpus"] > 16)]
+    # fig8's caffe at more GPUs than one node has is not runnable by design, nor is a design point (tested below)
+    return [(s, p) for s, p in paper_points(*SPECS)
+            if not (p.get("framework") == "caffe" and p["gpus"] > 16) and not is_design(p)]
 
 
 @pytest.mark.parametrize("spec_id, point", runnable_points())
@@ -62,9 +68,7 @@ def test_command_of_every_paper_point(tmp_path, cluster, spec_id, point):
     ranks = gpus + (1 if framework == "inspur-caffe" else 0)  # Caffe-MPI's parameter-server rank
     assert option(argv, "-np") == str(ranks) and option(argv, "-f").endswith("attempt-001/hostfile")
     assert sum(int(line.split(":")[1]) for line in lines) == ranks
-    design = point.get("design", point.get("algorithm"))
-    home = ("/opt/caffe-mpi" if framework == "inspur-caffe" else
-            f"/opt/s-caffe-{scaffe.DESIGN_BUILD[design].lower()}" if design else "/opt/osu-caffe")
+    home = "/opt/caffe-mpi" if framework == "inspur-caffe" else "/opt/osu-caffe"
     assert f"{home}/bin/caffe" in argv and option(argv, "-solver").endswith("solver.prototxt")
     if framework != "inspur-caffe":
         assert option(argv, "-scal") == "strong" and option(argv, "-gpu") == "all"
@@ -90,10 +94,14 @@ def test_single_process_caffe_beyond_one_node_is_not_runnable(tmp_path, cluster)
 
 @pytest.mark.parametrize("drop, point, message", [
     ("SCAFFE_HOME", ("scaffe-fig9", {"framework": "s-caffe", "gpus": 2}), "OSU-Caffe.*set SCAFFE_HOME"),
-    ("SCAFFE_HOME_SC_OB", ("scaffe-fig13", {"design": "sc-ob"}), "not a switch of the OSU-Caffe 0.9 release"),
     ("MVAPICH2_GDR_HOME", ("scaffe-fig9", {"framework": "s-caffe", "gpus": 2}), "set MVAPICH2_GDR_HOME"),
     ("INSPUR_CAFFE_HOME", ("scaffe-fig10", {"framework": "inspur-caffe", "gpus": 2}), "Caffe-MPI"),
     ("SCAFFE_IMAGENET_LIST", ("scaffe-fig8", {"framework": "s-caffe", "gpus": 8}), "image files on Lustre"),
+    ("CNTK_HOME_GPU_CUDNN", ("scaffe-fig10", {"framework": "cntk", "gpus": 2}),
+     r"^CNTK 2\.x GPU build .*: add gpu-cudnn: <its install> to mmlspark_cntk_homes \(role mmlspark; "
+     r"CNTK_HOME_GPU_CUDNN\)$"),
+    ("MMLSPARK_MPI_HOME", ("scaffe-fig10", {"framework": "cntk", "gpus": 2}),
+     r"^the OpenMPI 1\.10 .*: set mmlspark_mpi_home \(role mmlspark; MMLSPARK_MPI_HOME\)$"),
 ])
 def test_missing_software_names_its_variable(tmp_path, monkeypatch, drop, point, message):
     install(monkeypatch, {k: v for k, v in SETTINGS.items() if k != drop})
@@ -109,8 +117,27 @@ def test_missing_hardware(tmp_path, monkeypatch):
     with pytest.raises(NotRunnable, match="reads image files from Lustre"):
         scaffe.launch(context(tmp_path, "scaffe-fig8", {"framework": "s-caffe", "gpus": 8}))
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:2])})
-    with pytest.raises(NotRunnable, match="need 4 GPU hosts; the cluster has 2"):
+    with pytest.raises(NotRunnable, match=rf"need 4 GPU workers; the cluster has 2 GPU worker\(s\) \(group gpu: "
+                                          rf"{WORKERS[0]}, {WORKERS[1]}\)$"):
         scaffe.launch(context(tmp_path, "scaffe-fig9", {"framework": "s-caffe", "gpus": 64}))
+
+
+@pytest.mark.parametrize("spec_id, point", [(s, p) for s, p in paper_points(*SPECS) if is_design(p)])
+def test_a_design_of_the_authors_s_caffe_is_not_obtainable_whatever_path_is_given(tmp_path, cluster, spec_id,
+                                                                                   point):
+    """Every SCAFFE_HOME_<DESIGN> is set (the fake cluster's): still no such build can be had."""
+    design = str(point.get("design", point.get("algorithm")))
+    name = scaffe.DESIGNS[design]
+    setting = f"SCAFFE_HOME_{name.replace('-', '_')}"
+    assert SETTINGS[setting]
+    with pytest.raises(NotRunnable) as err:
+        scaffe.launch(context(tmp_path, spec_id, point))
+    reason = str(err.value)
+    assert reason.startswith("not obtainable: ") and "never released" in reason
+    assert reason.endswith(f"this point cannot run anywhere but their cluster ({setting})")
+    assert name in reason and (design != "none" or "Table 2's baseline" in reason)
+    # the setting's name only in the closing parentheses: nothing asks for it
+    assert reason.count(setting) == 1 and "set " not in reason
 
 
 # ---------------------------------------------------------------- parser
@@ -186,25 +213,25 @@ def test_random_damage_never_crashes():
 @pytest.mark.parametrize("spec_id", ["scaffe-fig13", "scaffe-table2"])
 def test_the_assumed_gpus_are_cut_to_a_smaller_cluster_and_labelled(tmp_path, monkeypatch, spec_id):
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:2]), "DLOBD_GPUS_PER_NODE": "2"})
-    point = dict(paper_points(spec_id)[0][1])
-    p = scaffe.plan_point(context(tmp_path, spec_id, point))
+    # the scale's assumed GPUs, for the release's S-Caffe: its design points are not obtainable (above)
+    p = scaffe.plan_point(context(tmp_path, spec_id, {}))
     assert p["gpus"] == 4 and p["model"] == "googlenet"
     assert p["labels"]["assumed"]["gpus"] == (
         "4, assumed, not stated by the paper (Fig. 8: S-Caffe's GoogLeNet on the same cluster at 8 to 160 GPUs; "
         "16, the most that all three frameworks ran); the assumed 16 cut to this cluster's 4 GPUs "
-        "(2 GPU hosts x 2: DLOBD_GPU_WORKERS, DLOBD_GPUS_PER_NODE)")
+        "(2 worker(s) of group gpu x 2: dlobd_hardware.gpus of group gpu's first host; DLOBD_GPUS_PER_NODE)")
 
 
 def test_gpus_given_on_the_command_line_run_as_given_within_the_cluster(tmp_path, cluster):
-    point = dict(paper_points("scaffe-fig13")[0][1])
-    p = scaffe.plan_point(context(tmp_path, "scaffe-fig13", point, overrides={"gpus": 32}))
+    p = scaffe.plan_point(context(tmp_path, "scaffe-fig13", {}, overrides={"gpus": 32}))
     assert p["gpus"] == 32 and "assumed" not in p["labels"]
     with pytest.raises(ValueError, match=r"gpus=200, set on the command line: this cluster has 160 GPUs "
-                       r"\(10 GPU hosts x 16: DLOBD_GPU_WORKERS, DLOBD_GPUS_PER_NODE\); accepted: 1 to 160"):
-        scaffe.plan_point(context(tmp_path, "scaffe-fig13", point, overrides={"gpus": 200}))
+                       r"\(10 worker\(s\) of group gpu x 16: dlobd_hardware.gpus of group gpu's first host; "
+                       r"DLOBD_GPUS_PER_NODE\); accepted: 1 to 160"):
+        scaffe.plan_point(context(tmp_path, "scaffe-fig13", {}, overrides={"gpus": 200}))
 
 
 def test_a_stated_gpu_count_is_never_cut(tmp_path, monkeypatch):
     install(monkeypatch, {**SETTINGS, "DLOBD_GPU_WORKERS": " ".join(WORKERS[:2]), "DLOBD_GPUS_PER_NODE": "2"})
-    with pytest.raises(NotRunnable, match="16 GPUs at 2 per node need 8 GPU hosts; the cluster has 2"):
+    with pytest.raises(NotRunnable, match=r"16 GPUs at 2 per node need 8 GPU workers; the cluster has 2 GPU worker\(s\)"):
         scaffe.plan_point(context(tmp_path, "scaffe-fig8", {"framework": "s-caffe", "gpus": 16}))

@@ -386,12 +386,14 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
 
 @pytest.mark.parametrize("settings, workers, reason", [
     ({**GPU_SETTINGS, "DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS[1:])}, GPU_WORKERS,
-     "GPU TF nodes: YARN may place an executor on any worker, worker(s) 10.1.0.5 have no GPU"),
+     "GPU TF nodes: YARN may place an executor on any worker, worker(s) 10.1.0.5 are not in group gpu, and YARN "
+     "has no node label for group gpu"),
     (GPU_SETTINGS, GPU_WORKERS[:4],
      "9 executors (TF workers and parameter servers), at most 2 per node (its GPUs): 5 nodes, and the "
-     "cluster has 4 GPU worker(s)"),
+     "cluster has 4 GPU worker(s) (group gpu: 10.1.0.5, 10.1.0.6, 10.1.0.7, 10.1.0.8)"),
     ({k: v for k, v in GPU_SETTINGS.items() if k != "DLOBD_CUDA_LIBRARY_PATH"}, GPU_WORKERS,
-     "GPU TF nodes need CUDA's libraries on the executors' library path: DLOBD_CUDA_LIBRARY_PATH is unset"),
+     "GPU TF nodes need CUDA's libraries on the executors' library path: set dlobd_cuda_library_path (by default "
+     "dlobd_cuda_home's lib64; DLOBD_CUDA_LIBRARY_PATH)"),
     ({**GPU_SETTINGS, "DLOBD_YARN_MEMORY_MB": "4096"}, GPU_WORKERS,
      "2 executor(s) per NodeManager of at least 1536 MiB each: YARN offers 4096 MiB on its smallest NodeManager"),
 ])

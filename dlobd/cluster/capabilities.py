@@ -41,7 +41,7 @@ def _home(var: str) -> Path | None:
 
 # hr-reduce's GPU build (S-Caffe's reduce on device buffers) and where its compiler is looked for
 CUDA_NEEDS = ("the CUDA toolkit (nvcc, the CUDA runtime) and a CUDA-aware MPI: MVAPICH2-GDR "
-              "(MV2_USE_CUDA=1) or an Open MPI built with CUDA")
+              "(its CUDA support on at run time) or an Open MPI built with CUDA")
 CUDA_HOMES = ("CUDAToolkit_ROOT", "CUDA_HOME", "CUDA_PATH")
 NO_NVCC = (f"no nvcc in $CUDACXX, on PATH, or under ${', $'.join(CUDA_HOMES)} or /usr/local/cuda")
 
@@ -256,23 +256,32 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
         caps[name] = (True, f"installed by site.yml ({cluster.settings.get('DLOBD_INSTALL_METHOD')} "
                             "method); not checked from here")
     if profile == "paper":
-        # not in the stacks' Python there: TensorFlow 1.x and TensorFlowOnSpark 1.0.8 run in the
-        # site's TF 1.x Python, one for both (the launchers say per point which Python they lack);
-        # where the inventory names none on the spack or registry method, role python_env exports
-        # the wrapper of the paper image's Python in its place
-        given = [(s, v) for s in ("DLOBD_TF_RDMA_PYTHON", provenance.TFOS_PYTHON) if (v := cluster.settings.get(s))]
-        runs = "the paper profile's TensorFlow 1.x and TensorFlowOnSpark run in"
-        if not given:
-            why = (f"{runs} the Python {provenance.TFOS_PYTHON} (or DLOBD_TF_RDMA_PYTHON) names, neither of "
-                   "which is in the inventory's dlobd_stack_settings")
-        elif given[0][0] == provenance.TFOS_PYTHON and cluster.role_settings.get("python_env_tfos_from_image") is True:
+        # not in the stacks' Python there: TensorFlowOnSpark's points other than RDMA run in the
+        # Python DLOBD_TFOS_PYTHON names (where the inventory names none on the spack or registry
+        # method, role python_env exports the wrapper of the paper image's Python in its place),
+        # its RDMA points in the site's TF 1.x build; native TensorFlow runs in that build where it
+        # is given, else in TensorFlowOnSpark's Python (gRPC only)
+        tfos, rdma = cluster.settings.get(provenance.TFOS_PYTHON), cluster.settings.get("DLOBD_TF_RDMA_PYTHON")
+        if tfos and cluster.role_settings.get("python_env_tfos_from_image") is True:
             image = cluster.role_settings["python_env_tfos_image"] or (
                 f"\"\": the controller's build of containers/paper-{cluster.in_effect['dlobd_paper_env'][0]}.def")
-            why = (f"{runs} the paper image's Python ({'='.join(given[0])}; python_env_tfos_image {image}, "
-                   "built or fetched by the preflight; not checked from here)")
+            tfos_where = (f"the paper image's Python ({provenance.TFOS_PYTHON}={tfos}; python_env_tfos_image "
+                          f"{image}, built or fetched by the preflight)")
+        elif tfos:
+            tfos_where = f"{provenance.TFOS_PYTHON}={tfos} (dlobd_stack_settings)"
         else:
-            why = f"{runs} {'='.join(given[0])} (dlobd_stack_settings; not checked from here)"
-        caps["tensorflow"] = caps["tensorflowonspark"] = (bool(given), why)
+            tfos_where = None
+        rdma_where = f"DLOBD_TF_RDMA_PYTHON={rdma} (dlobd_stack_settings)" if rdma else None
+        unset = "not in the inventory's dlobd_stack_settings"
+        # one capability, yes or no together: each launcher names the Python a point lacks
+        caps["tensorflowonspark"] = (bool(tfos or rdma), "the paper profile's TensorFlowOnSpark runs its points in "
+                                     + (tfos_where or f"the Python {provenance.TFOS_PYTHON} names ({unset})")
+                                     + (f", those of network rdma in {rdma_where}" if rdma else "")
+                                     + "; not checked from here")
+        caps["tensorflow"] = (bool(tfos or rdma), "the paper profile's native TensorFlow 1.x runs in "
+                              + (f"{rdma_where}, every point" if rdma else f"{tfos_where}, gRPC only" if tfos
+                                 else f"the Python DLOBD_TF_RDMA_PYTHON or {provenance.TFOS_PYTHON} names (both {unset})")
+                              + "; not checked from here")
     for name, setting in SOFTWARE_SETTINGS.items():
         value = cluster.settings.get(setting)
         caps[name] = (bool(value), f"{setting}={value} (dlobd-env.sh on the launch host, from "
@@ -289,6 +298,8 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
     caps["multi-host"] = (len(workers) > 1, f"workers: {', '.join(h.name for h in workers)}")
     for value in networks.emulated_values():
         caps[value] = (False, "an inventory's hosts are linked by real networks, not emulated tiers")
+    for name in cluster.assumed:
+        caps[name] = (True, "assumed present, to find what else a point needs")
     return caps
 
 
@@ -329,7 +340,7 @@ def settings_for(capability: str, cluster) -> dict:
     """The inventory settings (variable -> whole value) that give an inventory's cluster the
     `capability`; {} for hardware, and for software no setting gives."""
     if capability in PAPER_ROLES:
-        return {"dlobd_paper_stacks": list(dict.fromkeys([*cluster.paper_stacks, PAPER_ROLES[capability]])),
+        return {"dlobd_paper_stacks": inventory.addition(cluster, "dlobd_paper_stacks", [PAPER_ROLES[capability]]),
                 **({} if cluster.settings.get("DLOBD_PROFILE") == "paper" else {"dlobd_profile": "paper"})}
     if capability == "paper-profile":
         return {"dlobd_profile": "paper"}

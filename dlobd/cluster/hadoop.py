@@ -171,14 +171,15 @@ def gpu_workers(what: str) -> tuple[list[str], dict[str, str]]:
     workers = provenance.workers()
     without = [w for w in workers if w not in gpu_hosts]
     if not gpu_hosts or not set(gpu_hosts) & set(workers):
-        raise NotRunnable(f"{what}: the cluster has no GPU worker (group gpu: DLOBD_GPU_WORKERS is empty)")
+        raise NotRunnable(f"{what}: the cluster has no GPU worker (no host of group workers is in group gpu)")
     if not without:
         return workers, {}
     label = provenance.stack_setting("DLOBD_GPU_NODE_LABEL")
     if not label:
-        raise NotRunnable(f"{what}: YARN may place an executor on any worker, worker(s) {' '.join(without)} "
-                          f"have no GPU (DLOBD_GPU_WORKERS: {' '.join(gpu_hosts)}), and YARN has no node label "
-                          "for group gpu (DLOBD_GPU_NODE_LABEL: role yarn sets it)")
+        # provisioning labels them wherever only some workers are GPU hosts: this one is older
+        raise NotRunnable(f"{what}: YARN may place an executor on any worker, worker(s) {named(without)} "
+                          "are not in group gpu, and YARN has no node label for group gpu (provisioning gives "
+                          "their NodeManagers dlobd_gpu_node_label: provision again; DLOBD_GPU_NODE_LABEL)")
     return [w for w in workers if w in gpu_hosts], {"spark.yarn.executor.nodeLabelExpression": label}
 
 
@@ -191,6 +192,30 @@ def executor_workers() -> list[str]:
         gpu_hosts = provenance.workers(gpu=True)
         return [w for w in workers if w not in gpu_hosts]
     return workers
+
+
+def named(addresses) -> str:
+    """Hosts as the inventory names them (provenance.host_names), for a reason; `none` for none."""
+    return ", ".join(provenance.host_names(addresses)) or "none"
+
+
+def workers_phrase(gpu: bool = False) -> str:
+    """The workers a point's executors may use, in the inventory's words, to follow their count in
+    a reason ("the cluster has 4 " + this): a GPU point's, those of group gpu; a CPU point's,
+    executor_workers, saying why the GPU workers are left out where YARN's label does that."""
+    workers = provenance.workers()
+    if gpu:
+        gpu_hosts = provenance.workers(gpu=True)
+        return f"GPU worker(s) (group gpu: {named([w for w in workers if w in gpu_hosts])})"
+    kept = executor_workers()
+    left = [w for w in workers if w not in kept]
+    if not left:
+        return f"worker(s) (group workers: {named(kept)})"
+    version = re.match(r"\d+\.\d+", provenance.stack_setting("HADOOP_VERSION") or "")
+    yarn = f"YARN {version[0]}" if version else "YARN"
+    return (f"worker(s) outside group gpu ({named(kept)}; {yarn}'s node label "
+            f"{provenance.stack_setting('DLOBD_GPU_NODE_LABEL')} is exclusive, so CPU executors do not run "
+            f"on {named(left)})")
 
 
 def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
@@ -218,7 +243,9 @@ def node_cores() -> tuple[int | None, str]:
         least = min(declared, key=declared.get)
         return declared[least], f"{least}'s {declared[least]} cores (dlobd_hardware.cores)"
     stated = provenance.stack_setting("DLOBD_YARN_VCORES") or ""
-    return (int(stated), f"a NodeManager's {stated} vcores") if stated.isdigit() else (None, "DLOBD_YARN_VCORES unset")
+    if stated.isdigit():
+        return int(stated), f"a NodeManager's {stated} vcores"
+    return None, "the NodeManagers' vcores unknown (DLOBD_YARN_VCORES unset)"
 
 
 def executors_per_node(executors: int) -> int | None:

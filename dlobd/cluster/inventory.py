@@ -6,8 +6,9 @@ Ansible itself reads the inventory: the play of playbooks/inventory-settings.yml
 inventory's `all: vars:`, group_vars, host_vars and inheritance over the dlobd role's
 defaults, the paper stack roles' defaults and any extra vars, in a play's precedence
 (`ansible-inventory --list` would leave derived values such as dlobd_python unrendered, and miss
-the roles' defaults). The settings lookup of that role says where each setting came from, and
-names any dlobd_* variable no role reads. On the launch host (the first `namenode` host:
+the roles' defaults). The settings lookup of that role says where each setting came from,
+names any dlobd_* variable no role reads, and every value the role's settings schema
+(files/settings.schema.json) refuses. On the launch host (the first `namenode` host:
 experiments run from there, as from a head node) the task also renders the stack_env role's
 dlobd-env.sh template, with the settings the caffeonspark, mmlspark, rdma_spark and hibench roles
 record where the inventory runs them, so the settings a dry run sees are the ones provisioning writes into that
@@ -45,13 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlobd import ROOT
-from dlobd.cluster import (
-    fabric,  # one check of a dlobd_hardware declaration: the fabric role's
-    provenance,
-)
+from dlobd.cluster import provenance
 
 PLAYBOOKS = ROOT / "playbooks"
 SETTINGS_PLAYBOOK = PLAYBOOKS / "inventory-settings.yml"
+# What each setting's value may be: the lookup dlobd_settings checks every value against it
+SETTINGS_SCHEMA = PLAYBOOKS / "roles" / "dlobd" / "files" / "settings.schema.json"
 GROUPS = ("namenode", "resourcemanager", "workers", "gpu")
 
 # The settings of dlobd_stack_settings: name -> what it gives, and where to get it.
@@ -78,9 +78,9 @@ STACK_SETTINGS = {
                          "20.3.4 the last for it); the python_env role checks it on every host; "
                          "without it the spack and registry methods run the Python 2.7 of the paper "
                          "image (python_env_tfos_image: the preflight builds containers/paper-tfos-bigdl.def "
-                         "or fetches it, role python_env places it on every host with a wrapper), and on "
-                         "the apptainer method the paper profile's TensorFlowOnSpark points are not "
-                         "runnable (those of network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
+                         "or fetches it, role python_env places it on every host with a wrapper), and the "
+                         "apptainer method the Python 2.7 of its own image, the paper image (those of "
+                         "network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
                          "tensorflowonspark 1.0.8 too); the paper profile's PageRank without HiBench "
                          "(workloads/pagerank/spark_pagerank.py) runs its PySpark in it too, and is not "
                          "runnable without it",
@@ -94,9 +94,10 @@ STACK_SETTINGS = {
     "SCAFFE_HOME": "OSU-Caffe 0.9, the release of S-Caffe (HiDL; registered download at "
                    "hidl.cse.ohio-state.edu), built against MVAPICH2-GDR: its bin/caffe; S-Caffe's "
                    "training experiments",
-    **{f"SCAFFE_HOME_{build}": f"S-Caffe built with the {build.replace('_', '-')} reduce design of its "
-                               "Fig. 13 (a build of the authors' S-Caffe, not a switch of the release): "
-                               "its bin/caffe"
+    **{f"SCAFFE_HOME_{build}": f"S-Caffe built with the {build.replace('_', '-')} design of its Fig. 13 "
+                               "and Table 2: not obtainable, a build of the authors' S-Caffe that was never "
+                               "released (not a switch of the release), so its points run nowhere but their "
+                               "cluster, whatever path is given"
        for build in ("SC_B", "SC_OB", "CC_8", "CB_4", "CB_8")},
     "CAFFE_HOME": "single-process multi-GPU Caffe (NVIDIA's or BVLC's build): its bin/caffe; "
                   "S-Caffe's comparisons with Caffe",
@@ -135,7 +136,8 @@ DEVICE_VARIABLES = {"CNTK_HOME_": "mmlspark_cntk_homes", "CAFFEONSPARK_HOME_": "
 # the CaffeOnSpark builds a host ends up with, and whether (and from which image) the paper
 # profile's TensorFlowOnSpark runs in the paper image's Python
 ROLE_SETTINGS = (*ROLE_VARIABLES.values(), *DEVICE_VARIABLES.values(), "caffeonspark_install_method",
-                 "caffeonspark_host_builds", "python_env_tfos_from_image", "python_env_tfos_image")
+                 "caffeonspark_host_builds", "python_env_tfos_from_image", "python_env_tfos_image",
+                 "dlobd_yarn_memory_fraction", "dlobd_yarn_vcores_per_cpu")
 # The settings `dlobd plan` shows in effect, with where each was set.
 IN_EFFECT = ("dlobd_profile", "dlobd_install_method", "dlobd_paper_env", "dlobd_prefix",
              "dlobd_paper_stacks", "dlobd_stack_settings", "dlobd_cluster_name", "dlobd_assume")
@@ -167,6 +169,10 @@ class Cluster:
     role_settings: dict = field(default_factory=dict)  # the launch host's values of ROLE_SETTINGS
     # the settings the paper stacks' roles record in dlobd-env.sh where the inventory runs them
     role_records: tuple = ()
+    # the launch host's dlobd_* and role variables the inventory (or -e) sets: name -> where
+    origins: dict = field(default_factory=dict)
+    # capabilities the plan counts as present while it asks a launcher what else a point needs
+    assumed: frozenset = frozenset()
 
     def members(self, group: str) -> list[Host]:
         return [self.hosts[name] for name in self.groups.get(group, ())]
@@ -250,9 +256,6 @@ def _host(name: str, values: dict, path: Path, several: bool) -> Host:
             raise InventoryError(f"{path}: host {name}: {variable} {value} is loopback in an inventory "
                                  f"of several hosts: give each host the address its peers reach it at ({what})")
     hardware = values.get("dlobd_hardware") or {}
-    errors = fabric.declaration_errors(hardware)
-    if errors:
-        raise InventoryError(f"{path}: host {name}: " + "; ".join(errors))
     return Host(name, str(address), values.get("dlobd_cluster_interface"), dict(hardware),
                 None if ethernet is None else str(ethernet))
 
@@ -282,18 +285,28 @@ def _unknown_settings(found: dict, where: str) -> None:
             for name, why in found["unknown"].items()))
 
 
+def _invalid_values(rendered: dict, path: Path) -> None:
+    """Stop on every value of every host that the settings' schema refuses, all at once, in the
+    preflight's words (the settings lookup's `invalid`). A value several hosts share (set for a
+    group, or for all) is named once, with its hosts."""
+    hosts = {}
+    for name in sorted(rendered):
+        for line in rendered[name]["dlobd_settings"]["invalid"]:
+            hosts.setdefault(line, []).append(name)
+    if hosts:
+        raise InventoryError(f"{path}: {len(hosts)} value(s) that {SETTINGS_SCHEMA.relative_to(ROOT)} refuses:\n"
+                             + "\n".join(f"  host{'s' if len(names) > 1 else ''} {', '.join(names)}: {line}"
+                                         for line, names in hosts.items()))
+
+
 def _stack_settings(values: dict, where: str) -> dict:
+    """The launchers' settings the host gives; their shape is the schema's (_invalid_values), the
+    names the launchers read are STACK_SETTINGS."""
     given = values.get("dlobd_stack_settings") or {}
-    if not isinstance(given, dict):
-        raise InventoryError(f"{where}: dlobd_stack_settings must be a mapping of setting name "
-                             f"to path, got {given!r}")
     unknown = sorted(set(given) - set(STACK_SETTINGS))
     if unknown:
         raise InventoryError(f"{where}: dlobd_stack_settings names {', '.join(unknown)}, which no "
                              f"launcher reads (known: {', '.join(STACK_SETTINGS)})")
-    empty = sorted(k for k, v in given.items() if not isinstance(v, str) or not v.strip())
-    if empty:
-        raise InventoryError(f"{where}: dlobd_stack_settings {', '.join(empty)} must be a path")
     return given
 
 
@@ -306,6 +319,7 @@ def load(path, prefix: str | None = None) -> Cluster:
         raise InventoryError(f"{path}: no such inventory")
     with tempfile.TemporaryDirectory(prefix="dlobd-inventory-") as tmp:
         rendered = _render(path, {"dlobd_prefix": prefix} if prefix else {})
+        _invalid_values(rendered, path)
         groups = next(iter(rendered.values()))["groups"]
         for group in ("namenode", "resourcemanager", "workers"):
             if not groups.get(group):
@@ -333,7 +347,8 @@ def load(path, prefix: str | None = None) -> Cluster:
                    launch_host=launch, settings=settings,
                    paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()),
                    in_effect={name: (values[name], origins.get(name)) for name in IN_EFFECT},
-                   role_settings=values["role_settings"], role_records=tuple(values["role_records"]))
+                   role_settings=values["role_settings"], role_records=tuple(values["role_records"]),
+                   origins=dict(origins))
 
 
 def placeholder(what: str) -> str:
@@ -341,9 +356,21 @@ def placeholder(what: str) -> str:
     return f"<{what}>"
 
 
+def addition(cluster: Cluster, variable: str, new):
+    """What the plan's summary adds to a mapping or list `variable`: the `new` entries alone where
+    the inventory sets it (they are merged into its value), else the role default's entries too (a
+    value the inventory sets replaces the default)."""
+    if variable in cluster.origins:
+        return new
+    current = cluster.role_settings.get(variable, cluster.in_effect.get(variable, (None,))[0])
+    if isinstance(new, dict):
+        return {**(current or {}), **new}
+    return list(dict.fromkeys([*(current or []), *new]))
+
+
 def settings_giving(name: str, cluster: Cluster) -> dict:
     """The inventory settings (variable -> value) that give the dlobd-env.sh setting `name` a
-    launcher reads, each whole: what the inventory has, plus that. Paths only the site knows are
+    launcher reads, only what is new to the inventory (addition). Paths only the site knows are
     placeholders. {} for a name no inventory setting gives."""
     role = cluster.role_settings
     if name in ROLE_VARIABLES:
@@ -352,15 +379,33 @@ def settings_giving(name: str, cluster: Cluster) -> dict:
     device_prefix = next((p for p in DEVICE_VARIABLES if name.startswith(p) and len(name) > len(p)), None)
     if device_prefix == "CNTK_HOME_":
         device = name[len(device_prefix):].lower().replace("_", "-")
-        return {"mmlspark_cntk_homes": {**(role.get("mmlspark_cntk_homes") or {}),
-                                        device: placeholder(f"CNTK 2.x {device} build: a path on every host")}}
+        return {"mmlspark_cntk_homes": addition(cluster, "mmlspark_cntk_homes", {
+            device: placeholder(f"CNTK 2.x {device} build: a path on every host")})}
     if device_prefix == "CAFFEONSPARK_HOME_":
         # the spack method builds one device per host (the head node's here): the git method all listed
         device = name[len(device_prefix):].lower().replace("_", "-")
-        builds = list(dict.fromkeys([*(role.get("caffeonspark_host_builds") or []), device]))
         spack = role.get("caffeonspark_install_method") == "spack"
-        return {**({"caffeonspark_install_method": "git"} if spack else {}), "caffeonspark_builds": builds}
+        return {**({"caffeonspark_install_method": "git"} if spack else {}),
+                "caffeonspark_builds": addition(cluster, "caffeonspark_builds", [device])}
     if name in STACK_SETTINGS:
-        given = dict(cluster.in_effect.get("dlobd_stack_settings", ({}, None))[0] or {})
-        return {"dlobd_stack_settings": {**given, name: placeholder(f"{name}: a path on every host")}}
+        return {"dlobd_stack_settings": addition(cluster, "dlobd_stack_settings", {
+            name: placeholder(f"{name}: a path on every host")})}
     return {}
+
+
+def nodemanager(host: Host, cluster: Cluster) -> dict:
+    """What role yarn gives the host's NodeManager, as derived.yml computes it from the node's
+    declared size: {'memory_mb', 'vcores'} (None where the inventory declares no size: the host's
+    own, found at provisioning) and 'why', the computation in words."""
+    fraction = float(cluster.role_settings.get("dlobd_yarn_memory_fraction") or 0)
+    per_cpu = int(cluster.role_settings.get("dlobd_yarn_vcores_per_cpu") or 0)
+    memory_gb, cores = host.hardware.get("memory_gb"), host.hardware.get("cores")
+    memory_mb = int(memory_gb * 1024 * fraction) if isinstance(memory_gb, (int, float)) else None
+    vcores = cores * per_cpu if isinstance(cores, int) else None
+    return {"memory_mb": memory_mb, "vcores": vcores, "why": (
+        "memory " + (f"{memory_mb} MB ({memory_gb} GB x dlobd_yarn_memory_fraction {fraction:g})"
+                     if memory_mb is not None else f"its own x dlobd_yarn_memory_fraction {fraction:g}, found at "
+                                                   "provisioning (no dlobd_hardware.memory_gb)")
+        + "; vcores " + (f"{vcores} ({cores} cores x dlobd_yarn_vcores_per_cpu {per_cpu})" if vcores is not None
+                         else f"its CPUs x dlobd_yarn_vcores_per_cpu {per_cpu}, found at provisioning "
+                              "(no dlobd_hardware.cores)"))}

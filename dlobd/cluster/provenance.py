@@ -88,6 +88,16 @@ def workers(gpu: bool = False) -> list[str]:
     listed = (stack_setting("DLOBD_GPU_WORKERS" if gpu else "DLOBD_WORKERS") or "").strip()
     return re.split(r"[,\s]+", listed) if listed else []
 
+def host_names(addresses) -> list[str]:
+    """The names the inventory in use gives the hosts at these addresses (cluster or Ethernet),
+    for reasons an inventory's user reads; without one, or for an address none of its hosts has,
+    the address."""
+    if _inventory is None:
+        return list(addresses)
+    names = {address: host.name for host in _inventory.hosts.values()
+             for address in (host.address, host.ethernet_address) if address}
+    return [names.get(a, a) for a in addresses]
+
 def ethernet_addresses() -> dict[str, str]:
     """Worker cluster address -> its Ethernet address, for the workers the inventory gives one
     (dlobd_ethernet_address; DLOBD_WORKERS_ETHERNET of dlobd-env.sh)."""

@@ -64,21 +64,22 @@ def _confs(argv: list[str]) -> dict[str, str]:
 
 
 def container_errors(argv: list[str], node: dict) -> list[str]:
-    """A spark-submit's executor container against one node (`cores`, `memory_gb`, the fewest the
-    inventory's workers declare): YARN refuses a container larger than a NodeManager."""
+    """A spark-submit's executor container against the smallest NodeManager (`vcores`,
+    `memory_mb`, what role yarn gives the workers of the inventory's declared size): YARN refuses
+    a container larger than a NodeManager."""
     if not any(a.endswith("spark-submit") for a in argv[:1]):
         return []
     out = []
     cores = _option(argv, "--executor-cores")
-    if cores and cores.isdigit() and node.get("cores") and int(cores) > node["cores"]:
-        out.append(f"--executor-cores {cores} is more than a node's {node['cores']} cores")
+    if cores and cores.isdigit() and node.get("vcores") and int(cores) > node["vcores"]:
+        out.append(f"--executor-cores {cores} is more than a NodeManager's {node['vcores']} vcores")
     heap = _option(argv, "--executor-memory")
-    if heap and node.get("memory_gb"):
+    if heap and node.get("memory_mb"):
         overhead = next((v for k, v in _confs(argv).items() if k.endswith("executor.memoryOverhead")), "0")
         total = hadoop.memory_mb(heap) + (int(overhead) if overhead.isdigit() else 0)
-        if total > node["memory_gb"] * 1024:
-            out.append(f"an executor of {total} MiB (--executor-memory {heap} + overhead) is more than a node's "
-                       f"{node['memory_gb']} GB")
+        if total > node["memory_mb"]:
+            out.append(f"an executor of {total} MiB (--executor-memory {heap} + overhead) is more than a "
+                       f"NodeManager's {node['memory_mb']} MB")
     return out
 
 
@@ -120,8 +121,8 @@ def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
     """Every way the commands of a dry run break a rule of the inventory's cluster, as
     '<experiment> <point>: <rule>: <what>' lines (empty: every command passes)."""
     workers = cluster.members("workers")
-    node = {field: min((h.hardware.get(field) for h in workers if h.hardware.get(field)), default=None)
-            for field in ("cores", "memory_gb")}
+    managers = [inventory.nodemanager(h, cluster) for h in workers]
+    node = {field: min((m[field] for m in managers if m[field]), default=None) for field in ("vcores", "memory_mb")}
     hosts = list(cluster.hosts.values())
     out = []
     for eid, pid, result in done:

@@ -9,6 +9,7 @@ marked not runnable carries its own reason.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from dlobd import ROOT, NotRunnable, stacks
+from dlobd import NOT_OBTAINABLE, ROOT, NotRunnable, stacks
 from dlobd import spec as dspec
 from dlobd.cluster import capabilities, inventory, provenance
 from dlobd.execution import dryrun, runs
@@ -61,52 +62,91 @@ def _launch_dry(spec, scale_name: str, scale: dict, point: dict, runs_dir) -> ru
 
 
 def _merge(asks: dict, more: dict) -> None:
-    """Add inventory settings to `asks`, lists and mappings of one variable joined."""
+    """Add inventory settings to `asks`: mappings merged entry by entry, lists joined."""
     for variable, value in more.items():
         have = asks.get(variable)
         if isinstance(value, dict) and isinstance(have, dict):
-            asks[variable] = {**have, **value}
+            _merge(have, value)
         elif isinstance(value, list) and isinstance(have, list):
             asks[variable] = list(dict.fromkeys([*have, *value]))
         else:
-            asks[variable] = value
+            asks[variable] = copy.deepcopy(value)
+
+
+# Per-host settings a reason names, asked of every worker that lacks them: the variable (a field
+# of dlobd_hardware, or the host's own variable) -> the placeholder's words. A node's cores and
+# memory go together: the plan and the dry run lay executors out in both.
+HOST_SETTINGS = {
+    "dlobd_hardware.cores": "logical CPUs of {host}, as YARN counts them",
+    "dlobd_hardware.memory_gb": "GB of memory of {host}",
+    "dlobd_hardware.lustre": "a folder of {host} on Lustre",
+    "dlobd_ethernet_address": "the Ethernet address of {host}",
+}
+TOGETHER = {"dlobd_hardware.cores": "dlobd_hardware.memory_gb", "dlobd_hardware.memory_gb": "dlobd_hardware.cores"}
+
+
+def host_asks(reasons: list[str], cluster) -> dict:
+    """{'hosts': {worker: settings}} for the per-host settings `reasons` name (HOST_SETTINGS),
+    for each worker that lacks them."""
+    named = {n for n in HOST_SETTINGS if any(n in r for r in reasons)}
+    named |= {TOGETHER[n] for n in named if n in TOGETHER}
+    hosts = {}
+    for host in cluster.members("workers"):
+        for name in sorted(named):
+            variable, _, item = name.partition(".")
+            have = host.hardware.get(item) if item else host.ethernet_address
+            if have in (None, ""):
+                value = inventory.placeholder(HOST_SETTINGS[name].format(host=host.name))
+                _merge(hosts.setdefault(host.name, {}), {variable: {item: value} if item else value})
+    return {"hosts": hosts} if hosts else {}
 
 
 def point_needs(spec, scale_name: str, scale: dict, point: dict, runs_dir) -> tuple[list[str], dict]:
     """(every unmet need of one point of an inventory's cluster, the inventory settings that give
-    those that a setting gives): the capabilities and sizes it lacks, then what its launcher
-    lacks. Each setting the launcher names is supplied (a placeholder) and the launcher asked
-    again, so no missing setting hides the next."""
+    those that a setting gives, as {'vars': ..., 'hosts': {host: ...}}): the capabilities and sizes
+    it lacks, then what its launcher lacks. The launcher is asked as if the cluster had the
+    capabilities it lacks (Lustre, then the file lists on it), and each setting it names is
+    supplied (a placeholder) and the launcher asked again, so no unmet need hides the next."""
     cluster = provenance.inventory()
     reasons, asks = [], {}
-    for capability, why in capabilities.unmet(scale, point):
+    lacking = capabilities.unmet(scale, point)
+    for capability, why in lacking:
         reasons.append(why)
         if capability:
-            _merge(asks, capabilities.settings_for(capability, cluster))
+            _merge(asks, {"vars": capabilities.settings_for(capability, cluster)})
     axis = spec.data.get("stack_axis")
     no_launcher = launcher_missing(str(point[axis]) if axis and axis in point else spec.stack(scale_name))
     if no_launcher:
-        return reasons + no_launcher, asks
+        return reasons + no_launcher, _with_hosts(asks, reasons, cluster)
+    assumed = cluster.assumed | {capability for capability, _ in lacking if capability}
     supplied = {}
     for _ in range(LAUNCHER_ROUNDS):
-        with provenance.inventory_in_use(dataclasses.replace(cluster, settings={**cluster.settings, **supplied})):
+        asked = dataclasses.replace(cluster, settings={**cluster.settings, **supplied}, assumed=frozenset(assumed))
+        with provenance.inventory_in_use(asked):
             result = _launch_dry(spec, scale_name, scale, point, runs_dir)
         if result.status == "dry run" or (result.status == "failed" and reasons):
             break
         second = {m[1] for m in ALTERNATIVES.finditer(result.reason)}
         # a setting a role records once the inventory runs it is supplied too, asking nothing
         named = {n for n in SETTING_NAME.findall(result.reason) if n not in second and n not in supplied
-                 and not cluster.settings.get(n)
+                 and not cluster.settings.get(n) and NOT_OBTAINABLE not in result.reason
                  and (n in cluster.role_records or inventory.settings_giving(n, cluster))}
         # launchers name dlobd-env.sh's variables: the reason also names the inventory's
-        given = {variable for n in named for variable in inventory.settings_giving(n, cluster)}
+        given = {variable for n in named for variable in inventory.settings_giving(n, cluster)
+                 if not re.search(rf"\b{variable}\b", result.reason)}
         reasons.append(result.reason + (f" (in the inventory: {', '.join(sorted(given))})" if given else ""))
         if not named:
             break
         for name in sorted(named):
             supplied[name] = inventory.placeholder(name)
-            _merge(asks, inventory.settings_giving(name, cluster))
-    return list(dict.fromkeys(reasons)), asks
+            _merge(asks, {"vars": inventory.settings_giving(name, cluster)})
+    reasons = list(dict.fromkeys(reasons))
+    return reasons, _with_hosts(asks, reasons, cluster)
+
+
+def _with_hosts(asks: dict, reasons: list[str], cluster) -> dict:
+    _merge(asks, host_asks(reasons, cluster))
+    return asks
 
 
 def plan_spec(spec, scale_name: str, runs_dir=None) -> dict:
@@ -260,6 +300,11 @@ def _report(args, specs) -> int:
         for name, (value, origin) in cluster.in_effect.items():
             print(f"  {name} = {json.dumps(value)}  <- {origin or 'default (role dlobd)'}")
         print()
+    if not args.quiet and cluster:
+        print("what YARN gives each worker's NodeManager (role yarn):")
+        for host in cluster.members("workers"):
+            print(f"  {host.name}: {inventory.nodemanager(host, cluster)['why']}")
+        print()
     if not args.quiet:
         print(f"capabilities of this cluster ({where}):")
         for name, (present, why) in capabilities.capabilities().items():
@@ -303,14 +348,36 @@ def _report(args, specs) -> int:
 
 SUMMARY_HEAD = "settings to add to the inventory"
 
+# What a setting of the summary makes provisioning do at length: variable -> (the entries that
+# cost it, or None for any value; the cost in words).
+COSTS = {
+    "caffeonspark_builds": (lambda builds: [b for b in builds if b.startswith("gpu")],
+                            "every host the caffeonspark role runs on builds each device listed, here {entries}: "
+                            "CUDA builds need the CUDA toolkit and cuDNN on every host, and each build takes tens "
+                            "of minutes"),
+    "hibench_enabled": (None, "the hibench role builds HiBench with Maven on every host (minutes each)"),
+}
+
+
+def costs(asks: dict) -> list[str]:
+    """What the summary's settings will cost at provisioning, said before it is paid."""
+    out = []
+    for variable, (entries, words) in COSTS.items():
+        value = asks.get("vars", {}).get(variable)
+        if value and (entries is None or entries(value)):
+            out.append(f"{variable}: " + words.format(entries=", ".join(entries(value)) if entries else ""))
+    return out
+
 
 def describe_settings(asks: dict) -> str:
-    """The plan's closing summary: the settings its needs name, once each, as inventory YAML.
-    They go under `all: vars:`: the plan judges the launch host's dlobd-env.sh, and each path
-    must be the same on every host. Each value is whole (a list or mapping with what the
-    inventory already gives), as it replaces the inventory's."""
+    """The plan's closing summary: the settings its needs name, once each, as inventory YAML to
+    add: the cluster's under `all: vars:`, a host's under `all: hosts: <host>:`. Only what is new
+    is given; a mapping or list the inventory already sets gets only the new entries, to merge."""
     if not asks:
         return f"{SUMMARY_HEAD}: none"
-    return (f"{SUMMARY_HEAD} (paste under all: vars:, each replacing the inventory's value; "
-            "replace every <...> with the site's path):\n"
-            + yaml.safe_dump({"all": {"vars": asks}}, sort_keys=True, default_flow_style=False).rstrip())
+    body = {"all": {key: asks[key] for key in ("vars", "hosts") if asks.get(key)}}
+    said = costs(asks)
+    return (f"{SUMMARY_HEAD} (add them where the inventory keeps its settings: entries of a mapping or "
+            "list the inventory already sets are merged into it; replace every <...> with the site's value):\n"
+            + yaml.safe_dump(body, sort_keys=True, default_flow_style=False).rstrip()
+            + "".join(f"\n# cost of {line}" for line in said))

@@ -383,7 +383,7 @@ def plan_resources(ctx: runner.RunContext) -> dict:
                           f"{executors} executors x {cores // executors} cores need {-(-executors // per_node)} "
                           + (f"nodes of {node} cores" if node is not None else
                              "nodes, one executor each (declare dlobd_hardware.cores to fit more on a node)")
-                          + f"; the cluster has {workers} worker(s) ({where})")
+                          + f"; the cluster has {workers} {hadoop.workers_phrase()}; node size: {where}")
     return {"executors": executors, "executor_cores": cores // executors, "cores": cores,
             "batch": batch, "epochs": _positive_int(ctx, "epochs"), "layout": layout, "assumed": assumed}
 
@@ -398,8 +398,9 @@ def _cores(ctx: runner.RunContext, batch: int, per_executor: int | None, node: i
     step = min(per_executor or node or 1, node or per_executor or 1)
     slots = workers * (node // step if node else 1)
     usable = max((c for c in range(step, slots * step + 1, step) if batch % c == 0), default=0)
-    return runner.count_within(ctx, "cores", usable, f"cores in executors of {step} on {workers} worker(s) "
-                                                     f"({where}) that divide batch {batch}")
+    return runner.count_within(ctx, "cores", usable, f"cores in executors of {step} on {workers} "
+                                                     f"{hadoop.workers_phrase()} that divide batch {batch} "
+                                                     f"(node size: {where})")
 
 
 def data_folder(folder: Path, train_images: int | None, test_images: int | None,

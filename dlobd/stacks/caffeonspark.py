@@ -36,9 +36,10 @@ application makes the run unfinished, naming YARN's diagnostics.
 Launcher: `spark-submit --master yarn --deploy-mode client` of
 `com.yahoo.ml.caffe.CaffeOnSpark` from the build of the point's device, whose home the stack
 setting CAFFEONSPARK_HOME_<DEVICE> names (CPU_OPENBLAS, CPU_MKL, GPU, GPU_CUDNN; role
-caffeonspark): `<home>/lib/caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar` and the native
-libraries beside it (with CAFFEONSPARK_LIBRARY_PATH: CUDA, cuDNN, MKL) as the driver's
-library path and the executors' LD_LIBRARY_PATH. Options (caffe-grid's Config.scala):
+caffeonspark records one per device of caffeonspark_builds):
+`<home>/lib/caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar` and the native libraries beside
+it (with CAFFEONSPARK_LIBRARY_PATH: CUDA, cuDNN, MKL) as the driver's library path and the
+executors' LD_LIBRARY_PATH. Options (caffe-grid's Config.scala):
 `-train -persistent -conf solver.prototxt -clusterSize <nodes> -devices <per node>
 -connection ethernet|infiniband -model <HDFS path>`; `-output` is read only by `-test` and
 `-features`, which these experiments do not run. On YARN CaffeOnSpark takes the cluster size
@@ -226,9 +227,7 @@ def plan_point(ctx: runner.RunContext) -> dict:
     # a GPU device's executors go to the GPU workers only (hadoop.gpu_workers): the count is theirs
     gpu = device.startswith("gpu")
     workers, placed = hadoop.gpu_workers(f"device {device}") if gpu else (hadoop.executor_workers(), {})
-    nodes, label = runner.count_within(ctx, "nodes", len(workers),
-                                       f"{'GPU ' if gpu else ''}worker nodes (DLOBD_{'GPU_' if gpu else ''}WORKERS: "
-                                       f"{' '.join(workers) or 'unset'})")
+    nodes, label = runner.count_within(ctx, "nodes", len(workers), hadoop.workers_phrase(gpu))
     if label:
         labels["assumed"] = {"nodes": label}
     per_node = int(ctx.fixed.get("devices_per_node", 1))
@@ -263,9 +262,17 @@ def build_home(device: str) -> Path:
     var = "CAFFEONSPARK_HOME_" + device.upper().replace("-", "_")
     home = provenance.stack_setting(var)
     if not home:
-        raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: set {var} to the "
-                               f"install of a build with that device (role caffeonspark, "
-                               f"caffeonspark_builds: [{device}])")
+        cluster = provenance.inventory()
+        role = cluster.role_settings if cluster is not None else {}
+        if device in (role.get("caffeonspark_host_builds") or []):
+            raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: the caffeonspark role builds it "
+                              f"where it runs (dlobd_paper_stacks: [caffeonspark]; {var})")
+        asks = [] if device in (role.get("caffeonspark_builds") or []) else [f"add {device} to caffeonspark_builds"]
+        if role.get("caffeonspark_install_method") == "spack":
+            asks.append("set caffeonspark_install_method to git or mirror, as the spack method builds one device "
+                        "per host")
+        raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: {' and '.join(asks)} (role caffeonspark, "
+                          f"which records {var})")
     return Path(home)
 
 
@@ -276,13 +283,12 @@ def placement(p: dict) -> list[str]:
     workers = p["workers"]
     if p["hosts"] is not None and p["nodes"] > p["hosts"]:
         if len(workers) < p["hosts"]:
-            raise NotRunnable(f"{p['hosts']} host(s): the cluster has {len(workers)} worker(s) "
-                                   f"({' '.join(workers) or 'DLOBD_WORKERS unset'})")
+            raise NotRunnable(f"{p['hosts']} host(s): the cluster has {len(workers)} "
+                              f"{hadoop.workers_phrase(p['gpu'])}")
         p["labels"]["nodes"] = (f"{p['nodes']} executors on {p['hosts']} NodeManager host(s): "
                                 "processes for nodes")
     elif p["nodes"] > len(workers):
-        raise NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} {'GPU ' if p['gpu'] else ''}"
-                          f"worker(s) ({' '.join(workers) or 'DLOBD_WORKERS unset'})")
+        raise NotRunnable(f"{p['nodes']} nodes: the cluster has {len(workers)} {hadoop.workers_phrase(p['gpu'])}")
     return workers
 
 

@@ -320,7 +320,7 @@ def placement(parameter_servers: int, hosts: list[str]) -> tuple[list[str], str]
     workers (one `run`) on the last, so every call crosses the link between two hosts."""
     if len(hosts) < 2:
         raise NotRunnable(f"a point across hosts needs two worker hosts; the cluster has "
-                               f"{', '.join(hosts) or 'none'}")
+                          f"{', '.join(provenance.host_names(hosts)) or 'none'}")
     servers = hosts[:-1]
     return [servers[i % len(servers)] for i in range(parameter_servers)], hosts[-1]
 

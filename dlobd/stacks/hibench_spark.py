@@ -203,8 +203,8 @@ def hibench_home(dry_run: bool) -> Path | None:
         return None
     run_sh = Path(home) / HIBENCH_PAGERANK / "spark" / "run.sh"
     if not dry_run and not run_sh.is_file():
-        raise NotRunnable(f"HIBENCH_HOME={home}: no {HIBENCH_PAGERANK}/spark/run.sh there "
-                               "(is the hibench role provisioned?)")
+        raise NotRunnable(f"HiBench at {home} (HIBENCH_HOME) has no {HIBENCH_PAGERANK}/spark/run.sh "
+                          "(is the hibench role provisioned?)")
     return Path(home)
 
 
@@ -342,8 +342,8 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     home = hibench_home(ctx.dry_run)
     if home is None and plan["pages"] is None:
         raise NotRunnable(f"HiBench's {plan['datasize']} profile ({plan['profile_pages']:,} pages) "
-                               "needs HiBench's own generator: HIBENCH_HOME is unset (the hibench "
-                               "role installs HiBench and sets it)")
+                          "needs HiBench's own generator: set hibench_enabled: true (role hibench installs "
+                          "HiBench and records HIBENCH_HOME), or HIBENCH_HOME in dlobd_stack_settings")
     adir = Path(ctx.attempt_dir).resolve()
     # one data label per data source (figures list every distinct one); the size apart
     pages = (f"{plan['profile_pages']:,} (HiBench's {plan['datasize']} profile)" if plan["pages"] is None

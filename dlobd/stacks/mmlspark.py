@@ -54,8 +54,10 @@ device.` twice among rank 0's lines, are two logs mixed.
 
 Launcher: `spark-submit --master yarn --deploy-mode client --jars <every jar of
 MMLSPARK_JARS_DIR>` of train.py, the CNTK build of the point's device (CNTK_HOME_<DEVICE>:
-CPU_OPENBLAS, CPU_MKL, GPU_CUDNN), `nodes` GPU hosts (DLOBD_GPU_WORKERS) with
-DLOBD_GPUS_PER_NODE ranks each, the global minibatch 128 of the spec's batch rule, and the
+CPU_OPENBLAS, CPU_MKL, GPU_CUDNN; role mmlspark, mmlspark_cntk_homes), `nodes` GPU hosts
+(DLOBD_GPU_WORKERS) with DLOBD_GPUS_PER_NODE ranks each, or for a CPU point `nodes` of the workers
+YARN runs its executors on (hadoop.executor_workers, as the other Spark stacks count them) with
+one rank each, the global minibatch 128 of the spec's batch rule, and the
 network axis as OpenMPI's BTL through config/networks.yaml. The driver and the executors' PySpark
 run MMLSPARK_PYTHON (role mmlspark, mmlspark_python), not the stacks' Python 3.11: Spark 2.2's
 PySpark breaks on Python 3.7 and later (PEP 479's StopIteration; SPARK-24739 fixed it in Spark
@@ -78,6 +80,7 @@ from dlobd.stacks import (
     runner,
     yarn_application_span,
 )
+from dlobd.stacks.shared import cntk_install
 from dlobd.stacks.shared.cntk_log import CntkEpochs
 
 LOG_FILES = ("stderr.log", "stdout.log")
@@ -89,6 +92,10 @@ EPOCHS = 20              # not stated by the paper: the BrainScript's learning-r
 WORKDIR_ROOT = "/tmp/dlobd-mmlspark"
 NEWEST_PYTHON = "3.6"    # the newest Python Spark 2.2's PySpark runs on
 TRAINING_DONE = re.compile(r"\bCNTK training finished\b")
+# What the mmlspark role records of its own wherever it runs, with what each is
+ROLE_RECORDS = {"MMLSPARK_JARS_DIR": "MMLSpark 0.10's jars (from the mmlspark Maven repository)",
+                "MMLSPARK_SSH_KEY": "the ssh key CNTKLearner uses to reach the GPU host",
+                "MMLSPARK_WRAPPERS": "the ssh/scp/mpirun wrappers that carry the run's settings"}
 
 def _parse(lines, cut) -> ParseResult:
     result = ParseResult()
@@ -120,26 +127,31 @@ parse_records = yarn_application_span
 
 # ---------------------------------------------------------------------------- launcher
 
-def _setting(name: str, what: str) -> str:
-    value = provenance.stack_setting(name)
-    if not value:
-        raise NotRunnable(f"{what}: set {name} (role mmlspark)")
-    return value
+def role_records() -> dict[str, str]:
+    """ROLE_RECORDS' settings, name -> value; NotRunnable naming those missing: the mmlspark role
+    records them where the inventory runs it, and no inventory variable gives them."""
+    values = {name: provenance.stack_setting(name) for name in ROLE_RECORDS}
+    missing = [name for name, value in values.items() if not value]
+    if missing:
+        raise NotRunnable("; ".join(ROLE_RECORDS[name] for name in missing)
+                          + f": the mmlspark role records {'them' if len(missing) > 1 else 'it'} where it runs "
+                            f"(dlobd_paper_stacks: [mmlspark]; {', '.join(missing)})")
+    return values
 
 
 def pyspark_python() -> tuple[str, str | None]:
     """(MMLSPARK_PYTHON, the version the role found there, None where not known from here);
     NotRunnable where it is not given or is newer than Spark 2.2's PySpark runs on."""
-    python = _setting("MMLSPARK_PYTHON", f"Spark 2.2's PySpark needs a Python {NEWEST_PYTHON} or older "
-                                         "with numpy (the role's mmlspark_python), not the stacks' Python")
+    python = cntk_install.role_setting("MMLSPARK_PYTHON", f"Spark 2.2's PySpark needs a Python {NEWEST_PYTHON} "
+                                       "or older with numpy, not the stacks' Python", "mmlspark_python")
     version = provenance.stack_setting("MMLSPARK_PYTHON_VERSION") or None
     if version is not None:
         if not re.fullmatch(r"\d+\.\d+", version):
             raise ValueError(f"MMLSPARK_PYTHON_VERSION {version!r} is not a version like {NEWEST_PYTHON}")
         if [int(n) for n in version.split(".")] > [int(n) for n in NEWEST_PYTHON.split(".")]:
-            raise NotRunnable(f"MMLSPARK_PYTHON {python} is Python {version}: Spark 2.2's PySpark "
-                                   f"runs on {NEWEST_PYTHON} at the newest; set mmlspark_python (role "
-                                   "mmlspark) to an older one with numpy")
+            raise NotRunnable(f"mmlspark_python {python} is Python {version}: Spark 2.2's PySpark runs on "
+                              f"{NEWEST_PYTHON} at the newest; set mmlspark_python to an older one with numpy "
+                              "(role mmlspark; MMLSPARK_PYTHON)")
     return python, version
 
 
@@ -155,10 +167,11 @@ def plan_point(ctx: runner.RunContext) -> dict:
     gpu = device.startswith("gpu")
     if gpu and (lacking := capabilities.missing(["gpu"])):
         raise NotRunnable(f"device {device}: " + "; ".join(lacking))
-    hosts = provenance.workers(gpu=gpu)
+    # a CPU point's nodes are the workers its Spark executors reach on YARN, as the other Spark stacks
+    # count them: an exclusive GPU label keeps those executors off the GPU workers
+    hosts = provenance.workers(gpu=True) if gpu else hadoop.executor_workers()
     if nodes > len(hosts):
-        raise NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} "
-                               f"{'GPU host(s) (DLOBD_GPU_WORKERS)' if gpu else 'worker(s)'}")
+        raise NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} {hadoop.workers_phrase(gpu)}")
     per_node = int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1) if gpu else 1
     ranks = nodes * per_node
     if GLOBAL_MINIBATCH % ranks:
@@ -202,13 +215,11 @@ def command(ctx: runner.RunContext, p: dict, jars: list[str], workdir: str, key:
 
 def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     p = plan_point(ctx)
-    var = "CNTK_HOME_" + p["device"].upper().replace("-", "_")
-    cntk_home = _setting(var, f"device {p['device']}: no CNTK 2.x build for it (a site install: "
-                              "CNTK's binary releases, github.com/Microsoft/CNTK/releases)")
-    mpi_home = _setting("MMLSPARK_MPI_HOME", "OpenMPI 1.10 for CNTK's data-parallel SGD")
-    jars_dir = _setting("MMLSPARK_JARS_DIR", "MMLSpark 0.10's jars (from the mmlspark Maven repository)")
-    key = _setting("MMLSPARK_SSH_KEY", "the ssh key CNTKLearner uses to reach the GPU host")
-    wrappers = _setting("MMLSPARK_WRAPPERS", "the ssh/scp/mpirun wrappers that carry the run's settings")
+    cntk = cntk_install.cntk_home(p["device"], f"device {p['device']}: no CNTK 2.x build for it (a site "
+                                               "install: CNTK's binary releases, github.com/Microsoft/CNTK/releases)")
+    mpi = cntk_install.mpi_home("OpenMPI 1.10 for CNTK's data-parallel SGD")
+    records = role_records()
+    jars_dir, key, wrappers = records["MMLSPARK_JARS_DIR"], records["MMLSPARK_SSH_KEY"], records["MMLSPARK_WRAPPERS"]
     python, python_version = pyspark_python()
     workdir = f"{provenance.stack_setting('MMLSPARK_WORKDIR_ROOT') or WORKDIR_ROOT}/{hadoop.app_tag(ctx)}"
     if ctx.dry_run:
@@ -223,16 +234,16 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
                "DLOBD_MMLSPARK_REMOTE_ENV": "; ".join(
                    f"export {k}={shlex.quote(v) if '$' not in v else v}"
-                   for k, v in remote_env(p, cntk_home, mpi_home, wrappers).items())}
+                   for k, v in remote_env(p, cntk, mpi, wrappers).items())}
     argv = command(ctx, p, jars, workdir, key, python)
     result = runner.run_command(ctx, argv, env=env, cwd=str(Path(ctx.attempt_dir).resolve()),
                               yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"mmlspark 0.10 + cntk ({p['device']})"}
     result.labels = {"data": "cifar10", "network": p["network"], "btl": p["btl"], "device": p["device"],
                      "ranks": f"{p['nodes'] * p['per_node']} ({p['per_node']} per node)", **p["labels"]}
-    result.extra["remote_env"] = remote_env(p, cntk_home, mpi_home, wrappers)
+    result.extra["remote_env"] = remote_env(p, cntk, mpi, wrappers)
     if ctx.dry_run and python_version is None:
-        result.extra["notes"] = [f"MMLSPARK_PYTHON {python}: the mmlspark role finds its version when "
+        result.extra["notes"] = [f"mmlspark_python {python}: the mmlspark role finds its version when "
                                  f"provisioning; newer than {NEWEST_PYTHON} is not runnable"]
     result.hosts = [{"name": h, "address": h, "roles": ["gpu" if p["device"].startswith("gpu") else "workers"]}
                     for h in p["hosts"]]

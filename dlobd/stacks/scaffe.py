@@ -6,10 +6,16 @@ multi-GPU Caffe, CNTK's data-parallel SGD over MPI and Inspur's Caffe-MPI.
 All are registered or site installs given by path: SCAFFE_HOME (OSU-Caffe; its `bin/caffe`),
 MVAPICH2_GDR_HOME (its MPI, as hr_reduce reads it), CAFFE_HOME (NVIDIA/BVLC Caffe with
 `-gpu`), CNTK_HOME_GPU_CUDNN with MMLSPARK_MPI_HOME (CNTK's binary release and the OpenMPI
-1.10 it is built against), INSPUR_CAFFE_HOME. The designs of Fig. 13 (SC-B, SC-OB) and the
-reduce variants of Table 2 (SC-B with MPI's reduce, or with HR's CC-8, CB-4, CB-8) are build
-choices of the authors' S-Caffe, not switches of the OSU-Caffe 0.9 binary: each needs its
-build, SCAFFE_HOME_<DESIGN> (SCAFFE_HOME_SC_B, SCAFFE_HOME_SC_OB, SCAFFE_HOME_CC_8, ...).
+1.10 it is built against: the mmlspark role's mmlspark_cntk_homes and mmlspark_mpi_home),
+INSPUR_CAFFE_HOME.
+
+The designs of Fig. 13 (SC-B, SC-OB) and the rows of Table 2 (SC-B with the MPI library's
+reduce, `none`, or with the hierarchical reduce's CC-8, CB-4, CB-8) are stages of the paper's
+co-design (Sec. 4): the S-Caffe it released is their culmination (Sec. 8), with overlapped
+propagation and aggregation on the hierarchical reduce (which MVAPICH2-GDR 2.2 released, Sec.
+5), and nothing in the paper makes the earlier designs switches of it. Each is a build of the
+authors' S-Caffe that was never released, so those points are not obtainable, whatever path a
+SCAFFE_HOME_<DESIGN> setting names.
 
 Launcher: MVAPICH2-GDR's mpirun (Hydra, `-f <hostfile>`: hr_reduce's placement and host-file
 code) with `-prepend-rank`, one rank per GPU over the inventory's GPU hosts
@@ -40,11 +46,12 @@ from pathlib import Path
 
 import jinja2
 
-from dlobd import NotRunnable
-from dlobd.cluster import capabilities, provenance
+from dlobd import NOT_OBTAINABLE, NotRunnable
+from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.cluster.remote import ssh_argv
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
+from dlobd.stacks.shared import cntk_install
 from dlobd.stacks.shared.caffe_nets import NETS, models
 from dlobd.stacks.shared.caffe_solver import GLOG, GlogClock, SolverLines
 from dlobd.stacks.shared.cntk_log import CntkEpochs
@@ -55,7 +62,9 @@ LOG_FILES = ("stdout.log", "stderr.log")
 CNTK_CONFIG = Path(__file__).resolve().parents[2] / "workloads" / "scaffe" / "alexnet.cntk"
 FRAMEWORKS = ("s-caffe", "s-caffe-l", "caffe", "cntk", "inspur-caffe")
 DESIGN_AXES = ("design", "algorithm")
-DESIGN_BUILD = {"none": "SC_B", "sc-b": "SC_B", "sc-ob": "SC_OB", "cc-8": "CC_8", "cb-4": "CB_4", "cb-8": "CB_8"}
+# the designs by the paper's names: Table 2's `none` is its SC-B row, with the MPI library's reduce
+DESIGNS = {"none": "SC-B", "sc-b": "SC-B", "sc-ob": "SC-OB", "cc-8": "CC-8", "cb-4": "CB-4", "cb-8": "CB-8"}
+HIERARCHICAL_REDUCE = ("CC-8", "CB-4", "CB-8")
 HYDRA_TAG = re.compile(r"^\[(\d+)\] (.*)$")
 
 
@@ -121,11 +130,29 @@ def _gpus_per_node() -> int:
     return int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
 
 
+def unreleased(design: str) -> NotRunnable:
+    """Why a point of one of the paper's designs (DESIGNS) runs nowhere but the authors' cluster."""
+    name = DESIGNS[design]
+    if name in HIERARCHICAL_REDUCE:
+        what = (f"Table 2's {name} row is S-Caffe's SC-B design with the hierarchical reduce {name} (released "
+                "in MVAPICH2-GDR 2.2); SC-B is")
+    else:
+        baseline = " (Table 2's baseline, with the MPI library's reduce)" if design == "none" else ""
+        what = f"S-Caffe's {name} design{baseline} is"
+    return NotRunnable(f"{NOT_OBTAINABLE}: {what} a build of the authors' S-Caffe that was never released; this "
+                       f"point cannot run anywhere but their cluster (SCAFFE_HOME_{name.replace('-', '_')})")
+
+
 def plan_point(ctx: runner.RunContext) -> dict:
     labels = {}
     framework = str(ctx.point.get("framework", "s-caffe"))
     if framework not in FRAMEWORKS:
         raise ValueError(f"{ctx.spec['id']}: framework {framework!r} is none of {', '.join(FRAMEWORKS)}")
+    design = next((str(ctx.point[a]).lower() for a in DESIGN_AXES if a in ctx.point), None)
+    if design is not None:
+        if design not in DESIGNS:
+            raise ValueError(f"S-Caffe design {design!r} is none of {', '.join(DESIGNS)}")
+        raise unreleased(design)
     # a model the paper leaves unstated comes from the scale's `assumed` (in fixed)
     model = str(ctx.fixed.get("model", ctx.spec.get("model")))
     if model not in models():
@@ -141,33 +168,33 @@ def plan_point(ctx: runner.RunContext) -> dict:
         raise NotRunnable("s-caffe reads image files from Lustre: " + "; ".join(lacking))
     per_node = int(ctx.fixed.get("gpus_per_node", _gpus_per_node()))
     hosts = provenance.workers(gpu=True)
+    per_node_from = ("the scale's gpus_per_node" if "gpus_per_node" in ctx.fixed
+                     else "dlobd_hardware.gpus of group gpu's first host; DLOBD_GPUS_PER_NODE")
     gpus, label = runner.count_within(ctx, "gpus", len(hosts) * per_node,
-                                      f"GPUs ({len(hosts)} GPU hosts x {per_node}: DLOBD_GPU_WORKERS, "
-                                      "DLOBD_GPUS_PER_NODE)")
+                                      f"GPUs ({len(hosts)} worker(s) of group gpu x {per_node}: {per_node_from})")
     if label:
         labels["assumed"] = {"gpus": label}
     if framework == "caffe" and gpus > per_node:
         raise NotRunnable(f"single-process Caffe drives the GPUs of one node: {gpus} GPUs > "
                                f"{per_node} per node")
     if -(-gpus // per_node) > len(hosts):
-        raise NotRunnable(f"{gpus} GPUs at {per_node} per node need {-(-gpus // per_node)} GPU hosts; "
-                               f"the cluster has {len(hosts)} (DLOBD_GPU_WORKERS)")
+        raise NotRunnable(f"{gpus} GPUs at {per_node} per node need {-(-gpus // per_node)} GPU workers; "
+                          f"the cluster has {len(hosts)} {hadoop.workers_phrase(gpu=True)}")
     # Caffe-MPI's rank 0 is its parameter server, which takes no GPU
     ranks = gpus + (1 if framework == "inspur-caffe" else 0)
     placement = rank_placement(hosts[:-(-gpus // per_node)], ranks)
-    design = next((str(ctx.point[a]) for a in DESIGN_AXES if a in ctx.point), None)
     iterations = int(ctx.fixed.get("iterations", models()[model]["solver"]["max_iter"]))
     batch = ctx.fixed.get("batch")
     global_batch = int(batch) if str(batch).isdigit() else models()[model]["batch"] * gpus
     return {"framework": framework, "model": model, "gpus": gpus, "ranks": ranks, "placement": placement,
-            "design": design, "images": images,
-            "iterations": iterations, "global_batch": global_batch, "labels": labels}
+            "images": images, "iterations": iterations, "global_batch": global_batch, "labels": labels}
 
 
 def _home(var: str, what: str) -> str:
     home = provenance.stack_setting(var)
     if not home:
-        raise NotRunnable(f"{what}: set {var} to its install (a registered or site download)")
+        raise NotRunnable(f"{what}: set {var} in dlobd_stack_settings to its install (a registered or site "
+                          "download)")
     return home
 
 
@@ -176,12 +203,6 @@ def caffe_home(p: dict) -> str:
         return _home("CAFFE_HOME", "single-process multi-GPU Caffe (NVIDIA's or BVLC's)")
     if p["framework"] == "inspur-caffe":
         return _home("INSPUR_CAFFE_HOME", "Inspur Caffe-MPI (github.com/Caffe-MPI)")
-    if p["design"] is not None:
-        build = DESIGN_BUILD.get(p["design"].lower())
-        if build is None:
-            raise ValueError(f"S-Caffe design {p['design']!r} is none of {', '.join(DESIGN_BUILD)}")
-        return _home(f"SCAFFE_HOME_{build}", f"S-Caffe's {p['design']} design is a build of the authors' "
-                                             "S-Caffe, not a switch of the OSU-Caffe 0.9 release")
     return _home("SCAFFE_HOME", "OSU-Caffe (S-Caffe; hidl.cse.ohio-state.edu, registration)")
 
 
@@ -224,8 +245,8 @@ def command(ctx: runner.RunContext, p: dict, adir: Path, check: bool) -> tuple[l
                 "-gpu", ",".join(str(i) for i in range(p["gpus"]))]
         return ssh_argv(host, str(adir), {}, argv), None
     if p["framework"] == "cntk":
-        cntk = _home("CNTK_HOME_GPU_CUDNN", "CNTK 2.x GPU build (github.com/Microsoft/CNTK/releases)")
-        mpi = _home("MMLSPARK_MPI_HOME", "the OpenMPI 1.10 CNTK's binary release is built against")
+        cntk = cntk_install.cntk_home("gpu-cudnn", "CNTK 2.x GPU build (github.com/Microsoft/CNTK/releases)")
+        mpi = cntk_install.mpi_home("the OpenMPI 1.10 CNTK's binary release is built against")
         argv = [f"{mpi}/bin/mpirun", "-np", str(p["gpus"]), "--hostfile", str(hostfile), "--tag-output",
                 "-x", "LD_LIBRARY_PATH", f"{cntk}/cntk/bin/cntk", f"configFile={CNTK_CONFIG}",
                 f"minibatchSize={p['global_batch']}", f"mapFile={_home('SCAFFE_IMAGENET_MAP', 'ILSVRC12 map files for CNTK (image-net.org, registration)')}",
@@ -250,7 +271,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         for path, text in (extra_files or {}).items():
             path.write_text(text)
     result = runner.run_command(ctx, argv, cwd=str(adir), keep_stdin=p["framework"] == "caffe")
-    result.versions = {"stack": f"{p['framework']} ({p['design'] or 'release'})"}
+    result.versions = {"stack": f"{p['framework']} (release)"}
     result.labels = {"framework": p["framework"], "gpus": str(p["gpus"]), "global_batch": str(p["global_batch"]),
                      "model": p["model"], **p["labels"]}
     if extra_files:

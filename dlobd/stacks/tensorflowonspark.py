@@ -556,7 +556,7 @@ def placement(network: str, env: dict) -> Placement:
     if transport.address == "loopback":
         if not all(provenance.is_local_address(w) for w in workers):
             raise NotRunnable(f"network {network}: loopback needs every executor on this host; "
-                                   f"the cluster's workers are {', '.join(workers)}")
+                              f"the cluster's workers are {hadoop.named(workers)}")
         return Placement(transport, "127.0.0.1", "127.0.0.1", python, tf1)
     server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
     address_map = ()
@@ -652,11 +652,12 @@ def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[st
     nodes = -(-executors // per_node)
     if nodes > len(workers):
         raise NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
-                          f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} GPU worker(s)")
+                          f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} "
+                          f"{hadoop.workers_phrase(gpu=True)}")
     libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
     if not libs:
-        raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: "
-                               "DLOBD_CUDA_LIBRARY_PATH is unset (dlobd_cuda_home in the inventory)")
+        raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: set "
+                          "dlobd_cuda_library_path (by default dlobd_cuda_home's lib64; DLOBD_CUDA_LIBRARY_PATH)")
     return container_overhead(ctx, per_node), libs, placed
 
 

@@ -9,13 +9,17 @@ from pathlib import Path
 from dlobd import NotRunnable
 from dlobd.cluster import provenance
 
-# Debian's MPIs by their alternatives' names; MVAPICH2 (-GDR) needs a registered download,
-# so it comes from the install the user names (the paper compared it with OpenMPI).
+# Debian's MPIs by their alternatives' names; MVAPICH2 and MVAPICH2-GDR come from the installs
+# the inventory names (dlobd_stack_settings), with where each is had (the paper compared them
+# with OpenMPI).
 MPIS = {
     "openmpi": {"mpicc": "mpicc.openmpi", "mpirun": "mpirun.openmpi"},
     "mpich": {"mpicc": "mpicc.mpich", "mpirun": "mpirun.mpich"},
-    "mvapich2": {"home": "MVAPICH2_HOME"},
-    "mvapich2-gdr": {"home": "MVAPICH2_GDR_HOME"},
+    "mvapich2": {"home": "MVAPICH2_HOME",
+                 "get": "MVAPICH2 is a free download (mvapich.cse.ohio-state.edu), or Spack's mvapich2 package, "
+                        "which the paper-tfos-bigdl Spack environment installs"},
+    "mvapich2-gdr": {"home": "MVAPICH2_GDR_HOME",
+                     "get": "MVAPICH2-GDR is a registered download (mvapich.cse.ohio-state.edu)"},
 }
 
 
@@ -28,8 +32,8 @@ def mpi_tool(mpi: str, tool: str, check: bool = True) -> str:
     if "home" in spec:
         home = provenance.stack_setting(spec["home"])
         if not home:
-            raise NotRunnable(f"{mpi} needs a registered download: set {spec['home']} "
-                                   "to its install directory")
+            raise NotRunnable(f"{mpi}: set {spec['home']} in dlobd_stack_settings to its install directory: "
+                              f"{spec['get']}")
         path = Path(home) / "bin" / tool
         if check and not provenance.present(path):
             raise NotRunnable(f"{mpi}: no {path} ({spec['home']}={home})")

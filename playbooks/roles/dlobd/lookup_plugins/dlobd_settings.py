@@ -1,4 +1,4 @@
-"""Where each setting of a host comes from, and which ones no role knows.
+"""Where each setting of a host comes from, which ones no role knows, and which values are invalid.
 
 A setting is a variable named like the project's roles: dlobd_* (the shared settings) or a role's
 own (hibench_*, mmlspark_* ...). The known ones are computed from the roles themselves: every
@@ -10,31 +10,42 @@ sources in the same order as Ansible's VariableManager (inventory `all: vars:`, 
 group_vars/ and host_vars/ beside each inventory source, the host's own vars, -e), so the last
 source that sets a name is the one whose value the play sees. A name none of them sets is the
 dlobd role's default.
+
+The values those sources set are checked, rendered, against the dlobd role's
+files/settings.schema.json (the role's own defaults are not: some need the host's facts), and each
+error is said in plain words, naming the setting, its value, where it was set and what the schema
+allows (its `description`, else its `enum`). The preflight and `dlobd plan` / `dlobd dry-run`
+(playbooks/inventory-settings.yml) stop on them.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import json
 from pathlib import Path
 
 import yaml
 from ansible import constants as C
-from ansible.errors import AnsibleError
+from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.inventory.helpers import sort_groups
 from ansible.inventory.manager import InventoryManager
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.vars import load_extra_vars
 from ansible.vars.plugins import get_vars_from_inventory_sources
+from jsonschema import Draft202012Validator
 
 DOCUMENTATION = """
 name: dlobd_settings
 short_description: the project's settings of a host, where each was set, and the unknown ones
 description:
   - Returns one mapping with C(origins) (every variable named like a role of the project, dlobd_*
-    or <role>_*, that an inventory source or -e sets for the host, mapped to that source) and
+    or <role>_*, that an inventory source or -e sets for the host, mapped to that source),
     C(unknown) (those of them no role defaults, sets or documents, each mapped to the closest
-    known names and the defaults file of the role its name belongs to).
+    known names and the defaults file of the role its name belongs to) and C(invalid) (for those
+    of them the dlobd role's files/settings.schema.json covers, rendered, every way the value breaks
+    it, as a sentence naming the setting with its field path, the value, where it was set and what
+    is allowed).
 options:
   _terms:
     description: the host (inventory_hostname by default)
@@ -42,6 +53,7 @@ options:
 
 ROLES = Path(__file__).resolve().parents[2]
 DEFAULTS = ROLES / "dlobd" / "defaults" / "main"
+SCHEMA = ROLES / "dlobd" / "files" / "settings.schema.json"
 SET_FACT = ("ansible.builtin.set_fact", "set_fact")
 _inventories: dict = {}
 
@@ -130,7 +142,55 @@ def origins(loader, sources: list[str], host_name: str) -> dict[str, str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
+def validator() -> Draft202012Validator:
+    return Draft202012Validator(json.loads(SCHEMA.read_text()))
+
+
+def _shown(value) -> str:
+    return json.dumps(value, default=str)
+
+
+def _field(path) -> str:
+    """The setting and the field path of a value: dlobd_hardware.cores, dlobd_paper_stacks[1]."""
+    name, *fields = path
+    return name + "".join(f"[{f}]" if isinstance(f, int) else f".{f}" for f in fields)
+
+
+def _explained(error, origin: str) -> list[str]:
+    """A schema error in plain words: the setting (with the field path), its value, where it was
+    set and what is allowed there."""
+    where, schema = _field(error.absolute_path), error.schema
+    if error.validator == "additionalProperties":
+        fields = schema.get("properties", {})
+        return [f"{where}.{name} is {_shown(value)} (set in {origin}): not a field of {where} "
+                f"(fields: {', '.join(fields)})" for name, value in error.instance.items() if name not in fields]
+    if error.validator == "required":
+        missing = ", ".join(name for name in error.validator_value if name not in error.instance)
+        return [f"{where} (set in {origin}) has no {missing}: a mapping set replaces the default whole, so "
+                f"it must give each of its {len(error.validator_value)} names"]
+    # propertyNames checks each name of the mapping, not a value: the error's instance is the name
+    if "propertyNames" in error.schema_path:
+        return [f"{where} names {_shown(error.instance)} (set in {origin}): each name must be {schema['description']}"]
+    allowed = schema.get("description") or "one of " + ", ".join(map(str, schema["enum"]))
+    return [f"{where} is {_shown(error.instance)} (set in {origin}): it must be {allowed}"]
+
+
 class LookupModule(LookupBase):
+    def _invalid(self, host: str, found: dict, variables: dict) -> list[str]:
+        """What is wrong with each value the sources of `found` set that the schema covers."""
+        # another host's (a term naming it): its hostvars, which Ansible renders for that host
+        values = variables if host == variables.get("inventory_hostname") else variables["hostvars"][host]
+        out = []
+        for name in sorted(set(found) & set(validator().schema["properties"])):
+            try:
+                value = self._templar.template(values[name])
+            except AnsibleUndefinedVariable:
+                continue  # it needs what only the host tells (its facts): the preflight renders it there
+            errors = sorted(validator().iter_errors({name: value}), key=lambda e: list(map(str, e.absolute_path)))
+            out += [line for error in errors for line in _explained(error, found[name])]
+        return list(dict.fromkeys(out))  # a mapping lacking several required names: said once
+
     def run(self, terms, variables=None, **kwargs):
         variables = variables or {}
         host = terms[0] if terms else variables["inventory_hostname"]
@@ -140,4 +200,4 @@ class LookupModule(LookupBase):
         unknown = {name: {"close": difflib.get_close_matches(name, known, n=3, cutoff=0.75),
                           "defaults": roles()[_role_of(name, roles())]["defaults"]}
                    for name in sorted(found) if name not in known}
-        return [{"origins": found, "unknown": unknown}]
+        return [{"origins": found, "unknown": unknown, "invalid": self._invalid(host, found, variables)}]
