@@ -295,8 +295,15 @@ test-caffeonspark: setup ## build the port (cached), then LeNet on real MNIST: 1
 test-gpu: ## every check that needs a GPU: fingerprint, the monitor on a GPU job, hr-reduce's device-buffer build (one line and a skip without a GPU)
 	$(PYTHON) tests/gpu/run.py
 
+# Each part timed (benchmarks/reproduce/phases.py --kind test), the times printed at the end even
+# where a part fails, so every CI log says where its time went; the first failing part ends it.
+TEST_PHASE = $(PYTHON) benchmarks/reproduce/phases.py --state $(STATE) --kind test
 .PHONY: test
-test: setup lint test-unit test-integration ## lint, unit tests, and the integration test on this machine
+test: setup ## lint, unit tests, and the integration test on this machine; each part's time at the end
+	$(TEST_PHASE) begin
+	status=0; for part in lint test-unit test-integration; do \
+	  $(TEST_PHASE) run $$part -- $(SUBMAKE) $$part || { status=$$?; break; }; done; \
+	$(TEST_PHASE) report; exit $$status
 
 # Debian's Chromium and its driver for the report's browser test (tests/test_reference.py);
 # Selenium drives them from .venv. A browser download never works offline, apt does.

@@ -63,3 +63,18 @@ def test_a_marker_without_the_step_time_is_named(tmp_path):
 def test_report_before_any_reproduce_says_so(tmp_path):
     done = phases(tmp_path / "state", "report")
     assert done.returncode != 0 and "no timing of a `make reproduce` yet" in done.stderr
+
+
+def test_make_test_s_phases_are_timed_apart_from_reproduce_s(tmp_path):
+    state = tmp_path / "state"
+    assert phases(state, "--kind", "test", "begin").returncode == 0
+    assert phases(state, "--kind", "test", "run", "lint", "--", "true").returncode == 0
+    assert phases(state, "--kind", "test", "run", "test-unit", "--", "sh", "-c", "sleep 0.2; exit 1").returncode == 1
+    out = phases(state, "--kind", "test", "report")
+    lines = dict(line.split(": ", 1) for line in out.stdout.splitlines())
+    assert out.returncode == 0 and set(lines) == {"test_log", "phase_lint_s", "phase_test_unit_s",
+                                                  "phase_test_unit_exit_status", "test_total_s"}, out.stdout
+    assert float(lines["phase_test_unit_s"]) >= 0.2 and lines["phase_test_unit_exit_status"] == "1"
+    assert float(lines["test_total_s"]) >= float(lines["phase_test_unit_s"])
+    # a reproduce's timing is its own
+    assert "no timing of a `make reproduce` yet" in phases(state, "report").stderr

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Time the phases of `make reproduce` and print them (`make bench-reproduce`).
+"""Time the phases of `make reproduce` (`make bench-reproduce`) or of `make test` and print them.
 
-  begin                    start a new timing file, data/state/reproduce/phases-<UTC>.tsv
+  begin                    start a new timing file, data/state/<kind>/phases-<UTC>.tsv
   run NAME -- COMMAND...   run COMMAND and append NAME, start, end, exit status to it
-  report                   print the newest reproduce's phases, each experiment's run time
-                           and the harness overhead per run, as `name: value` lines
+  report                   print the newest timing's phases as `name: value` lines; for a
+                           reproduce also each experiment's run time and the harness overhead
+                           per run
+
+--kind (reproduce, the default, or test) names the timed target.
 
 Standard library only: the first phase (setup) runs before the project's venv exists.
 The experiment times come from what the pipeline itself kept: the marker of each `run` step
@@ -28,8 +31,8 @@ def _iso(value: str) -> float:
     return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc).timestamp()
 
 
-def begin(state: Path) -> int:
-    folder = state / "reproduce"
+def begin(state: Path, kind: str) -> int:
+    folder = state / kind
     folder.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     with open(folder / f"phases-{stamp}.tsv", "x") as fh:
@@ -37,15 +40,15 @@ def begin(state: Path) -> int:
     return 0
 
 
-def newest(state: Path) -> Path:
-    found = sorted((state / "reproduce").glob("phases-*.tsv"))
+def newest(state: Path, kind: str) -> Path:
+    found = sorted((state / kind).glob("phases-*.tsv"))
     if not found:
-        sys.exit(f"{state / 'reproduce'}: no timing of a `make reproduce` yet (run it first)")
+        sys.exit(f"{state / kind}: no timing of a `make {kind}` yet (run it first)")
     return found[-1]
 
 
-def run(state: Path, name: str, command: list[str]) -> int:
-    timing = newest(state)
+def run(state: Path, kind: str, name: str, command: list[str]) -> int:
+    timing = newest(state, kind)
     start = time.time()
     code = subprocess.call(command)
     with open(timing, "a") as fh:
@@ -53,19 +56,24 @@ def run(state: Path, name: str, command: list[str]) -> int:
     return code
 
 
-def report(state: Path) -> int:
-    timing = newest(state)
+def report(state: Path, kind: str) -> int:
+    timing = newest(state, kind)
     phases = list(csv.DictReader(open(timing), delimiter="\t"))
     if not phases:
         sys.exit(f"{timing}: no phase finished yet")
     began = float(phases[0]["start"])
-    print(f"reproduce_log: {timing}")
+    print(f"{kind}_log: {timing}")
     for p in phases:
         print(f"phase_{p['phase'].replace('-', '_')}_s: {float(p['end']) - float(p['start']):.1f}")
         if p["exit_status"] != "0":
             print(f"phase_{p['phase'].replace('-', '_')}_exit_status: {p['exit_status']}")
-    print(f"reproduce_total_s: {float(phases[-1]['end']) - began:.1f}")
+    print(f"{kind}_total_s: {float(phases[-1]['end']) - began:.1f}")
+    return experiments(state, phases, began) if kind == "reproduce" else 0
 
+
+def experiments(state: Path, phases: list[dict], began: float) -> int:
+    """Each experiment's run time and the harness overhead per run of the reproduce timed in
+    `phases`, from the pipeline's markers and run.json files."""
     per_experiment: dict[str, float] = {}
     overheads = []
     launched = 0
@@ -100,6 +108,7 @@ def report(state: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--state", type=Path, default=Path("data/state"))
+    parser.add_argument("--kind", choices=("reproduce", "test"), default="reproduce")
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("begin")
     r = sub.add_parser("run")
@@ -108,13 +117,13 @@ def main() -> int:
     sub.add_parser("report")
     args = parser.parse_args()
     if args.what == "begin":
-        return begin(args.state)
+        return begin(args.state, args.kind)
     if args.what == "run":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         if not command:
             parser.error("run: no command after the phase name")
-        return run(args.state, args.name, command)
-    return report(args.state)
+        return run(args.state, args.kind, args.name, command)
+    return report(args.state, args.kind)
 
 
 if __name__ == "__main__":
