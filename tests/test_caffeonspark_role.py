@@ -7,6 +7,7 @@ without it that test skips and says so)."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,3 +106,29 @@ def test_the_modern_series_applies_in_order_to_the_pinned_sources(tmp_path):
     assert "<version>2.5.0</version>" not in (tree / "caffe-distri" / "pom.xml").read_text()
     # caffe-public's distribution holds what CaffeOnSpark uses, not pycaffe, the tools and examples
     assert "cp -r python $(DISTRIBUTE_DIR)" not in (tree / "caffe-public" / "Makefile").read_text()
+
+
+def test_the_cuda_builds_go_to_the_gpu_hosts_and_the_launch_host_only(tmp_path):
+    """Of caffeonspark_builds, a worker outside group gpu builds the CPU devices alone: it needs no
+    CUDA toolkit. The GPU workers and the launch host (whose driver loads the build) build all."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {
+        "hosts": {h: {"ansible_connection": "local"} for h in ("head", "cpu1", "gpu1")},
+        "children": {"namenode": {"hosts": {"head": None}}, "workers": {"hosts": {"cpu1": None, "gpu1": None}},
+                     "gpu": {"hosts": {"gpu1": None}}}}}))
+    playbook = tmp_path / "play.yml"
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles: [dlobd, {role: caffeonspark, when: false}]\n"
+                        "  tasks:\n    - ansible.builtin.debug: {msg: '{{ caffeonspark_host_builds | to_json }}'}\n")
+    extra = {"dlobd_prefix": str(tmp_path / "prefix"), "dlobd_profile": "paper", "dlobd_install_method": "spack",
+             "caffeonspark_install_method": "git", "caffeonspark_builds": ["cpu-openblas", "cpu-mkl", "gpu-cudnn", "gpu"]}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks" / "roles"),
+           "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.minimal", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
+    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(playbook), "-e", json.dumps(extra)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    decoder = json.JSONDecoder()
+    builds = {head[1]: json.loads(decoder.raw_decode(done.stdout, head.end())[0]["msg"])
+              for head in re.finditer(r"^(\S+) \| SUCCESS => ", done.stdout, re.MULTILINE)}
+    assert builds == {"head": ["cpu-openblas", "cpu-mkl", "gpu-cudnn", "gpu"], "cpu1": ["cpu-openblas", "cpu-mkl"],
+                      "gpu1": ["cpu-openblas", "cpu-mkl", "gpu-cudnn", "gpu"]}

@@ -352,9 +352,9 @@ SUMMARY_HEAD = "settings to add to the inventory"
 # cost it, or None for any value; the cost in words).
 COSTS = {
     "caffeonspark_builds": (lambda builds: [b for b in builds if b.startswith("gpu")],
-                            "every host the caffeonspark role runs on builds each device listed, here {entries}: "
-                            "CUDA builds need the CUDA toolkit and cuDNN on every host, and each build takes tens "
-                            "of minutes"),
+                            "the hosts of group gpu and the launch host build the CUDA devices listed, here "
+                            "{entries}, and need the CUDA toolkit and cuDNN (caffeonspark_cuda_build_hosts "
+                            "names other hosts); every host builds the others; each build takes tens of minutes"),
     "hibench_enabled": (None, "the hibench role builds HiBench with Maven on every host (minutes each)"),
 }
 
