@@ -145,6 +145,7 @@ def point_needs(spec, scale_name: str, scale: dict, point: dict, runs_dir) -> tu
 
 
 def _with_hosts(asks: dict, reasons: list[str], cluster) -> dict:
+    """`asks` with the per-host settings the point's reasons name (host_asks)."""
     _merge(asks, host_asks(reasons, cluster))
     return asks
 
