@@ -13,8 +13,9 @@ help: ## list the targets
 
 ## ---------------------------------------------------------------- tooling
 
-.PHONY: setup
+.PHONY: setup setup-dev
 setup: $(VENV)/.installed ## the project's own Python tooling in .venv (ansible, snakemake, dlobd)
+setup-dev: $(VENV)/.dev-installed ## setup, plus what the tests and linters need (pytest, ansible-lint, selenium, import-linter)
 
 # With the package's bytecode compiled: an editable install leaves that to the first import,
 # which never writes it where PYTHONDONTWRITEBYTECODE is set, and each Snakemake run and drawing
@@ -22,8 +23,13 @@ setup: $(VENV)/.installed ## the project's own Python tooling in .venv (ansible,
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e .
 	$(BIN)/python -m compileall -q dlobd
+	touch $@
+
+# Apart, so that reproducing (make kick-tires, make reproduce) does not wait for the test tools
+$(VENV)/.dev-installed: $(VENV)/.installed
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e '.[dev]'
 	touch $@
 
 ## ---------------------------------------------------------------- provisioning (playbooks/)
@@ -43,7 +49,7 @@ CAFFEONSPARK_VARS = $(if $(filter 1,$(CAFFEONSPARK)),-e dlobd_caffeonspark_port=
 PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(INVENTORY) $(PREFIX_VAR) $(CAFFEONSPARK_VARS)
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 
-.PHONY: provision cluster-up cluster-down cluster-status smoke-test bench-provision lint-ansible test-integration
+.PHONY: provision cluster-up cluster-down cluster-status smoke-test bench-provision lint-ansible test-integration test-emulated
 # SMOKE_TESTS=later: provision without them (make reproduce runs them on the cluster it starts)
 provision: setup ## install Java, Hadoop, Spark, the DL stacks and data sets; ends with the smoke tests
 	$(PLAYBOOK) playbooks/site.yml $(if $(SMOKE_TESTS),-e dlobd_smoke_tests=$(SMOKE_TESTS))
@@ -63,19 +69,25 @@ smoke-test: setup ## HDFS, YARN, Spark-on-YARN, TensorFlow and BigDL checks (lea
 bench-provision: setup ## time cold and repeated provisioning, cluster start/stop; daemon RSS
 	$(BIN)/python benchmarks/provision/bench_provision.py --inventory $(INVENTORY)
 
-lint-ansible: setup ## ansible-lint (production profile) and --syntax-check of every playbook
+lint-ansible: setup-dev ## ansible-lint (production profile) and --syntax-check of every playbook
 	cd playbooks && ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-lint --profile production --strict .
 	for i in $(INVENTORY) playbooks/inventories/example-ib/hosts.yml; do for p in $(PLAYBOOKS); do \
 	  ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $$i --syntax-check $$p || exit 1; done; done
 
 # The real Spack install (make test-spack), the image builds (make test-apptainer, make
-# test-paper-profile), the Slurm path from the image (make test-slurm) and the CaffeOnSpark port's
-# build (make test-caffeonspark) have budgets of their own, not part of make test. The Slurm path from the hosts' provisioned
-# prefix is: test_slurm.py runs on the emulated hosts test_emulated_provision.py provisioned.
-test-integration: setup emulated-deps slurm-deps ## provision a fresh prefix, run slices of the experiments on it; emulated hosts; Slurm on them
-	$(BIN)/pytest -m integration tests/integration --ignore=tests/integration/test_spack_install.py \
-	  --ignore=tests/integration/test_apptainer_image.py --ignore=tests/integration/test_caffeonspark_port.py \
-	  --ignore=tests/integration/test_paper_profile.py --ignore=tests/integration/test_emulated_shared_prefix.py
+# test-paper-profile), the Slurm path from the image (make test-slurm), the CaffeOnSpark port's
+# build (make test-caffeonspark) and the emulated hosts provisioned whole (make test-emulated,
+# make test-shared-prefix) have budgets of their own, not part of make test.
+INTEGRATION_APART = test_spack_install test_apptainer_image test_caffeonspark_port test_paper_profile \
+  test_emulated_shared_prefix test_emulated_provision test_slurm
+test-integration: setup-dev emulated-deps ## provision a fresh prefix, smoke-test it, run real slices of BigDL, TF and TFoS on it; the emulated hosts' harness
+	$(BIN)/pytest -m integration tests/integration $(INTEGRATION_APART:%=--ignore=tests/integration/%.py)
+
+# The emulated hosts provisioned with site.yml over SSH, each into its own folder; then points
+# across them, daemons killed mid-run, executors sized per NodeManager, and a real Slurm on the
+# same hosts running sbatch jobs from their prefix (slurm+prefix). About 40 min.
+test-emulated: setup-dev emulated-deps slurm-deps ## as root: 1 master + 2 emulated hosts provisioned over SSH; points across both, daemons killed mid-run, executors per NodeManager; Slurm jobs on them
+	$(BIN)/pytest -m integration tests/integration/test_emulated_provision.py tests/integration/test_slurm.py
 
 ## ---------------------------------------------------------------- the whole artifact
 
@@ -98,17 +110,24 @@ reproduce: ## set up, provision (with CaffeOnSpark's port), start the cluster, s
 
 # The evaluators' first tier: the report from the reference runs, then one real short job that
 # exercises Spark and a DL stack: BigDL's LeNet-5 on MNIST on YARN, dlobd-fig6c's local point (its
-# RDMA point is recorded not runnable). It provisions only what that job needs; the run joins
-# RUNS, so a later `make reproduce` does not run it again. Its figure and report go apart, under
-# KICK_TIRES_OUT, so that report/ stays the reference runs' report.
+# RDMA point is recorded not runnable). It provisions only what that job needs (no TensorFlow);
+# the run joins RUNS, so a later `make reproduce` does not run it again. Its figure and report go
+# apart, under KICK_TIRES_OUT, so that report/ stays the reference runs' report. The reference
+# figures are drawn while the stack installs and starts (their log under KICK_TIRES_OUT), and
+# waited for before the job: two Snakemake runs in one folder would lock each other out.
 KICK_TIRES_ID := dlobd-fig6c
 KICK_TIRES_TAGS := node,java,python,monitoring,hadoop,spark,dl,datasets,env
+KICK_TIRES_VARS := {"datasets_names": ["mnist"], "dl_libs_tensorflow": false}
 KICK_TIRES_OUT := data/kick-tires
+KICK_TIRES_FIGURES_LOG := $(KICK_TIRES_OUT)/reference-figures.log
 .PHONY: kick-tires
 kick-tires: setup ## evaluators' first tier (about 10 min): the report from data/reference, then one real short BigDL job on YARN
-	$(SUBMAKE) figures RUNS=data/reference
-	$(PLAYBOOK) playbooks/site.yml --tags $(KICK_TIRES_TAGS) -e '{"datasets_names": ["mnist"]}'
-	$(SUBMAKE) cluster-up
+	@mkdir -p $(KICK_TIRES_OUT)
+	$(SUBMAKE) figures RUNS=data/reference > $(KICK_TIRES_FIGURES_LOG) 2>&1 & figures=$$!; \
+	  $(PLAYBOOK) playbooks/site.yml --tags $(KICK_TIRES_TAGS) -e '$(KICK_TIRES_VARS)' && $(SUBMAKE) cluster-up; up=$$?; \
+	  wait $$figures || { tail -n 30 $(KICK_TIRES_FIGURES_LOG); echo "the reference figures failed: $(abspath $(KICK_TIRES_FIGURES_LOG))"; \
+	    $(PLAYBOOK) playbooks/cluster-down.yml; exit 1; }; \
+	  exit $$up
 	status=0; $(SNAKEMAKE) --keep-going --config runs_dir=$(RUNS) state_dir=$(STATE) \
 	    results_dir=$(KICK_TIRES_OUT)/results figures_dir=$(KICK_TIRES_OUT)/figures \
 	    report_dir=$(KICK_TIRES_OUT)/report launch=True 'experiments=[$(KICK_TIRES_ID)]' || status=$$?; \
@@ -237,7 +256,7 @@ emulated-calibrate: setup calibrate-deps ## make calibrate on the emulated hosts
 lint: lint-ansible lint-specs lint-workflow lint-spack lint-imports ## every static check
 
 .PHONY: lint-imports
-lint-imports: setup ## the dlobd package's layers and no import cycles (import-linter; contracts in pyproject.toml)
+lint-imports: setup-dev ## the dlobd package's layers and no import cycles (import-linter; contracts in pyproject.toml)
 	$(BIN)/lint-imports --no-cache
 
 .PHONY: lint-specs
@@ -260,11 +279,11 @@ spack-lock: setup ## re-concretize every spack-envs/ environment with the pinned
 lint-spack: setup ## spack audit of spack-repo/; every spack.lock current for its inputs (concretizes only the changed ones)
 	nice $(SPACK_HARNESS) lint
 
-bench-spack: setup ## concretize_s per environment (re-concretizes every lock) and spack_install_s of the integration install
+bench-spack: setup-dev ## concretize_s per environment (re-concretizes every lock) and spack_install_s of the integration install
 	nice $(SPACK_HARNESS) bench
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m integration tests/integration/test_spack_install.py -q -s | grep -E '^[a-z_]+: '
 
-test-spack: setup ## a real spack install of what the registries feed, then site.yml with dlobd_install_method=spack and the smoke tests
+test-spack: setup-dev ## a real spack install of what the registries feed, then site.yml with dlobd_install_method=spack and the smoke tests
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m integration tests/integration/test_spack_install.py -q
 
 ## ---------------------------------------------------------------- CaffeOnSpark's modern port
@@ -286,7 +305,7 @@ build-caffeonspark: setup ## CaffeOnSpark's modern port (CPU, OpenBLAS) and MNIS
 bench-caffeonspark: setup ## build_cold_s (a fresh prefix) and build_cached_s (the same build again) of the modern port
 	$(BIN)/python benchmarks/caffeonspark/bench_build.py --mirror "$(SOURCE_MIRROR)" --inventory $(INVENTORY)
 
-test-caffeonspark: setup ## build the port (cached), then LeNet on real MNIST: 1 and 2 executors in local-cluster, 2 on YARN (DLOBD_TEST_CLUSTER= a running stack to reuse)
+test-caffeonspark: setup-dev ## build the port (cached), then LeNet on real MNIST: 1 and 2 executors in local-cluster, 2 on YARN (DLOBD_TEST_CLUSTER= a running stack to reuse)
 	DLOBD_SOURCE_MIRROR=$(SOURCE_MIRROR) CAFFEONSPARK_PREFIX=$(CAFFEONSPARK_PREFIX) SPARK_HOME=$(CAFFEONSPARK_SPARK_HOME) \
 	  $(BIN)/pytest -m integration tests/integration/test_caffeonspark_port.py -q
 
@@ -299,7 +318,7 @@ test-gpu: ## every check that needs a GPU: fingerprint, the monitor on a GPU job
 # where a part fails, so every CI log says where its time went; the first failing part ends it.
 TEST_PHASE = $(PYTHON) benchmarks/reproduce/phases.py --state $(STATE) --kind test
 .PHONY: test
-test: setup ## lint, unit tests, and the integration test on this machine; each part's time at the end
+test: setup-dev ## lint, unit tests, and the integration test on this machine; each part's time at the end
 	$(TEST_PHASE) begin
 	status=0; for part in lint test-unit test-integration; do \
 	  $(TEST_PHASE) run $$part -- $(SUBMAKE) $$part || { status=$$?; break; }; done; \
@@ -318,7 +337,7 @@ build-deps: setup ## install the Debian packages the project's benchmarks build 
 	$(PLAYBOOK) playbooks/build-deps.yml
 
 .PHONY: test-unit
-test-unit: setup browser-deps build-deps slurm-deps ## unit tests (no cluster needed), the report in a headless browser
+test-unit: setup-dev browser-deps build-deps slurm-deps ## unit tests (no cluster needed), the report in a headless browser
 	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" tests
 
 ## ---------------------------------------------------------------- Apptainer images (containers/)
@@ -340,12 +359,12 @@ bench-image: setup apptainer-deps ## image_build_cold_s (a full build), image_bu
 	nice -n 10 $(BIN)/python benchmarks/image.py --images $(IMAGES) --definition $(IMAGE_DEF)
 
 # Not part of make test: a cold build takes tens of minutes here (docs/spack-apptainer-slurm.md, Apptainer images).
-test-apptainer: setup apptainer-deps ## build or reuse the image, its %test, Hadoop/Spark/TF/MPI through the apptainer method's wrappers
+test-apptainer: setup-dev apptainer-deps ## build or reuse the image, its %test, Hadoop/Spark/TF/MPI through the apptainer method's wrappers
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_apptainer_image.py -q
 
 # Not part of make test either: the paper profile's image (containers/paper-tfos-bigdl.def, from the
 # registries alone) built or reused, then HDFS, YARN 2.7.3 and Spark 2.1 started from it here.
-test-paper-profile: setup apptainer-deps ## build or reuse the paper profile's image, its %test and labels, the paper smoke tests on HDFS/YARN 2.7.3 and Spark 2.1 started from it
+test-paper-profile: setup-dev apptainer-deps ## build or reuse the paper profile's image, its %test and labels, the paper smoke tests on HDFS/YARN 2.7.3 and Spark 2.1 started from it
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_paper_profile.py -q -s
 
 ## ---------------------------------------------------------------- the paper profile at local scale
@@ -420,16 +439,16 @@ slurm-experiments: setup ## submit the sbatch job for SLURM_EXPERIMENTS on the h
 	  DLOBD_SHARED=$(abspath $(SLURM_OUT)) DLOBD_SCRATCH=$(SLURM_STATE)/node-local \
 	  DLOBD_PREFIX=$(EMULATED_STATE)/stack DLOBD_EXPERIMENTS="$(SLURM_EXPERIMENTS)" slurm/submit
 
-# make test runs test_slurm.py from the hosts' provisioned prefix (slurm+prefix); these two run it
+# make test-emulated runs test_slurm.py from the hosts' provisioned prefix (slurm+prefix); these two run it
 # on hosts of their own provisioned with the apptainer method from the image (built or reused in
 # IMAGES), so every job starts HDFS and YARN from the image (slurm+apptainer).
 SLURM_FROM_IMAGE = DLOBD_SLURM_TEST_APPTAINER=1 DLOBD_TEST_IMAGES=$(IMAGES)
-test-slurm: setup slurm-deps emulated-deps apptainer-deps ## as root: Slurm on 1 master + 2 emulated hosts running the image, a job running TFoS and native TF points, a cancelled job
+test-slurm: setup-dev slurm-deps emulated-deps apptainer-deps ## as root: Slurm on 1 master + 2 emulated hosts running the image, a job running TFoS and native TF points, a cancelled job
 	$(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q
 
 # The whole pytest output stays in SLURM_BENCH_LOG: a failed test shows its tail and fails the target.
 SLURM_BENCH_LOG ?= $(SLURM_STATE)-bench.log
-bench-slurm: setup slurm-deps emulated-deps bench-image ## the image lines (bench-image), then slurm_up_s, slurm_job_cluster_ready_s, slurm_points_ok/total, cross_path_mismatches
+bench-slurm: setup-dev slurm-deps emulated-deps bench-image ## the image lines (bench-image), then slurm_up_s, slurm_job_cluster_ready_s, slurm_points_ok/total, cross_path_mismatches
 	status=0; $(SLURM_FROM_IMAGE) $(BIN)/pytest -m integration tests/integration/test_slurm.py -q -s \
 	  > $(SLURM_BENCH_LOG) 2>&1 || status=$$?; grep -E '^[a-z_]+: ' $(SLURM_BENCH_LOG); \
 	  [ $$status -eq 0 ] || { tail -40 $(SLURM_BENCH_LOG); exit $$status; }
@@ -500,7 +519,7 @@ emulated-experiments: setup ## run EMULATED_EXPERIMENTS from the emulated cluste
 
 # Not part of make test: about 25 min, the local provisioning the integration fixtures start with
 # (10 min) and 15 min for the hosts, which provision one after another on a shared prefix.
-test-shared-prefix: setup emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both, GPU-labelled executors on the gpu worker
+test-shared-prefix: setup-dev emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both, GPU-labelled executors on the gpu worker
 	$(BIN)/pytest -m integration tests/integration/test_emulated_shared_prefix.py -q
 
 # Clusters of its own (subnet 10.79.0.0/24), made and removed per worker count; about 30 min.

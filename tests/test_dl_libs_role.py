@@ -80,3 +80,17 @@ def test_a_set_without_tensorflow_or_bigdl_installs_neither(tmp_path):
                           dlobd_tensorflowonspark_version="", dlobd_bigdl_version="", spack_locations={})
     assert rc == 0, out
     assert facts == {"jar": "", "core": ""}
+
+
+def test_told_not_to_the_role_installs_no_tensorflow_and_still_records_bigdl(tmp_path):
+    # make kick-tires (dl_libs_tensorflow: false): a modern set with TensorFlow, whose one job is BigDL's
+    home = bigdl_install(tmp_path)
+    rc, out, facts = play(tmp_path, dlobd_profile="modern", dlobd_bigdl_version="2.4.0",
+                          spack_locations={"bigdl": str(home)}, dl_libs_tensorflow=False)
+    assert rc == 0, out
+    # (an include_role's task is shown without its role's name)
+    for task in ("dl_libs : Install TensorFlow in the stacks' Python",
+                 "Put Spack's TensorFlowOnSpark on the stacks' Python path"):
+        assert f"TASK [{task}]" in out, out
+        assert out.split(f"TASK [{task}]", 1)[1].lstrip("* \n").startswith("skipping"), out
+    assert facts["jar"] == f"{home}/lib/bigdl-dllib-spark_3.1.3-2.4.0-jar-with-dependencies.jar"

@@ -231,6 +231,13 @@ class EmulatedSite:
         return result
 
 
+def play_recap(out: str) -> dict[str, dict[str, int]]:
+    """A playbook's PLAY RECAP per host: {host: {ok: .., changed: .., unreachable: .., failed: ..}}."""
+    tail = out[out.rindex("PLAY RECAP"):]
+    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+            for host, counts in re.findall(r"^(\S+)\s+:\s+(.*)$", tail, re.MULTILINE)}
+
+
 def make_emulated_site(base: Path, subnet: str, tier: str, extra_vars: dict | None = None,
                        shared_prefix: bool = False, gpu_workers: int = 0) -> EmulatedSite:
     """1 master + 2 emulated workers under `base` (with `shared_prefix`, one prefix folder for

@@ -1,12 +1,15 @@
 """The emulated multi-host harness for real: 1 master + 2 workers as network namespaces.
 
 Runs tests/cluster/emulated.py as `make emulated-up/-down` do, into a state dir and an inventory
-of the test's own, so a developer's emulated cluster is left alone. Needs root and Debian's
-openssh-server. Traffic goes only between the harness's own namespace addresses.
+of the test's own, so a developer's emulated cluster is left alone; then site.yml over SSH on
+hosts of its own with one worker's sshd down, which the preflight names before installing
+anything. Provisioning the hosts whole is test_emulated_provision.py's (make test-emulated).
+Needs root and Debian's openssh-server. Traffic goes only between the harness's own namespace addresses.
 """
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,12 +20,15 @@ import psutil
 import pytest
 import yaml
 
+from conftest import EMULATED_TIER, EmulatedSite, emulated_harness, play_recap
 from dlobd import ROOT
 
 HARNESS = ROOT / "tests" / "cluster" / "emulated.py"
 ANSIBLE = ROOT / ".venv" / "bin"
 # A subnet of the test's own, clear of the default plan a developer's cluster may use.
 SUBNET = "10.78.3.0/24"
+# the cluster whose worker's sshd the provisioning test kills: unprovisioned, of its own
+SSHD_DOWN_SUBNET = "10.78.7.0/24"
 
 pytestmark = [
     pytest.mark.integration,
@@ -303,3 +309,31 @@ def test_down_after_a_bring_up_killed_half_way(tmp_path):
     assert_all_gone(state, state_dir, inventory)
     # also when the kill cut a save short
     assert not (state_dir / "state.tmp").exists()
+
+
+def test_provisioning_names_a_worker_whose_sshd_is_down(tmp_path):
+    # Hosts of its own, left unprovisioned: killing an sshd ends its host's namespaces, and the
+    # preflight stops the play before anything would be installed.
+    site = EmulatedSite(state_dir=tmp_path / "state", inventory=tmp_path / "hosts.yml", log_dir=tmp_path / "logs")
+    site.log_dir.mkdir()
+    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, SSHD_DOWN_SUBNET, EMULATED_TIER),
+                        site.inventory, "/usr/sbin/sshd", sshd_timeout=15)
+    try:
+        worker = site.host("worker2")
+        # the listener and every session (Ansible's persistent connections end with them)
+        for proc in emulated_harness.namespace_processes(worker["name"]):
+            try:
+                if proc.name() == "sshd":
+                    proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        rc, out, _ = site.playbook("site.yml")
+    finally:
+        emulated_harness.down(site.state_dir)
+    assert rc != 0
+    assert re.search(rf"fatal: \[{worker['name']}\]: UNREACHABLE!", out), out[-3000:]
+    assert play_recap(out)[worker["name"]]["unreachable"] == 1
+    flat = " ".join(out.split())  # the callback wraps long messages
+    assert f"host(s) {worker['name']} could not be reached ({worker['name']}: {worker['address']}:22)" in flat
+    # the preflight stops the play before anything is installed on the others
+    assert "TASK [node_basics" not in out, out[-3000:]

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from dlobd import ROOT
-from conftest import EMULATED_TIER, EmulatedSite
+from conftest import EMULATED_TIER, play_recap
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
@@ -29,8 +29,6 @@ HARNESS = ROOT / "tests" / "cluster" / "emulated.py"
 ANSIBLE_PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 NETWORK = f"{EMULATED_TIER}-emulated"
 LINK = emulated_harness.tier_label(EMULATED_TIER)
-# the cluster whose worker's sshd the last test kills: unprovisioned, of its own
-SSHD_DOWN_SUBNET = "10.78.7.0/24"
 
 pytestmark = [
     pytest.mark.integration,
@@ -71,13 +69,6 @@ def harness(state_dir: Path, *args: str, timeout: float = 120) -> subprocess.Com
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
-def recap(out: str) -> dict[str, dict[str, int]]:
-    """PLAY RECAP per host: {host: {ok: .., changed: .., unreachable: .., failed: ..}}."""
-    tail = out[out.rindex("PLAY RECAP"):]
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
-            for host, counts in re.findall(r"^(\S+)\s+:\s+(.*)$", tail, re.MULTILINE)}
-
-
 @pytest.fixture(scope="module")
 def emulated(emulated_site):
     """The session's emulated site (conftest), provisioned a second time for the idempotence test;
@@ -90,7 +81,7 @@ def emulated(emulated_site):
 def test_site_yml_provisions_every_host_over_ssh(emulated):
     rc, out, _ = emulated.runs["first"]
     assert rc == 0, out[-5000:]
-    counts = recap(out)
+    counts = play_recap(out)
     assert sorted(counts) == sorted(emulated.hosts)
     assert all(c["failed"] == 0 and c["unreachable"] == 0 and c["changed"] > 0 for c in counts.values()), counts
     # each host installed into its own folder, seen by that host alone on the common prefix path;
@@ -114,7 +105,7 @@ def test_site_yml_provisions_every_host_over_ssh(emulated):
 def test_second_run_changes_nothing_on_any_host(emulated):
     rc, out, _ = emulated.runs["rerun"]
     assert rc == 0, out[-5000:]
-    counts = recap(out)
+    counts = play_recap(out)
     assert sorted(counts) == sorted(emulated.hosts)
     assert {name: c["changed"] for name, c in counts.items()} == {name: 0 for name in emulated.hosts}, out[-5000:]
 
@@ -232,34 +223,6 @@ def test_a_daemon_killed_mid_run_gives_a_clear_record_and_a_restartable_cluster(
     rc, out, _ = emulated.playbook("cluster-up.yml")
     assert rc == 0, out[-5000:]
     assert daemon_in(worker["name"], daemon) is not None
-
-
-def test_provisioning_names_a_worker_whose_sshd_is_down(tmp_path):
-    # Hosts of its own, left unprovisioned: killing an sshd ends its host's namespaces, and the
-    # preflight stops the play before anything would be installed.
-    site = EmulatedSite(state_dir=tmp_path / "state", inventory=tmp_path / "hosts.yml", log_dir=tmp_path / "logs")
-    site.log_dir.mkdir()
-    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, SSHD_DOWN_SUBNET, EMULATED_TIER),
-                        site.inventory, "/usr/sbin/sshd", sshd_timeout=15)
-    try:
-        worker = site.host("worker2")
-        # the listener and every session (Ansible's persistent connections end with them)
-        for proc in emulated_harness.namespace_processes(worker["name"]):
-            try:
-                if proc.name() == "sshd":
-                    proc.kill()
-            except psutil.NoSuchProcess:
-                pass
-        rc, out, _ = site.playbook("site.yml")
-    finally:
-        emulated_harness.down(site.state_dir)
-    assert rc != 0
-    assert re.search(rf"fatal: \[{worker['name']}\]: UNREACHABLE!", out), out[-3000:]
-    assert recap(out)[worker["name"]]["unreachable"] == 1
-    flat = " ".join(out.split())  # the callback wraps long messages
-    assert f"host(s) {worker['name']} could not be reached ({worker['name']}: {worker['address']}:22)" in flat
-    # the preflight stops the play before anything is installed on the others
-    assert "TASK [node_basics" not in out, out[-3000:]
 
 
 # Three executors sized by hadoop.executor_container_mb to `per_node` per NodeManager on a cluster
