@@ -363,7 +363,8 @@ def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
     done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4a", "dlobd-fig4c", "dlobd-fig5a"])
     workers = [f"172.31.7.{10 + i}" for i in range(3, 8)]
     home = "/lustre/dlobd/stack/caffeonspark"
-    libs = "/usr/local/cuda/lib64:/opt/intel/mkl/lib/intel64"
+    # MKL: the role's PyPI wheels in the prefix (no site MKL named)
+    libs = "/usr/local/cuda/lib64:/lustre/dlobd/stack/mkl-2026.2.0/lib"
     for point, build in (("device-gpu-cudnn_nodes-4", "gpu-cudnn"), ("device-cpu-mkl_nodes-4", "cpu-mkl")):
         cos = done["dlobd-fig4a", point]
         assert cos.status == "dry run", cos.reason
