@@ -289,7 +289,7 @@ test-spack: setup-dev ## a real spack install of what the registries feed, then 
 ## ---------------------------------------------------------------- CaffeOnSpark's modern port
 
 # playbooks/caffeonspark.yml builds CaffeOnSpark 19df500 with the role's modern patch series (Spark
-# 3.5, Scala 2.12, Java 17; CPU and OpenBLAS) and MNIST's LMDBs into CAFFEONSPARK_PREFIX, cached by
+# 3.5, Scala 2.12, Java 17; CPU with OpenBLAS, and with MKL from Intel's PyPI wheels) and MNIST's LMDBs into CAFFEONSPARK_PREFIX, cached by
 # the hash of sources and patches. A cold build takes tens of minutes on 2 cores, so it is not part
 # of make test. SOURCE_MIRROR: a folder holding the two source tarballs (empty: cloned from GitHub).
 # SPARK_HOME: the Spark 3.5 the test runs CaffeOnSpark with (default: the provisioned stack's pyspark).
@@ -298,7 +298,7 @@ SOURCE_MIRROR ?=
 CAFFEONSPARK_SPARK_HOME ?= $(DLOBD_PREFIX)/python/lib/python3.11/site-packages/pyspark
 
 .PHONY: build-caffeonspark bench-caffeonspark test-caffeonspark
-build-caffeonspark: setup ## CaffeOnSpark's modern port (CPU, OpenBLAS) and MNIST's LMDBs into CAFFEONSPARK_PREFIX (cached)
+build-caffeonspark: setup ## CaffeOnSpark's modern port (CPU: OpenBLAS and MKL) and MNIST's LMDBs into CAFFEONSPARK_PREFIX (cached)
 	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg nice -n 10 $(BIN)/ansible-playbook -i $(INVENTORY) \
 	  -e dlobd_prefix=$(CAFFEONSPARK_PREFIX) -e caffeonspark_source_mirror=$(SOURCE_MIRROR) playbooks/caffeonspark.yml
 

@@ -146,7 +146,62 @@ def test_missing_build_names_the_role_variable_that_gives_it(tmp_path, monkeypat
     with pytest.raises(NotRunnable) as err:
         caffeonspark.launch(ctx)
     assert str(err.value) == ("device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds "
-                              "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)")
+                              "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" + caffeonspark.MKL_SOURCES)
+
+
+def test_a_build_the_role_left_out_is_not_runnable_with_the_role_s_reason(tmp_path, monkeypatch):
+    why = "/sw/mkl: no libmkl_rt.so in lib/intel64/ or lib/ (caffeonspark_mkl_root names a site MKL)"
+    install(monkeypatch, {**{k: v for k, v in SETTINGS.items() if k != "CAFFEONSPARK_HOME_CPU_MKL"},
+                          "CAFFEONSPARK_LEFT_OUT_CPU_MKL": why})
+    with pytest.raises(NotRunnable) as err:
+        caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}))
+    assert str(err.value) == f"device cpu-mkl: no CaffeOnSpark build for it: the caffeonspark role left it out: {why}"
+    # the builds it made run
+    assert caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1})).status == "dry run"
+
+
+def test_the_left_out_reason_reaches_the_capability_the_local_points_need(tmp_path, monkeypatch):
+    """dlobd-env.sh as role stack_env writes the role's record: the capability caffeonspark-cpu-mkl,
+    which the local scale's cpu-mkl points need, is missing with the role's reason."""
+    from dlobd.cluster import capabilities, provenance
+
+    why = "/x/mkl-2026.2.0/include/mkl.h: missing"
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "dlobd-env.sh").write_text(
+        f"export CAFFEONSPARK_HOME_CPU_OPENBLAS={tmp_path}/caffeonspark/cpu-openblas\n"
+        f"export CAFFEONSPARK_LEFT_OUT_CPU_MKL='{why}'\n")
+    monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path))
+    for name in ("CAFFEONSPARK_HOME_CPU_MKL", "CAFFEONSPARK_LEFT_OUT_CPU_MKL"):
+        monkeypatch.delenv(name, raising=False)
+    provenance.provisioned_env.cache_clear()
+    monkeypatch.setattr(provenance, "versions", lambda: dict.fromkeys(("tensorflow", "tensorflowonspark", "bigdl")))
+    try:
+        caps = capabilities.local_capabilities.__wrapped__()
+    finally:
+        provenance.provisioned_env.cache_clear()
+    assert caps["caffeonspark-cpu-mkl"] == (
+        False, f"no CaffeOnSpark build for cpu-mkl: the caffeonspark role left it out: {why}")
+    assert caps["caffeonspark-cpu-openblas"] == (True, f"{tmp_path}/caffeonspark/cpu-openblas")
+
+
+@pytest.mark.parametrize("device, threads", [
+    ("cpu-openblas", {"OPENBLAS_NUM_THREADS": "28"}),
+    # Intel's OpenMP is not among the MKL wheels the role installs: GNU's, from the compiler
+    ("cpu-mkl", {"MKL_NUM_THREADS": "28", "MKL_THREADING_LAYER": "GNU"}),
+])
+def test_the_executors_blas_threads_are_their_cores(tmp_path, cluster, device, threads):
+    argv = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": device, "nodes": 2})).command
+    confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+    assert {c.split("=", 1)[0].removeprefix("spark.executorEnv."): c.split("=", 1)[1] for c in confs
+            if re.match(r"spark\.executorEnv\.(OPENBLAS|MKL)_", c)} == threads
+
+
+def test_a_cpu_mkl_run_s_versions_name_its_mkl(tmp_path, monkeypatch):
+    install(monkeypatch, {**SETTINGS, "CAFFEONSPARK_PROFILE": "modern", "CAFFEONSPARK_MKL_VERSION": "2026.2.0"})
+    mkl = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}))
+    assert mkl.versions == {"stack": "caffeonspark 19df500 modern (cpu-mkl, MKL 2026.2.0)", "mkl": "2026.2.0"}
+    openblas = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
+    assert openblas.versions == {"stack": "caffeonspark 19df500 modern (cpu-openblas)"}
 
 
 def test_gpu_points_need_gpus(tmp_path, monkeypatch):

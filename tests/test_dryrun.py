@@ -335,7 +335,7 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     assert [h["address"] for h in gpu.hosts] == ["192.168.100.3", "192.168.100.4"]
     assert done["dlobd-fig4a", "device-cpu-mkl_nodes-1"].reason == (
         "device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds (role caffeonspark, "
-        "which records CAFFEONSPARK_HOME_CPU_MKL)")
+        "which records CAFFEONSPARK_HOME_CPU_MKL)" + caffeonspark.MKL_SOURCES)
 
     cntk = done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"]
     assert cntk.status == "dry run", cntk.reason
@@ -363,7 +363,8 @@ def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
     done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4a", "dlobd-fig4c", "dlobd-fig5a"])
     workers = [f"172.31.7.{10 + i}" for i in range(3, 8)]
     home = "/lustre/dlobd/stack/caffeonspark"
-    libs = "/usr/local/cuda/lib64:/opt/intel/mkl/lib/intel64"
+    # MKL: the role's PyPI wheels in the prefix (no site MKL named)
+    libs = "/usr/local/cuda/lib64:/lustre/dlobd/stack/mkl-2026.2.0/lib"
     for point, build in (("device-gpu-cudnn_nodes-4", "gpu-cudnn"), ("device-cpu-mkl_nodes-4", "cpu-mkl")):
         cos = done["dlobd-fig4a", point]
         assert cos.status == "dry run", cos.reason
@@ -429,7 +430,7 @@ def test_reasons_name_what_the_inventory_sets_and_its_hosts(tmp_path):
         assert reason(caffeonspark, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}) == (
             "device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds and set "
             "caffeonspark_install_method to git or mirror, as the spack method builds one device per host "
-            "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)")
+            "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" + caffeonspark.MKL_SOURCES)
         assert reason(caffeonspark, "dlobd-fig4a", {"device": "gpu-cudnn", "nodes": 1}) == (
             "device gpu-cudnn: no CaffeOnSpark build for it: set caffeonspark_install_method to git or mirror, as "
             "the spack method builds one device per host (role caffeonspark, which records "

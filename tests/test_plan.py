@@ -226,6 +226,9 @@ def test_plan_of_the_example_inventory_counts_the_builds_its_roles_install():
     # cpu-openblas on 1 node, gpu-cudnn on the 2 GPU workers' label
     assert verdict == "partly" and text.startswith("3 of 20 points"), text
     assert "add cpu-mkl to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" in text
+    # where its MKL comes from
+    assert ("its MKL: Intel's PyPI wheels, which the role installs into the prefix (caffeonspark_mkl_packages), "
+            "or a site's MKL (caffeonspark_mkl_root)") in text
     assert "add gpu to caffeonspark_builds (role caffeonspark, which records CAFFEONSPARK_HOME_GPU)" in text
     assert "CAFFEONSPARK_HOME_CPU_OPENBLAS" not in text and "CAFFEONSPARK_HOME_GPU_CUDNN" not in text
     assert "4 nodes: the cluster has 2 GPU worker(s)" in text and "2 nodes: the cluster has 1 worker(s)" in text

@@ -1,12 +1,14 @@
 """Time the build of CaffeOnSpark's modern port (playbooks/caffeonspark.yml, role caffeonspark);
 print `name: value` lines.
 
-  build_cold_s     the role into a fresh, empty prefix: unpack, patch, caffe-public's distribute,
-                   Maven's package of caffe-distri (JNI) and caffe-grid (Debian's packages already
-                   installed, Maven's ~/.m2 used as it is: say so when quoting the number)
-  build_cached_s   the same again: the build named by the hash of its sources and patches exists,
-                   nothing is rebuilt
-  build_key        that hash
+  build_cold_s     the role into a fresh, empty prefix: the MKL wheels' install, then for each CPU
+                   device (cpu-openblas, cpu-mkl) unpack, patch, caffe-public's distribute, Maven's
+                   package of caffe-distri (JNI) and caffe-grid (Debian's packages already
+                   installed, Maven's ~/.m2 and pip's cache used as they are: say so when quoting
+                   the number)
+  build_cached_s   the same again: the builds named by the hash of their sources and patches (and
+                   MKL) exist, nothing is rebuilt
+  build_key        that hash, of cpu-openblas; build_key_cpu_mkl, of cpu-mkl
   load_avg_1m      the machine's load at the end of the cold build (the number is noisy on a
                    shared machine)
 
@@ -27,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(prefix: Path, mirror: str, inventory: str, log: Path) -> float:
+    # (a fresh prefix has no stack Python: the MKL wheels install with the tooling's pip)
     extra = {"dlobd_prefix": str(prefix), "dlobd_profile": "modern", "caffeonspark_source_mirror": mirror,
-             "caffeonspark_lmdb_datasets": []}
+             "caffeonspark_lmdb_datasets": [], "dlobd_python_home": str(ROOT / ".venv")}
     cmd = ["nice", "-n", "10", str(ROOT / ".venv/bin/ansible-playbook"), "-i", inventory,
            str(ROOT / "playbooks" / "caffeonspark.yml"), "-e", json.dumps(extra)]
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
@@ -56,13 +59,15 @@ def main(argv=None) -> int:
         cold = run(prefix, args.mirror, args.inventory, log_dir / "cold.log")
         load = os.getloadavg()[0]
         cached = run(prefix, args.mirror, args.inventory, log_dir / "cached.log")
-        key = next((prefix / "caffeonspark").glob("cpu-openblas-*")).name.removeprefix("cpu-openblas-")
+        keys = {device: next((prefix / "caffeonspark").glob(f"{device}-*")).name.removeprefix(f"{device}-")
+                for device in ("cpu-openblas", "cpu-mkl")}
     finally:
         if not args.keep:
             shutil.rmtree(prefix, ignore_errors=True)
     print(f"build_cold_s: {cold:.1f}")
     print(f"build_cached_s: {cached:.1f}")
-    print(f"build_key: {key}")
+    print(f"build_key: {keys['cpu-openblas']}")
+    print(f"build_key_cpu_mkl: {keys['cpu-mkl']}")
     print(f"load_avg_1m: {load:.1f}")
     print(f"# logs: {log_dir}" + (f"; prefix kept: {prefix}" if args.keep else ""))
     return 0

@@ -158,9 +158,12 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
     for d in devices:
         home = provenance.stack_setting(f"CAFFEONSPARK_HOME_{d}")
         device = d.lower().replace("_", "-")
-        caps[f"caffeonspark-{device}"] = (bool(home), home or f"no CaffeOnSpark build for {device} "
-                                          f"(role caffeonspark, caffeonspark_builds: [{device}]; "
-                                          f"CAFFEONSPARK_HOME_{d} unset)")
+        # a build the role left out: its reason (cpu-mkl without its MKL)
+        left_out = provenance.stack_setting(f"CAFFEONSPARK_LEFT_OUT_{d}")
+        caps[f"caffeonspark-{device}"] = (bool(home), home or (
+            f"no CaffeOnSpark build for {device}: the caffeonspark role left it out: {left_out}" if left_out else
+            f"no CaffeOnSpark build for {device} (role caffeonspark, caffeonspark_builds: [{device}]; "
+            f"CAFFEONSPARK_HOME_{d} unset)"))
     cntk = [h for d in devices if (h := provenance.stack_setting(f"CNTK_HOME_{d}"))]
     caps["cntk"] = (bool(cntk), f"CNTK builds: {', '.join(cntk)}" if cntk else
                     "CNTK 2.x wheels exist only for Python <= 3.6: a site's CNTK 2.x build "

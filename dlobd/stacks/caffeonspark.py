@@ -36,10 +36,13 @@ application makes the run unfinished, naming YARN's diagnostics.
 Launcher: `spark-submit --master yarn --deploy-mode client` of
 `com.yahoo.ml.caffe.CaffeOnSpark` from the build of the point's device, whose home the stack
 setting CAFFEONSPARK_HOME_<DEVICE> names (CPU_OPENBLAS, CPU_MKL, GPU, GPU_CUDNN; role
-caffeonspark records one per device of caffeonspark_builds):
+caffeonspark records one per device of caffeonspark_builds, and CAFFEONSPARK_LEFT_OUT_<DEVICE>,
+the reason, for a build it left out: the point is then not runnable with it):
 `<home>/lib/caffe-grid-0.1-SNAPSHOT-jar-with-dependencies.jar` and the native libraries beside
 it (with CAFFEONSPARK_LIBRARY_PATH: CUDA, cuDNN, MKL) as the driver's library path and the
-executors' LD_LIBRARY_PATH. Options (caffe-grid's Config.scala):
+executors' LD_LIBRARY_PATH; one BLAS thread per executor core (OPENBLAS_NUM_THREADS, or
+MKL_NUM_THREADS and MKL_THREADING_LAYER=GNU for cpu-mkl), and a cpu-mkl run's versions name its
+MKL (CAFFEONSPARK_MKL_VERSION). Options (caffe-grid's Config.scala):
 `-train -persistent -conf solver.prototxt -clusterSize <nodes> -devices <per node>
 -connection ethernet|infiniband -model <HDFS path>`; `-output` is read only by `-test` and
 `-features`, which these experiments do not run. On YARN CaffeOnSpark takes the cluster size
@@ -96,6 +99,9 @@ EXECUTOR_MEMORY = "8g"
 # Caffe's blobs and the LMDB pages live outside the JVM heap
 EXECUTOR_OVERHEAD_MB = 6144
 DRIVER_MEMORY = "4g"
+# where the cpu-mkl build's MKL comes from (role caffeonspark)
+MKL_SOURCES = ("; its MKL: Intel's PyPI wheels, which the role installs into the prefix (caffeonspark_mkl_packages), "
+               "or a site's MKL (caffeonspark_mkl_root)")
 
 # log4j, Spark 1.6's default layout: `16/01/20 12:34:56 INFO CaffeProcessor: my rank is 0`
 LOG4J_TIME = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\b")
@@ -258,9 +264,16 @@ def profile() -> str:
     return provenance.stack_setting("CAFFEONSPARK_PROFILE") or "paper"
 
 
+def _device_setting(prefix: str, device: str) -> str:
+    return prefix + device.upper().replace("-", "_")
+
+
 def build_home(device: str) -> Path:
-    var = "CAFFEONSPARK_HOME_" + device.upper().replace("-", "_")
+    var = _device_setting("CAFFEONSPARK_HOME_", device)
     home = provenance.stack_setting(var)
+    # the role records why it left a build out (cpu-mkl without its MKL)
+    if not home and (why := provenance.stack_setting(_device_setting("CAFFEONSPARK_LEFT_OUT_", device))):
+        raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: the caffeonspark role left it out: {why}")
     if not home:
         cluster = provenance.inventory()
         role = cluster.role_settings if cluster is not None else {}
@@ -271,8 +284,9 @@ def build_home(device: str) -> Path:
         if role.get("caffeonspark_install_method") == "spack":
             asks.append("set caffeonspark_install_method to git or mirror, as the spack method builds one device "
                         "per host")
+        mkl = MKL_SOURCES if device == "cpu-mkl" else ""
         raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: {' and '.join(asks)} (role caffeonspark, "
-                          f"which records {var})")
+                          f"which records {var}){mkl}")
     return Path(home)
 
 
@@ -343,6 +357,22 @@ def render(ctx: runner.RunContext, p: dict, uris: dict) -> dict:
     return {"solver.prototxt": solver, "net.prototxt": net}
 
 
+def blas_env(device: str, cores: str) -> dict:
+    """The executors' BLAS threads: one per core the executor has, as OpenBLAS and MKL would
+    otherwise start one per core of the host in every executor."""
+    if device != "cpu-mkl":
+        return {"OPENBLAS_NUM_THREADS": cores}
+    # libmkl_rt's default layer loads Intel's OpenMP (libiomp5), which a site's MKL folder may not
+    # hold and the role's wheels leave out; GNU's libgomp comes with the compiler of the build
+    return {"MKL_NUM_THREADS": cores, "MKL_THREADING_LAYER": "GNU"}
+
+
+def mkl_version(device: str) -> dict:
+    """{'mkl': the version of the MKL the cpu-mkl build links, as the caffeonspark role records it
+    (CAFFEONSPARK_MKL_VERSION; None where unrecorded)} for a cpu-mkl run's versions; {} for the others."""
+    return {"mkl": provenance.stack_setting("CAFFEONSPARK_MKL_VERSION")} if device == "cpu-mkl" else {}
+
+
 def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
     spark_home = provenance.stack_setting("SPARK_HOME")
     if not spark_home:
@@ -368,8 +398,8 @@ def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], mode
             *(arg for key, value in p["placed"].items() for arg in ("--conf", f"{key}={value}")),
             "--conf", f"spark.driver.extraLibraryPath={libs}",
             "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={libs}",
-            # OpenBLAS would start a thread per core of the host in every executor
-            "--conf", f"spark.executorEnv.OPENBLAS_NUM_THREADS={cores}",
+            *(arg for name, value in blas_env(p["device"], cores).items()
+              for arg in ("--conf", f"spark.executorEnv.{name}={value}")),
             "--conf", "spark.dynamicAllocation.enabled=false",
             "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=900s",
             "--conf", "spark.task.maxFailures=1", "--conf", "spark.yarn.maxAppAttempts=1",
@@ -410,7 +440,9 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     argv = command(ctx, p, home, files, model_uri)
     result = runner.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
                               cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
-    result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']})"}
+    mkl = mkl_version(p["device"])
+    blas = f", MKL {mkl['mkl']}" if mkl.get("mkl") else ""
+    result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']}{blas})", **mkl}
     result.labels = {"data": runner.data_label(dataset), "network": p["network"],
                      "connection": p["connection"], "device": p["device"],
                      "batch_per_node": str(p["batch"]), **p["labels"]}

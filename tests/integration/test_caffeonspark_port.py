@@ -4,7 +4,8 @@ a second run builds nothing) and makes MNIST's LMDBs (the real MNIST of the mnis
 then LeNet trains on them through spark-submit of com.yahoo.ml.caffe.CaffeOnSpark:
 - in Spark's `local-cluster[N,1,MiB]` mode (N executor JVMs of their own, each loading the JNI
   library, on this host's loopback), first with one executor, then with two that exchange over
-  `-connection ethernet`;
+  `-connection ethernet`, with each CPU build: OpenBLAS, and MKL (Intel's PyPI wheels the role
+  installs into the prefix, whose libmkl_rt the build's libraries load);
 - on YARN, through the project's launcher (runs.launch, dlobd-fig4b's local layout), with two
   executors on the test cluster's NodeManager, which must learn as well.
 
@@ -19,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dlobd import ROOT, spec, stacks
 from dlobd.execution import runs
@@ -30,6 +32,10 @@ pytestmark = pytest.mark.integration
 MIRROR = os.environ.get("DLOBD_SOURCE_MIRROR", "")
 SPARK_HOME = os.environ.get("SPARK_HOME", "")
 PREFIX = os.environ.get("CAFFEONSPARK_PREFIX", "")
+# The MKL folder the role installs the pinned wheels into (caffeonspark_mkl_home)
+MKL_VERSION = yaml.safe_load((ROOT / "playbooks" / "roles" / "caffeonspark" / "defaults" / "main.yml").read_text())[
+    "caffeonspark_mkl_packages"][0].split("==")[1]
+CPU_DEVICES = ("cpu-openblas", "cpu-mkl")
 # The shortened solver of these runs: LeNet's reference settings but 400 iterations, validated
 # every 200 on the whole MNIST test set (100 x 100 images)
 MAX_ITER = 400
@@ -81,12 +87,39 @@ def spark_home_of_run(tmp_path) -> Path:
     return home
 
 
-def train(tmp_path, prefix: Path, executors: int):
-    """LeNet on MNIST through CaffeOnSpark on `executors` executors; the run's logs and rows."""
-    home = prefix / "caffeonspark" / "cpu-openblas"
+def library_path(prefix: Path, device: str) -> str:
+    """The build's libraries, and MKL's for cpu-mkl, as the launcher gives them (the role's
+    CAFFEONSPARK_LIBRARY_PATH)."""
+    libs = [(prefix / "caffeonspark" / device / "lib").resolve()]
+    return ":".join(map(str, libs + ([prefix / f"mkl-{MKL_VERSION}" / "lib"] if device == "cpu-mkl" else [])))
+
+
+def test_the_mkl_build_s_blas_calls_bind_to_libmkl_rt_of_the_role_s_mkl_folder(build, tmp_path):
+    """libcaffe links libmkl_rt and no other BLAS (OpenCV brings Debian's libblas in behind it):
+    its BLAS symbols bind to the MKL folder's libmkl_rt, as the dynamic linker says."""
+    prefix, _ = build
+    lib = prefix / "caffeonspark" / "cpu-mkl" / "lib"
+    rt = prefix / f"mkl-{MKL_VERSION}" / "lib" / "libmkl_rt.so.3"
+    needed = subprocess.run(["readelf", "-d", str(lib / "libcaffe.so")], capture_output=True, text=True,
+                            check=True).stdout
+    assert "[libmkl_rt.so.3]" in needed and "blas" not in needed, needed
+    env = {**os.environ, "LD_LIBRARY_PATH": library_path(prefix, "cpu-mkl"), "LD_BIND_NOW": "1",
+           "LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(tmp_path / "bindings")}
+    subprocess.run(["python3", "-c", f"import ctypes; ctypes.CDLL({str(lib / 'libcaffe.so')!r})"], env=env, check=True)
+    bindings = "".join(log.read_text() for log in tmp_path.glob("bindings.*"))
+    for symbol in ("cblas_sgemm", "cblas_sgemv", "cblas_saxpy"):
+        bound = [line for line in bindings.splitlines() if "libcaffe.so" in line and f"`{symbol}'" in line]
+        assert bound and all(f"to {rt} " in line for line in bound), (symbol, bound)
+
+
+def train(tmp_path, prefix: Path, executors: int, device: str = "cpu-openblas"):
+    """LeNet on MNIST through CaffeOnSpark's `device` build on `executors` executors; the run's
+    logs and rows."""
+    home = prefix / "caffeonspark" / device
     lmdb = prefix / "data" / "lmdb" / "mnist"
-    ctx = runner.RunContext(spec={"id": "caffeonspark-port", "metric": {"name": "accuracy"}}, scale="local",
-                          cluster="local", point={"model": "lenet", "device": "cpu-openblas", "nodes": executors,
+    ctx = runner.RunContext(spec={"id": "caffeonspark-port", "metric": {"name": "accuracy"}, "scales": {"local": {}}},
+                          scale="local",
+                          cluster="local", point={"model": "lenet", "device": device, "nodes": executors,
                                                   "network": "loopback"},
                           attempt_dir=tmp_path, runs_dir=tmp_path, fixed={}, dry_run=False)
     p = caffeonspark.plan_point(ctx)
@@ -97,11 +130,13 @@ def train(tmp_path, prefix: Path, executors: int):
     (tmp_path / "solver.prototxt").write_text(solver)
     (tmp_path / "net.prototxt").write_text(texts["net.prototxt"])
     caffeonspark.check_net(home, tmp_path / "net.prototxt")
-    lib = str((home / "lib").resolve())
+    lib = library_path(prefix, device)
+    threads = [arg for name, value in caffeonspark.blas_env(device, "1").items()
+               for arg in ("--conf", f"spark.executorEnv.{name}={value}")]
     argv = [str(spark_home_of_run(tmp_path) / "bin" / "spark-submit"), "--master", f"local-cluster[{executors},1,2048]",
             "--driver-memory", "1g", "--files", f"{tmp_path}/solver.prototxt,{tmp_path}/net.prototxt",
             "--conf", f"spark.driver.extraLibraryPath={lib}", "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={lib}",
-            "--conf", f"spark.executor.extraLibraryPath={lib}", "--conf", "spark.task.maxFailures=1",
+            "--conf", f"spark.executor.extraLibraryPath={lib}", *threads, "--conf", "spark.task.maxFailures=1",
             "--class", caffeonspark.MAIN_CLASS, str(home / "lib" / caffeonspark.JAR),
             "-train", "-persistent", "-conf", "solver.prototxt", "-clusterSize", str(executors), "-devices", "1",
             "-connection", "ethernet", "-model", f"file:{tmp_path}/lenet.caffemodel"]
@@ -122,9 +157,10 @@ def last_accuracy(result):
     return [r["value"] for r in result.rows if r["metric"] == "top1_accuracy"][-1]
 
 
-def test_one_executor_trains_lenet_through_jni(tmp_path, build):
+@pytest.mark.parametrize("device", CPU_DEVICES)
+def test_one_executor_trains_lenet_through_jni(tmp_path, build, device):
     prefix, _ = build
-    driver, results, _ = train(tmp_path, prefix, 1)
+    driver, results, _ = train(tmp_path, prefix, 1, device)
     assert "rank = 0, address = " in driver
     (result,) = results
     assert result.finished, result.reason
@@ -132,9 +168,10 @@ def test_one_executor_trains_lenet_through_jni(tmp_path, build):
     assert last_accuracy(result) >= 0.9
 
 
-def test_two_executors_exchange_over_ethernet_and_reach_090(tmp_path, build):
+@pytest.mark.parametrize("device", CPU_DEVICES)
+def test_two_executors_exchange_over_ethernet_and_reach_090(tmp_path, build, device):
     prefix, _ = build
-    driver, results, logs = train(tmp_path, prefix, 2)
+    driver, results, logs = train(tmp_path, prefix, 2, device)
     assert "rank = 0, address = " in driver and "rank = 1, address = " in driver
     ranks = {r["task"] for result in results for r in result.rows}
     assert ranks == {"rank:0", "rank:1"}, [log.read_text()[-2000:] for log in logs]
