@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from dlobd import ROOT
-from conftest import emulated_site_in
+from conftest import emulated_site_in, play_recap
 
 sys.path.insert(0, str(ROOT / "tests"))
 from cluster import emulated as emulated_harness  # noqa: E402  (the harness lives with the tests)
-from test_emulated_provision import TF_EXPERIMENT, TF_POINT, harness, launch_on_master, recap  # noqa: E402
+from test_emulated_provision import TF_EXPERIMENT, TF_POINT, harness, launch_on_master  # noqa: E402
 
 # clear of the other emulated clusters' subnets (conftest, test_emulated_hosts, test_emulated_provision)
 SUBNET = "10.78.8.0/24"
@@ -65,7 +65,7 @@ def on_host(site, short: str, command: str) -> str:
 def test_every_host_provisions_one_prefix_and_the_preflight_says_they_share_it(site):
     rc, out, _ = site.runs["first"]
     assert rc == 0, out[-5000:]
-    counts = recap(out)
+    counts = play_recap(out)
     assert sorted(counts) == sorted(site.hosts)
     assert all(c["failed"] == 0 and c["unreachable"] == 0 and c["changed"] > 0 for c in counts.values()), counts
     flat = " ".join(out.split())
@@ -83,7 +83,7 @@ def test_every_host_provisions_one_prefix_and_the_preflight_says_they_share_it(s
 def test_second_run_changes_nothing_on_any_host(site):
     rc, out, _ = site.runs["rerun"]
     assert rc == 0, out[-5000:]
-    assert {name: c["changed"] for name, c in recap(out).items()} == {name: 0 for name in site.hosts}, out[-5000:]
+    assert {name: c["changed"] for name, c in play_recap(out).items()} == {name: 0 for name in site.hosts}, out[-5000:]
 
 
 def test_every_host_s_configuration_names_that_host_and_its_own_folder(site):
