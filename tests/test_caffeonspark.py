@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlobd import ROOT, stacks
+from dlobd.cluster import capabilities, provenance
 from dlobd.stacks import caffeonspark
 import reallogs
 from stackfakes import WORKERS, assert_random_damage_is_handled, context, install, option, paper_points
@@ -155,7 +156,7 @@ def test_a_build_the_role_left_out_is_not_runnable_with_the_role_s_reason(tmp_pa
                           "CAFFEONSPARK_LEFT_OUT_CPU_MKL": why})
     with pytest.raises(NotRunnable) as err:
         caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}))
-    assert str(err.value) == f"device cpu-mkl: no CaffeOnSpark build for it: the caffeonspark role left it out: {why}"
+    assert str(err.value) == f"no CaffeOnSpark build for cpu-mkl: the caffeonspark role left it out: {why}"
     # the builds it made run
     assert caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1})).status == "dry run"
 
@@ -163,8 +164,6 @@ def test_a_build_the_role_left_out_is_not_runnable_with_the_role_s_reason(tmp_pa
 def test_the_left_out_reason_reaches_the_capability_the_local_points_need(tmp_path, monkeypatch):
     """dlobd-env.sh as role stack_env writes the role's record: the capability caffeonspark-cpu-mkl,
     which the local scale's cpu-mkl points need, is missing with the role's reason."""
-    from dlobd.cluster import capabilities, provenance
-
     why = "/x/mkl-2026.2.0/include/mkl.h: missing"
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "dlobd-env.sh").write_text(

@@ -65,6 +65,19 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     return local_capabilities()
 
 
+def caffeonspark_setting(kind: str, device: str) -> str:
+    """The stack setting the caffeonspark role records per device: CAFFEONSPARK_HOME_<DEVICE>,
+    where the build is, or CAFFEONSPARK_LEFT_OUT_<DEVICE>, why the role left it out."""
+    return f"CAFFEONSPARK_{kind}_" + device.upper().replace("-", "_")
+
+
+def caffeonspark_left_out(device: str) -> str | None:
+    """Why the caffeonspark role left the device's build out (cpu-mkl without its MKL), as the
+    reason its points are not runnable; None where it did not."""
+    why = provenance.stack_setting(caffeonspark_setting("LEFT_OUT", device))
+    return f"no CaffeOnSpark build for {device}: the caffeonspark role left it out: {why}" if why else None
+
+
 @functools.lru_cache(maxsize=1)
 def local_capabilities() -> dict[str, tuple[bool, str]]:
     """capability -> (present, how it was found or why not) on this machine."""
@@ -156,14 +169,11 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
                             "`make provision CAFFEONSPARK=1`, the modern port; on a cluster "
                             "dlobd_paper_stacks); CAFFEONSPARK_HOME_<DEVICE> unset")
     for d in devices:
-        home = provenance.stack_setting(f"CAFFEONSPARK_HOME_{d}")
         device = d.lower().replace("_", "-")
-        # a build the role left out: its reason (cpu-mkl without its MKL)
-        left_out = provenance.stack_setting(f"CAFFEONSPARK_LEFT_OUT_{d}")
-        caps[f"caffeonspark-{device}"] = (bool(home), home or (
-            f"no CaffeOnSpark build for {device}: the caffeonspark role left it out: {left_out}" if left_out else
+        home = provenance.stack_setting(caffeonspark_setting("HOME", device))
+        caps[f"caffeonspark-{device}"] = (bool(home), home or caffeonspark_left_out(device) or (
             f"no CaffeOnSpark build for {device} (role caffeonspark, caffeonspark_builds: [{device}]; "
-            f"CAFFEONSPARK_HOME_{d} unset)"))
+            f"{caffeonspark_setting('HOME', device)} unset)"))
     cntk = [h for d in devices if (h := provenance.stack_setting(f"CNTK_HOME_{d}"))]
     caps["cntk"] = (bool(cntk), f"CNTK builds: {', '.join(cntk)}" if cntk else
                     "CNTK 2.x wheels exist only for Python <= 3.6: a site's CNTK 2.x build "

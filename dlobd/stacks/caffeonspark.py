@@ -264,16 +264,11 @@ def profile() -> str:
     return provenance.stack_setting("CAFFEONSPARK_PROFILE") or "paper"
 
 
-def _device_setting(prefix: str, device: str) -> str:
-    return prefix + device.upper().replace("-", "_")
-
-
 def build_home(device: str) -> Path:
-    var = _device_setting("CAFFEONSPARK_HOME_", device)
+    var = capabilities.caffeonspark_setting("HOME", device)
     home = provenance.stack_setting(var)
-    # the role records why it left a build out (cpu-mkl without its MKL)
-    if not home and (why := provenance.stack_setting(_device_setting("CAFFEONSPARK_LEFT_OUT_", device))):
-        raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: the caffeonspark role left it out: {why}")
+    if not home and (left_out := capabilities.caffeonspark_left_out(device)):
+        raise NotRunnable(left_out)
     if not home:
         cluster = provenance.inventory()
         role = cluster.role_settings if cluster is not None else {}
