@@ -147,7 +147,7 @@ def test_missing_build_names_the_role_variable_that_gives_it(tmp_path, monkeypat
     with pytest.raises(NotRunnable) as err:
         caffeonspark.launch(ctx)
     assert str(err.value) == ("device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds "
-                              "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" + caffeonspark.MKL_SOURCES)
+                              "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" + capabilities.MKL_SOURCES)
 
 
 def test_a_build_the_role_left_out_is_not_runnable_with_the_role_s_reason(tmp_path, monkeypatch):
@@ -161,26 +161,42 @@ def test_a_build_the_role_left_out_is_not_runnable_with_the_role_s_reason(tmp_pa
     assert caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1})).status == "dry run"
 
 
-def test_the_left_out_reason_reaches_the_capability_the_local_points_need(tmp_path, monkeypatch):
-    """dlobd-env.sh as role stack_env writes the role's record: the capability caffeonspark-cpu-mkl,
-    which the local scale's cpu-mkl points need, is missing with the role's reason."""
-    why = "/x/mkl-2026.2.0/include/mkl.h: missing"
+def local_caps(tmp_path, monkeypatch, env_sh: str) -> dict:
+    """The local capabilities of a prefix whose dlobd-env.sh (as role stack_env writes it) holds
+    `env_sh` besides an OpenBLAS build, with no CaffeOnSpark setting from this process."""
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "dlobd-env.sh").write_text(
-        f"export CAFFEONSPARK_HOME_CPU_OPENBLAS={tmp_path}/caffeonspark/cpu-openblas\n"
-        f"export CAFFEONSPARK_LEFT_OUT_CPU_MKL='{why}'\n")
+        f"export CAFFEONSPARK_HOME_CPU_OPENBLAS={tmp_path}/caffeonspark/cpu-openblas\n{env_sh}")
     monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path))
     for name in ("CAFFEONSPARK_HOME_CPU_MKL", "CAFFEONSPARK_LEFT_OUT_CPU_MKL"):
         monkeypatch.delenv(name, raising=False)
     provenance.provisioned_env.cache_clear()
     monkeypatch.setattr(provenance, "versions", lambda: dict.fromkeys(("tensorflow", "tensorflowonspark", "bigdl")))
     try:
-        caps = capabilities.local_capabilities.__wrapped__()
+        return capabilities.local_capabilities.__wrapped__()
     finally:
         provenance.provisioned_env.cache_clear()
+
+
+def test_the_left_out_reason_reaches_the_capability_the_local_points_need(tmp_path, monkeypatch):
+    """The role's record: the capability caffeonspark-cpu-mkl, which the local scale's cpu-mkl
+    points need, is missing with the role's reason."""
+    why = "/x/mkl-2026.2.0/include/mkl.h: missing"
+    caps = local_caps(tmp_path, monkeypatch, f"export CAFFEONSPARK_LEFT_OUT_CPU_MKL='{why}'\n")
     assert caps["caffeonspark-cpu-mkl"] == (
         False, f"no CaffeOnSpark build for cpu-mkl: the caffeonspark role left it out: {why}")
     assert caps["caffeonspark-cpu-openblas"] == (True, f"{tmp_path}/caffeonspark/cpu-openblas")
+
+
+def test_the_plan_says_where_the_mkl_of_a_missing_cpu_mkl_build_comes_from(tmp_path, monkeypatch):
+    """No cpu-mkl build and no reason recorded (a prefix provisioned without it): the capability the
+    local points need says what builds it and where its MKL comes from."""
+    caps = local_caps(tmp_path, monkeypatch, "")
+    present, why = caps["caffeonspark-cpu-mkl"]
+    assert not present
+    assert why.startswith("no CaffeOnSpark build for cpu-mkl (role caffeonspark, caffeonspark_builds: [cpu-mkl]")
+    assert "Intel's PyPI wheels" in why and "caffeonspark_mkl_root" in why
+    assert "PyPI" not in caps["caffeonspark-gpu"][1]
 
 
 @pytest.mark.parametrize("device, threads", [

@@ -335,7 +335,7 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     assert [h["address"] for h in gpu.hosts] == ["192.168.100.3", "192.168.100.4"]
     assert done["dlobd-fig4a", "device-cpu-mkl_nodes-1"].reason == (
         "device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds (role caffeonspark, "
-        "which records CAFFEONSPARK_HOME_CPU_MKL)" + caffeonspark.MKL_SOURCES)
+        "which records CAFFEONSPARK_HOME_CPU_MKL)" + capabilities.MKL_SOURCES)
 
     cntk = done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"]
     assert cntk.status == "dry run", cntk.reason
@@ -430,7 +430,7 @@ def test_reasons_name_what_the_inventory_sets_and_its_hosts(tmp_path):
         assert reason(caffeonspark, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}) == (
             "device cpu-mkl: no CaffeOnSpark build for it: add cpu-mkl to caffeonspark_builds and set "
             "caffeonspark_install_method to git or mirror, as the spack method builds one device per host "
-            "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" + caffeonspark.MKL_SOURCES)
+            "(role caffeonspark, which records CAFFEONSPARK_HOME_CPU_MKL)" + capabilities.MKL_SOURCES)
         assert reason(caffeonspark, "dlobd-fig4a", {"device": "gpu-cudnn", "nodes": 1}) == (
             "device gpu-cudnn: no CaffeOnSpark build for it: set caffeonspark_install_method to git or mirror, as "
             "the spack method builds one device per host (role caffeonspark, which records "

@@ -65,6 +65,11 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     return local_capabilities()
 
 
+# where the cpu-mkl build's MKL comes from (role caffeonspark)
+MKL_SOURCES = ("; its MKL: Intel's PyPI wheels, which the role installs into the prefix (caffeonspark_mkl_packages), "
+               "or a site's MKL (caffeonspark_mkl_root)")
+
+
 def caffeonspark_setting(kind: str, device: str) -> str:
     """The stack setting the caffeonspark role records per device: CAFFEONSPARK_HOME_<DEVICE>,
     where the build is, or CAFFEONSPARK_LEFT_OUT_<DEVICE>, why the role left it out."""
@@ -173,7 +178,7 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
         home = provenance.stack_setting(caffeonspark_setting("HOME", device))
         caps[f"caffeonspark-{device}"] = (bool(home), home or caffeonspark_left_out(device) or (
             f"no CaffeOnSpark build for {device} (role caffeonspark, caffeonspark_builds: [{device}]; "
-            f"{caffeonspark_setting('HOME', device)} unset)"))
+            f"{caffeonspark_setting('HOME', device)} unset)" + (MKL_SOURCES if device == "cpu-mkl" else "")))
     cntk = [h for d in devices if (h := provenance.stack_setting(f"CNTK_HOME_{d}"))]
     caps["cntk"] = (bool(cntk), f"CNTK builds: {', '.join(cntk)}" if cntk else
                     "CNTK 2.x wheels exist only for Python <= 3.6: a site's CNTK 2.x build "

@@ -99,9 +99,6 @@ EXECUTOR_MEMORY = "8g"
 # Caffe's blobs and the LMDB pages live outside the JVM heap
 EXECUTOR_OVERHEAD_MB = 6144
 DRIVER_MEMORY = "4g"
-# where the cpu-mkl build's MKL comes from (role caffeonspark)
-MKL_SOURCES = ("; its MKL: Intel's PyPI wheels, which the role installs into the prefix (caffeonspark_mkl_packages), "
-               "or a site's MKL (caffeonspark_mkl_root)")
 
 # log4j, Spark 1.6's default layout: `16/01/20 12:34:56 INFO CaffeProcessor: my rank is 0`
 LOG4J_TIME = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\b")
@@ -279,7 +276,7 @@ def build_home(device: str) -> Path:
         if role.get("caffeonspark_install_method") == "spack":
             asks.append("set caffeonspark_install_method to git or mirror, as the spack method builds one device "
                         "per host")
-        mkl = MKL_SOURCES if device == "cpu-mkl" else ""
+        mkl = capabilities.MKL_SOURCES if device == "cpu-mkl" else ""
         raise NotRunnable(f"device {device}: no CaffeOnSpark build for it: {' and '.join(asks)} (role caffeonspark, "
                           f"which records {var}){mkl}")
     return Path(home)
