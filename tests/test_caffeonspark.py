@@ -4,6 +4,7 @@ the reasons a point is not runnable, the nets and solvers it renders, and the pa
 constructed logs (tests/data/constructed-logs/caffeonspark, format from CaffeOnSpark's and
 Caffe's sources; no real run could be had here) and damaged copies of them."""
 
+import ctypes.util
 import os
 import re
 import shutil
@@ -199,24 +200,61 @@ def test_the_plan_says_where_the_mkl_of_a_missing_cpu_mkl_build_comes_from(tmp_p
     assert "PyPI" not in caps["caffeonspark-gpu"][1]
 
 
+def test_this_host_s_openblas_reports_its_kernels_and_only_a_fallback_on_avx2_is_replaced(monkeypatch):
+    """What Debian's libopenblas.so.0 says of itself on this host, where the caffeonspark role (or
+    any provisioning) installed it: the kernels it picks, replaced by the papers' Haswell ones only
+    where it fell back to Prescott's on a CPU with AVX2 and FMA; a site's OPENBLAS_CORETYPE stands."""
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    capabilities.openblas_kernels.cache_clear()
+    try:
+        found = capabilities.openblas_kernels()
+        monkeypatch.setenv("OPENBLAS_CORETYPE", "Zen")
+        capabilities.openblas_kernels.cache_clear()
+        site = capabilities.openblas_kernels()
+    finally:
+        capabilities.openblas_kernels.cache_clear()
+    if ctypes.util.find_library("openblas") is None:
+        assert found == site == {}
+        return
+    assert re.fullmatch(r"OpenBLAS \d+\.\d+\.\d+\S*", found["version"]) and found["core"]
+    flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)[1].split())
+    fallback = found["core"] == "Prescott" and {"avx2", "fma"} <= flags
+    assert found["coretype"] == ("Haswell" if fallback else None)
+    assert site == {**found, "coretype": "Zen", "why": "OPENBLAS_CORETYPE of the environment"}
+
+
 @pytest.mark.parametrize("device, threads", [
     ("cpu-openblas", {"OPENBLAS_NUM_THREADS": "28"}),
     # Intel's OpenMP is not among the MKL wheels the role installs: GNU's, from the compiler
     ("cpu-mkl", {"MKL_NUM_THREADS": "28", "MKL_THREADING_LAYER": "GNU"}),
 ])
-def test_the_executors_blas_threads_are_their_cores(tmp_path, cluster, device, threads):
+def test_the_executors_blas_threads_are_their_cores(tmp_path, cluster, monkeypatch, device, threads):
+    monkeypatch.setattr(capabilities, "openblas_kernels", dict)  # whatever kernels this host's OpenBLAS picks
     argv = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": device, "nodes": 2})).command
     confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
     assert {c.split("=", 1)[0].removeprefix("spark.executorEnv."): c.split("=", 1)[1] for c in confs
             if re.match(r"spark\.executorEnv\.(OPENBLAS|MKL)_", c)} == threads
 
 
-def test_a_cpu_mkl_run_s_versions_name_its_mkl(tmp_path, monkeypatch):
+def test_a_cpu_run_s_versions_name_its_blas_and_the_kernels_it_ran(tmp_path, monkeypatch):
     install(monkeypatch, {**SETTINGS, "CAFFEONSPARK_PROFILE": "modern", "CAFFEONSPARK_MKL_VERSION": "2026.2.0"})
+    # this host's OpenBLAS as Debian's 0.3.21 reports itself on a Xeon newer than it
+    kernels = {"version": "OpenBLAS 0.3.21", "core": "Prescott", "coretype": "Haswell",
+               "why": "it takes this AVX2 CPU for a Prescott"}
+    monkeypatch.setattr(capabilities, "openblas_kernels", lambda: kernels)
     mkl = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-mkl", "nodes": 1}))
     assert mkl.versions == {"stack": "caffeonspark 19df500 modern (cpu-mkl, MKL 2026.2.0)", "mkl": "2026.2.0"}
+    assert not any("OPENBLAS_CORETYPE" in a for a in mkl.command)
+    openblas = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
+    assert openblas.versions == {
+        "stack": "caffeonspark 19df500 modern (cpu-openblas, OpenBLAS 0.3.21 Haswell kernels)",
+        "openblas": "OpenBLAS 0.3.21, Haswell kernels (it takes this AVX2 CPU for a Prescott)"}
+    assert "spark.executorEnv.OPENBLAS_CORETYPE=Haswell" in openblas.command
+    # a host without libopenblas.so.0 to ask: the run says nothing of it and forces nothing
+    monkeypatch.setattr(capabilities, "openblas_kernels", dict)
     openblas = caffeonspark.launch(context(tmp_path, "dlobd-fig4a", {"device": "cpu-openblas", "nodes": 1}))
     assert openblas.versions == {"stack": "caffeonspark 19df500 modern (cpu-openblas)"}
+    assert not any("OPENBLAS_CORETYPE" in a for a in openblas.command)
 
 
 def test_gpu_points_need_gpus(tmp_path, monkeypatch):

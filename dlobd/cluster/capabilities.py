@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from dlobd import NotRunnable
@@ -81,6 +83,40 @@ def caffeonspark_left_out(device: str) -> str | None:
     reason its points are not runnable; None where it did not."""
     why = provenance.stack_setting(caffeonspark_setting("LEFT_OUT", device))
     return f"no CaffeOnSpark build for {device}: the caffeonspark role left it out: {why}" if why else None
+
+
+# Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) takes a CPU newer than it knows for a Prescott and runs
+# its SSE3 kernels there, slower than its AVX2 ones (docs/caffeonspark-port.md). The papers'
+# Broadwell Xeons ran OpenBLAS's Haswell (AVX2) kernels: those stand in where the CPU has AVX2
+# and FMA. A site's own OPENBLAS_CORETYPE is kept as it is.
+OPENBLAS_FALLBACK_CORE = "Prescott"
+OPENBLAS_PAPER_CORE = "Haswell"
+_OPENBLAS_REPORT = ("import ctypes; l = ctypes.CDLL('libopenblas.so.0'); "
+                    "l.openblas_get_config.restype = l.openblas_get_corename.restype = ctypes.c_char_p; "
+                    "print(l.openblas_get_config().decode()); print(l.openblas_get_corename().decode())")
+
+
+@functools.lru_cache(maxsize=1)
+def openblas_kernels() -> dict:
+    """This host's OpenBLAS (libopenblas.so.0), for the CaffeOnSpark cpu-openblas executors it
+    runs: {'version', 'core': the kernels it picks by itself, 'coretype': the OPENBLAS_CORETYPE
+    they get (None: none), 'why'}; {} where no libopenblas.so.0 loads."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    proc = subprocess.run([sys.executable, "-c", _OPENBLAS_REPORT], capture_output=True, text=True, env=env)
+    lines = proc.stdout.split()
+    if proc.returncode != 0 or len(lines) < 2:
+        return {}
+    version, core = " ".join(lines[:2]), lines[-1]
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return {"version": version, "core": core, "coretype": os.environ["OPENBLAS_CORETYPE"],
+                "why": "OPENBLAS_CORETYPE of the environment"}
+    flags = set(re.findall(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)[0].split()) \
+        if Path("/proc/cpuinfo").is_file() else set()
+    if core == OPENBLAS_FALLBACK_CORE and {"avx2", "fma"} <= flags:
+        return {"version": version, "core": core, "coretype": OPENBLAS_PAPER_CORE,
+                "why": f"it takes this AVX2 CPU for a {core}: the papers' Broadwell Xeons ran its "
+                       f"{OPENBLAS_PAPER_CORE} kernels"}
+    return {"version": version, "core": core, "coretype": None, "why": "the kernels it picks"}
 
 
 @functools.lru_cache(maxsize=1)

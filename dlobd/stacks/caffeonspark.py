@@ -349,20 +349,36 @@ def render(ctx: runner.RunContext, p: dict, uris: dict) -> dict:
     return {"solver.prototxt": solver, "net.prototxt": net}
 
 
-def blas_env(device: str, cores: str) -> dict:
+def openblas_kernels(device: str) -> dict:
+    """The OpenBLAS kernels of a cpu-openblas run on this host (capabilities.openblas_kernels);
+    {} for the other devices and for an inventory's cluster, whose OpenBLAS is not this host's."""
+    if device != "cpu-openblas" or provenance.inventory() is not None:
+        return {}
+    return capabilities.openblas_kernels()
+
+
+def blas_env(device: str, cores: str, kernels: dict) -> dict:
     """The executors' BLAS threads: one per core the executor has, as OpenBLAS and MKL would
-    otherwise start one per core of the host in every executor."""
+    otherwise start one per core of the host in every executor; OpenBLAS's kernels where
+    `kernels` (openblas_kernels) names them."""
     if device != "cpu-mkl":
-        return {"OPENBLAS_NUM_THREADS": cores}
+        return {"OPENBLAS_NUM_THREADS": cores,
+                **({"OPENBLAS_CORETYPE": kernels["coretype"]} if kernels.get("coretype") else {})}
     # libmkl_rt's default layer loads Intel's OpenMP (libiomp5), which a site's MKL folder may not
     # hold and the role's wheels leave out; GNU's libgomp comes with the compiler of the build
     return {"MKL_NUM_THREADS": cores, "MKL_THREADING_LAYER": "GNU"}
 
 
-def mkl_version(device: str) -> dict:
-    """{'mkl': the version of the MKL the cpu-mkl build links, as the caffeonspark role records it
-    (CAFFEONSPARK_MKL_VERSION; None where unrecorded)} for a cpu-mkl run's versions; {} for the others."""
-    return {"mkl": provenance.stack_setting("CAFFEONSPARK_MKL_VERSION")} if device == "cpu-mkl" else {}
+def blas_versions(device: str, kernels: dict) -> dict:
+    """A run's BLAS for its versions: {'mkl': the version of the MKL the cpu-mkl build links, as the
+    caffeonspark role records it (CAFFEONSPARK_MKL_VERSION; None where unrecorded)}, or {'openblas':
+    the OpenBLAS and kernels of a cpu-openblas run (openblas_kernels)}; {} for the others."""
+    if device == "cpu-mkl":
+        return {"mkl": provenance.stack_setting("CAFFEONSPARK_MKL_VERSION")}
+    if kernels:
+        return {"openblas": f"{kernels['version']}, {kernels['coretype'] or kernels['core']} kernels "
+                            f"({kernels['why']})"}
+    return {}
 
 
 def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
@@ -390,7 +406,7 @@ def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], mode
             *(arg for key, value in p["placed"].items() for arg in ("--conf", f"{key}={value}")),
             "--conf", f"spark.driver.extraLibraryPath={libs}",
             "--conf", f"spark.executorEnv.LD_LIBRARY_PATH={libs}",
-            *(arg for name, value in blas_env(p["device"], cores).items()
+            *(arg for name, value in blas_env(p["device"], cores, openblas_kernels(p["device"])).items()
               for arg in ("--conf", f"spark.executorEnv.{name}={value}")),
             "--conf", "spark.dynamicAllocation.enabled=false",
             "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=900s",
@@ -432,9 +448,11 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     argv = command(ctx, p, home, files, model_uri)
     result = runner.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
                               cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
-    mkl = mkl_version(p["device"])
-    blas = f", MKL {mkl['mkl']}" if mkl.get("mkl") else ""
-    result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']}{blas})", **mkl}
+    kernels = openblas_kernels(p["device"])
+    blas = blas_versions(p["device"], kernels)
+    named = f", MKL {blas['mkl']}" if blas.get("mkl") else (
+        f", {kernels['version']} {kernels['coretype'] or kernels['core']} kernels" if kernels else "")
+    result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']}{named})", **blas}
     result.labels = {"data": runner.data_label(dataset), "network": p["network"],
                      "connection": p["connection"], "device": p["device"],
                      "batch_per_node": str(p["batch"]), **p["labels"]}
