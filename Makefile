@@ -124,7 +124,7 @@ KICK_TIRES_VARS := {"datasets_names": ["mnist"], "dl_libs_tensorflow": false}
 KICK_TIRES_OUT := data/kick-tires
 KICK_TIRES_FIGURES_LOG := $(KICK_TIRES_OUT)/reference-figures.log
 .PHONY: kick-tires
-kick-tires: setup ## evaluators' first tier (about 5 min): the report from data/reference, then one real short BigDL job on YARN
+kick-tires: setup ## evaluators' first tier (about 4 min): the report from data/reference, then one real short BigDL job on YARN
 	@mkdir -p $(KICK_TIRES_OUT)
 	$(SUBMAKE) figures RUNS=data/reference > $(KICK_TIRES_FIGURES_LOG) 2>&1 & figures=$$!; \
 	  $(PLAYBOOK) playbooks/site.yml --tags $(KICK_TIRES_TAGS) -e '$(KICK_TIRES_VARS)' && $(SUBMAKE) cluster-up; up=$$?; \
