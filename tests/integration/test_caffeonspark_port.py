@@ -131,7 +131,7 @@ def train(tmp_path, prefix: Path, executors: int, device: str = "cpu-openblas"):
     (tmp_path / "net.prototxt").write_text(texts["net.prototxt"])
     caffeonspark.check_net(home, tmp_path / "net.prototxt")
     lib = library_path(prefix, device)
-    threads = [arg for name, value in caffeonspark.blas_env(device, "1").items()
+    threads = [arg for name, value in caffeonspark.blas_env(device, "1", caffeonspark.openblas_kernels(device)).items()
                for arg in ("--conf", f"spark.executorEnv.{name}={value}")]
     argv = [str(spark_home_of_run(tmp_path) / "bin" / "spark-submit"), "--master", f"local-cluster[{executors},1,2048]",
             "--driver-memory", "1g", "--files", f"{tmp_path}/solver.prototxt,{tmp_path}/net.prototxt",
