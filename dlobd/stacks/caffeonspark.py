@@ -369,16 +369,18 @@ def blas_env(device: str, cores: str, kernels: dict) -> dict:
     return {"MKL_NUM_THREADS": cores, "MKL_THREADING_LAYER": "GNU"}
 
 
-def blas_versions(device: str, kernels: dict) -> dict:
-    """A run's BLAS for its versions: {'mkl': the version of the MKL the cpu-mkl build links, as the
+def blas_versions(device: str, kernels: dict) -> tuple[dict, str]:
+    """A run's BLAS: (for its versions {'mkl': the version of the MKL the cpu-mkl build links, as the
     caffeonspark role records it (CAFFEONSPARK_MKL_VERSION; None where unrecorded)}, or {'openblas':
-    the OpenBLAS and kernels of a cpu-openblas run (openblas_kernels)}; {} for the others."""
+    the OpenBLAS and kernels of a cpu-openblas run (openblas_kernels)}, {} for the others; the same
+    in short for the stack's name, '' where nothing is known)."""
     if device == "cpu-mkl":
-        return {"mkl": provenance.stack_setting("CAFFEONSPARK_MKL_VERSION")}
+        version = provenance.stack_setting("CAFFEONSPARK_MKL_VERSION")
+        return {"mkl": version}, f", MKL {version}" if version else ""
     if kernels:
-        return {"openblas": f"{kernels['version']}, {kernels['coretype'] or kernels['core']} kernels "
-                            f"({kernels['why']})"}
-    return {}
+        ran = f"{kernels['coretype'] or kernels['core']} kernels"
+        return {"openblas": f"{kernels['version']}, {ran} ({kernels['why']})"}, f", {kernels['version']} {ran}"
+    return {}, ""
 
 
 def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
@@ -448,10 +450,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     argv = command(ctx, p, home, files, model_uri)
     result = runner.run_command(ctx, argv, env=None if ctx.dry_run else hadoop.stack_env(),
                               cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
-    kernels = openblas_kernels(p["device"])
-    blas = blas_versions(p["device"], kernels)
-    named = f", MKL {blas['mkl']}" if blas.get("mkl") else (
-        f", {kernels['version']} {kernels['coretype'] or kernels['core']} kernels" if kernels else "")
+    blas, named = blas_versions(p["device"], openblas_kernels(p["device"]))
     result.versions = {"stack": f"caffeonspark 19df500 {profile()} ({p['device']}{named})", **blas}
     result.labels = {"data": runner.data_label(dataset), "network": p["network"],
                      "connection": p["connection"], "device": p["device"],
