@@ -42,7 +42,7 @@ def setup_prefix(tmp_path: Path, stop_timeout: int) -> Path:
         f"export DLOBD_PREFIX={prefix} DLOBD_LOCAL_DIR={prefix} JAVA_HOME={java_home} HADOOP_HOME={tmp_path}/hadoop "
         f"HADOOP_CONF_DIR={prefix}/etc/hadoop DLOBD_HADOOP_CLASSPATH={tmp_path}/hadoop/lib\n")
     script = jinja2.Template(TEMPLATE.read_text()).render(
-        ansible_managed="test", dlobd_prefix=str(prefix), dlobd_daemon_stop_timeout_s=stop_timeout,
+        ansible_managed="test", dlobd_prefix=str(prefix), dlobd_daemon_stop_timeout_s={"namenode": stop_timeout},
         hadoop_daemon_main_class={"namenode": "org.example.NameNode"}, dlobd_daemon_heap_mb={"namenode": 64},
         hadoop_daemon_java_opts={"namenode": ""})
     (prefix / "sbin/dlobd-daemon").write_text(script)

@@ -137,7 +137,8 @@ def test_the_playbook_templates_render_into_a_job_private_prefix(tmp_path):
         assert (job / yarn[key][len(str(job)) + 1:]).is_dir(), key
     daemon = (job / "sbin" / "dlobd-daemon").read_text()
     assert f'source "{job}/etc/dlobd-env.sh"' in daemon and "{{" not in daemon
-    assert f"STOP_TIMEOUT={slurmjob.DAEMON_STOP_TIMEOUT_S}\n" in daemon
+    for name, seconds in slurmjob.DAEMON_STOP_TIMEOUT_S.items():
+        assert f"  [{name}]={seconds}\n" in daemon
     # the job's environment: the provisioned stack first, then the job's cluster over it
     env = provenance.source_env(job / "etc" / "dlobd-env.sh")
     assert env["DLOBD_PREFIX"] == str(job)

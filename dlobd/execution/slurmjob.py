@@ -77,9 +77,10 @@ ROLES = ("hadoop", "hdfs", "yarn", "spark", "stack_env")
 OWN_ENTRIES = ("etc", "bin", "sbin", "var")
 STOP_FILE = "stop"
 READY_POLL_S = 2.0
-# How long a daemon gets to stop after SIGTERM in a job: a cancelled job's processes get Slurm's
-# KillWait (30 s by default) before SIGKILL, and the agent still copies the logs after the stop.
-DAEMON_STOP_TIMEOUT_S = 10
+# How long each daemon gets to stop after SIGTERM in a job: a cancelled job's processes get Slurm's
+# KillWait (30 s by default) before SIGKILL, and the agent still copies the logs after the stop. The
+# NodeManager idles once it has unregistered and stopped its containers (the dlobd role's defaults).
+DAEMON_STOP_TIMEOUT_S = {"namenode": 10, "datanode": 10, "resourcemanager": 10, "nodemanager": 6}
 
 
 class LaunchInterrupted(Exception):
