@@ -130,8 +130,7 @@ def ansible(tmp_path: Path, playbook: str, hosts: dict, extra: dict | None = Non
     playbooks' roles (each play loads the dlobd role, as the playbooks' plays do)."""
     (tmp_path / "play.yml").write_text(playbook)
     first = next(iter(hosts))
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-             "dlobd_cluster_address": "127.0.0.1"}
+    local = {"ansible_connection": "local", "dlobd_cluster_address": "127.0.0.1"}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {
         "hosts": {name: {**local, **values} for name, values in hosts.items()},
         "children": {"namenode": {"hosts": {first: None}}, "resourcemanager": {"hosts": {first: None}},

@@ -29,8 +29,7 @@ PLAYBOOKS = ROOT / "playbooks"
 ANSIBLE_PLAYBOOK = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "ansible-playbook"
 GROUP_VARS = playbook_settings()
 
-LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-         "dlobd_cluster_address": "127.0.0.1"}
+LOCAL = {"ansible_connection": "local", "dlobd_cluster_address": "127.0.0.1"}
 
 
 def inventory(tmp_path: Path, groups: dict, extra_hosts: dict | None = None) -> Path:

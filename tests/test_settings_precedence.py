@@ -29,8 +29,7 @@ GROUPS = {"namenode": ["head"], "resourcemanager": ["head"], "workers": ["w1", "
 
 
 def host_vars(name: str) -> dict:
-    return {"ansible_connection": "local", "ansible_python_interpreter": str(BIN / "python"),
-            "dlobd_cluster_address": HOSTS[name], "dlobd_hardware": HARDWARE}
+    return {"ansible_connection": "local", "dlobd_cluster_address": HOSTS[name], "dlobd_hardware": HARDWARE}
 
 
 def write_inventory(root: Path, form: str, settings: dict = SETTINGS) -> tuple[Path, str]:
