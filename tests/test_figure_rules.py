@@ -368,9 +368,11 @@ def test_no_paper_value_is_left_not_computed(drawn):
 
 def test_a_paper_value_of_another_metric_is_computed_by_its_reducer(drawn):
     # scaffe-table2 states aggregation times (time_breakdown_s) beside total times: the local
-    # aggregation is the sum of the runs' aggregation rows, as the claims reduce it
+    # aggregation is the sum of the runs' aggregation rows, as the claims reduce it. (Read as if
+    # the runs had recorded 16 cores: on the 2 they recorded, the 8 ranks of the unchunked
+    # baseline are oversubscribed and the ratio is no counterpart, as test_substitutions shows.)
     data, table, _ = drawn["scaffe-table2"]
-    ctx = figures.Context(data, SCALE, SPECS["scaffe-table2"].scale(SCALE), table)
+    ctx = figures.Context(data, SCALE, SPECS["scaffe-table2"].scale(SCALE), table, cpus=16)
     rows = table[(table["metric"] == "time_breakdown_s") & (table["phase"] == "aggregation")]
     none, cc8 = (rows.loc[rows["algorithm"] == a, "value"].sum() for a in ("none", "cc-8"))
     ratio = next(p for p in ctx.paper_values() if p.get("over") == {"algorithm": "cc-8", "phase": "aggregation"})
@@ -949,7 +951,9 @@ def test_a_ratio_labelled_max_is_the_largest_of_the_ratios_at_each_point(drawn):
                 if a is not None and b]
             assert solid[0].get_height() == pytest.approx(max(ratios)), (e, p)
             checked.append(e)
-    assert checked.count("scaffe-fig12") == 3
+    # Open MPI over HR; its two MVAPICH2 ratios have no counterpart here (MPICH stands in for the
+    # baseline, as scaffe-c02 and c03's verdicts say)
+    assert checked.count("scaffe-fig12") == 1
 
 
 def test_every_element_a_figure_promises_is_drawn(drawn):

@@ -16,7 +16,7 @@ import pytest
 
 from dlobd import spec
 from dlobd.execution import runs
-from dlobd.results import comparepaths, report
+from dlobd.results import comparability, comparepaths, figures, report
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "data" / "reference"
@@ -150,7 +150,7 @@ def test_artifact_appendix_is_current_with_a_row_per_experiment(rebuilt):
         assert verdict in row and claim_id in row
 
 
-# claims whose premise the local scale voids (dlobd/spec/substitutions.py): paper-scale hang,
+# claims whose premise the local scale voids (dlobd/results/comparability.py): paper-scale hang,
 # substituted or oversubscribed baselines, a share the notes call not comparable, linear
 # scaling on 2 cores
 NOT_COMPARABLE = {"dlobd-c38", "scaffe-c02", "scaffe-c03", "scaffe-c19", "scaffe-c20",
@@ -167,6 +167,29 @@ def test_verdict_counts_on_the_reference_runs_are_the_honest_ones(rebuilt):
     assert set(frame.loc[frame["verdict"] == "not comparable here", "claim_id"]) == NOT_COMPARABLE
     c08 = frame.set_index("claim_id").loc["rdmatf-c08"]
     assert c08["substituted"] == "network=rdma (here: loopback)" and "share 2 cores" in c08["reason"]
+
+
+def test_no_paper_value_a_voided_claim_reads_is_drawn_beside_a_counterpart(rebuilt):
+    """The figures ask the verdicts' rule: every paper value whose points a `not comparable here`
+    claim reads has no local counterpart in its figure's paper panel."""
+    results = rebuilt["tmp"] / "results" / "local"
+    frame = pd.concat(pd.read_csv(p) for p in sorted((results / "verdicts").glob("*.csv")))
+    voided = set(frame.loc[frame["verdict"] == "not comparable here", "claim_id"])
+    marked = []
+    for eid, s in SPECS.items():
+        claims = [c for c in s.data.get("claims") or [] if c["id"] in voided]
+        if not claims or not (results / f"{eid}.csv").exists():
+            continue
+        ctx = figures.Context(s.data, "local", s.scale("local"), pd.read_csv(results / f"{eid}.csv"),
+                              cpus=comparability.recorded_cores(results, s.data))
+        for p in s.data["scales"]["paper"].get("paper_values") or []:
+            points = [p["at"]] + ([p["over"]] if "over" in p else [])
+            if any(all(comparability.reads(c["check"], pt) for pt in points) for c in claims):
+                assert figures.local_counterpart(ctx, p)[0] is None, (eid, p)
+                marked.append(eid)
+    # scaffe-fig12's two MVAPICH2 ratios; all fourteen of scaffe-table2: its six ratios and the
+    # eight times that scaffe-c19 to c22 read
+    assert sorted(marked) == ["scaffe-fig12"] * 2 + ["scaffe-table2"] * 14
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pandas as pd
 import yaml
 
 from dlobd import ROOT
+from dlobd.results import comparability
 from dlobd.results.findings import Gap, Wording
 from dlobd.results.verdicts import (
     MISSING,
@@ -742,19 +743,18 @@ def _context(spec: dict, results, scale: str, other_results, other_spec,
 
 def _judged(claim: dict, spec: dict, context: _Context, check: str, base: dict) -> Verdict:
     """One check's verdict; `not comparable here` when the scale voids the claim's premise
-    (dlobd/spec/substitutions.py), keeping the numbers read for the reader."""
+    (dlobd/results/comparability.py), keeping the numbers read for the reader."""
     verdict = Verdict(check=check, **base, **_evaluate_check(check, context))
     if verdict.verdict == "not checkable":
         return verdict
     if verdict.verdict != "not run" and (guessed := assumed_settings(spec, context.scale)):
         # the points it read ran with settings the paper does not state
         verdict.finding += f" The points read ran with {'; '.join(guessed)}, not stated by the paper."
-    void = substitutions.void_reason(claim, spec, context.scale, verdict.substituted,
-                                     context.cpus)
+    void = comparability.premise_void(claim, spec, context.scale, verdict.substituted, context.cpus)
     if void:
         verdict.reason = f"{void}. Read here: {verdict.verdict}: {verdict.reason}"
         verdict.finding = f"{void}. Read here: {verdict.verdict}: {verdict.finding}"
-        verdict.verdict = substitutions.NOT_COMPARABLE
+        verdict.verdict = comparability.NOT_COMPARABLE
     return verdict
 
 
@@ -812,15 +812,6 @@ def _read_results(directory: Path, experiment: str) -> pd.DataFrame:
     return pd.read_csv(path) if path.exists() else pd.DataFrame()
 
 
-def _recorded_cores(directory: Path, spec: dict) -> int | None:
-    """The cores the runs of `spec` (or of its data_from spec) recorded, from runs/<id>.json."""
-    path = directory / "runs" / f"{spec.get('data_from') or spec.get('id')}.json"
-    try:
-        return substitutions.run_cores(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
 def run(args) -> int:
     if not args.results.is_dir():
         print(f"dlobd claims: results directory {args.results} does not exist", file=sys.stderr)
@@ -850,7 +841,7 @@ def run(args) -> int:
     verdicts = []
     for exp in wanted:
         verdicts += evaluate_spec(specs[exp], other_results(exp), args.scale, other_results,
-                                  other_spec, _recorded_cores(args.results, specs[exp]))
+                                  other_spec, comparability.recorded_cores(args.results, specs[exp]))
     frame = verdicts_frame(verdicts)
     if args.json:
         args.json.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")

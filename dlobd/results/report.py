@@ -22,6 +22,7 @@ import pandas as pd
 
 from dlobd.cluster import calibrate, fabric, provenance
 from dlobd.results import expected, tidy
+from dlobd.results.comparability import NOT_COMPARABLE
 from dlobd.spec import substitutions
 
 PAPERS = {
@@ -32,7 +33,7 @@ PAPERS = {
     "tfgrpc": "TF-gRPC-Bench",
 }
 # holds and differs first: what was compared, then what could not be
-VERDICT_ORDER = ["holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable"]
+VERDICT_ORDER = ["holds", "differs", NOT_COMPARABLE, "not run", "not checkable"]
 # the columns of verdicts.verdicts_frame the verdict table shows
 VERDICT_FIELDS = ("experiment", "claim_id", "kind", "verdict", "reason", "paper_values",
                   "reproduced", "check", "alt_verdict", "alt_reason", "alt_reproduced", "check_alt",

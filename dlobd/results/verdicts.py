@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from dlobd.spec import substitutions
+from dlobd.results.comparability import NOT_COMPARABLE
 from dlobd.spec.claimlang import fmt
 
-VERDICTS = ("holds", "differs", substitutions.NOT_COMPARABLE, "not run", "not checkable")
+VERDICTS = ("holds", "differs", NOT_COMPARABLE, "not run", "not checkable")
 
 MISSING = math.nan
 

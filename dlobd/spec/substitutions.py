@@ -1,13 +1,11 @@
-"""What a scale substitutes for the paper's setting, and when that voids a claim's premise.
-
-The one place the honesty rules live: the verdicts (dlobd/results/claims.py), the figures' footers
-(dlobd/results/figures/) and the report (dlobd/results/report.py) all ask this module.
+"""What a scale substitutes for the paper's setting: the verdicts (dlobd/results/claims.py),
+the figures' footers (dlobd/results/figures/) and the report (dlobd/results/report.py) all name
+substitutions as this module words them.
 
 Substitutions come from the spec: the scale's `axis_map` (paper value -> local value), an
 MPI standing in for another, ranks oversubscribed on fewer cores, CPU processes for the
-paper's GPUs. Whether a substitution voids a claim is data: the claim's `premise`
-(docs/claim-language.md) names what the claim rests on, and `void_reason` judges it against
-the scale and the hardware its runs recorded.
+paper's GPUs. Whether a substitution voids a claim or a figure's pairing of values is decided in
+dlobd/results/comparability.py.
 """
 
 from __future__ import annotations
@@ -16,12 +14,10 @@ import re
 
 from dlobd.spec import same_value
 
-NOT_COMPARABLE = "not comparable here"
-PREMISES = ("paper-scale", "linear-scaling", "baseline", "share")
-_NOT_COMPARABLE_NOTE = re.compile(r"not comparable", re.IGNORECASE)
 
 
-def _fmt(value) -> str:
+def fmt(value) -> str:
+    """A value as the spec writes it: 2.0 as 2."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
@@ -33,7 +29,7 @@ def _scale(spec: dict, name: str) -> dict:
 
 def axis_substitution(column: str, paper_value, local_value) -> str:
     """How a verdict names a substituted selector: `network=rdma (here: loopback)`."""
-    return f"{column}={_fmt(paper_value)} (here: {_fmt(local_value)})"
+    return f"{column}={fmt(paper_value)} (here: {fmt(local_value)})"
 
 
 def axis_map(spec: dict, scale: str, ran: dict[str, dict[str, str]] | None = None) -> list[str]:
@@ -44,18 +40,18 @@ def axis_map(spec: dict, scale: str, ran: dict[str, dict[str, str]] | None = Non
     out = []
     for column, pairs in (_scale(spec, scale).get("axis_map") or {}).items():
         status = (ran or {}).get(column) or {}
-        targets = {_fmt(v) for v in pairs.values()}
+        targets = {fmt(v) for v in pairs.values()}
         unmapped = [v for v, mark in status.items() if not mark and v not in targets]
-        missing = [k for k, v in pairs.items() if status.get(_fmt(v))]
+        missing = [k for k, v in pairs.items() if status.get(fmt(v))]
         for k, v in pairs.items():
             if same_value(k, v):
                 continue
-            mark = status.get(_fmt(v))
+            mark = status.get(fmt(v))
             if not mark:
                 out.append(axis_substitution(column, k, v))
                 continue
             instead = f"{unmapped[0]} stands in; " if len(unmapped) == 1 and len(missing) == 1 else ""
-            out.append(f"{column}={_fmt(k)} (here: {instead}{_fmt(v)} {mark})")
+            out.append(f"{column}={fmt(k)} (here: {instead}{fmt(v)} {mark})")
     return out
 
 
@@ -66,9 +62,9 @@ def oversubscribed(spec: dict, scale: str, cpus: int | None) -> str | None:
     if not isinstance(procs, (int, float)):
         return None
     if cpus and procs > cpus:
-        return f"{_fmt(procs)} ranks oversubscribed on {cpus} cores"
+        return f"{fmt(procs)} ranks oversubscribed on {cpus} cores"
     if fixed.get("oversubscribe") and not cpus:
-        return f"{_fmt(procs)} ranks oversubscribed"
+        return f"{fmt(procs)} ranks oversubscribed"
     return None
 
 
@@ -99,7 +95,7 @@ def _hosts(spec: dict, scale: str) -> str | None:
     nodes = [n for n in (local.get("matrix") or {}).get("nodes") or [fixed.get("nodes")]
              if isinstance(n, (int, float))]
     if hosts and nodes and max(nodes) > hosts:
-        return f"processes on {_fmt(hosts)} host(s) for up to {_fmt(max(nodes))} nodes"
+        return f"processes on {fmt(hosts)} host(s) for up to {fmt(max(nodes))} nodes"
     return None
 
 
@@ -148,7 +144,7 @@ def paper_setting(spec: dict) -> str:
     """A short description of the paper's setting: '160 processes, GPUs, InfiniBand'."""
     paper = _scale(spec, "paper")
     fixed = paper.get("fixed") or {}
-    parts = [f"{_fmt(fixed['processes'])} processes"] if "processes" in fixed else []
+    parts = [f"{fmt(fixed['processes'])} processes"] if "processes" in fixed else []
     needs = paper.get("needs") or []
     parts += [shown for need, shown in (("gpu", "GPUs"), ("infiniband", "InfiniBand"),
                                         ("multi-host", "several hosts")) if need in needs]
@@ -170,46 +166,3 @@ def run_cores(runs: list[dict]) -> int | None:
     found = [r.get("system", {}).get("cpus") for r in runs or [] if r.get("used", True)]
     found = [c for c in found if isinstance(c, int)]
     return min(found) if found else None
-
-
-def void_reason(claim: dict, spec: dict, scale: str, substituted: list[str],
-                cpus: int | None = None) -> str | None:
-    """Why the scale voids the premise the claim rests on (its `premise`), or None.
-
-    `substituted` are the selectors the evaluation mapped through `axis_map`, as
-    axis_substitution names them."""
-    premise = claim.get("premise")
-    if not premise or scale == "paper":
-        return None
-    kind = premise["kind"]
-    local = _scale(spec, scale)
-    fixed = local.get("fixed") or {}
-    via = f" ({', '.join(substituted)})" if substituted else ""
-    if kind == "paper-scale":
-        return (f"the paper saw this only at its own scale; the `{scale}` matrix stands in with "
-                f"smaller points{via}, where the behaviour cannot show")
-    if kind == "linear-scaling":
-        axis = premise.get("axis", "nodes")
-        values = [v for v in (local.get("matrix") or {}).get(axis, []) if isinstance(v, (int, float))]
-        workers = max(values) if values else None
-        servers = fixed.get("parameter_servers") or 0
-        if cpus is None or workers is None or workers + servers > cpus:
-            share = f"{_fmt(workers)} workers" + (f" and {servers} parameter server(s)" if servers else "")
-            on = f"{cpus} cores" if cpus else "cores of unknown number"
-            return f"scaling needs a core per process: {share} share {on} here{via}"
-        return None
-    if kind == "baseline":
-        base = premise.get("baseline") or {}
-        swapped = [s for s in substituted if any(s.startswith(f"{k}={_fmt(v)} ") for k, v in base.items())]
-        over = oversubscribed(spec, scale, cpus)
-        if swapped:
-            return f"the baseline is substituted: {', '.join(swapped)}"
-        if over:
-            return f"the baseline runs {over}: a speedup over it says nothing of the paper's"
-        return None
-    if kind == "share":
-        notes = [n for n in local.get("notes") or [] if _NOT_COMPARABLE_NOTE.search(n)]
-        if notes:
-            return f"the spec's notes call this share not comparable: {notes[0]}"
-        return None
-    raise ValueError(f"unknown premise {kind!r} (known: {', '.join(PREMISES)})")

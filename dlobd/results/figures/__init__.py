@@ -27,9 +27,12 @@ matplotlib.use("Agg")
 # glyphs unhinted: FreeType's hinting of every glyph took a sixth of the drawing time, and at
 # this resolution the hinted and unhinted texts look alike
 matplotlib.rcParams["text.hinting"] = "no_hinting"
+from pathlib import Path  # noqa: E402
+
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from dlobd.results import comparability  # noqa: E402
 from dlobd.results.figures.forms import FORMS  # noqa: E402
 from dlobd.results.figures.labels import WORKLOAD_SETTINGS, Context, reason_box, setting_pattern  # noqa: E402
 from dlobd.results.figures.layout import DPI, FIGSIZE, PAPER_PANEL_IN, decorate, main_area, save  # noqa: E402
@@ -45,9 +48,10 @@ __all__ = ["FORMS", "WORKLOAD_SETTINGS", "Context", "build", "draw", "draw_utili
 
 
 def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
-          not_run: str | None = None) -> Figure:
-    """One experiment's figure in its spec's plot form, not saved (tests read its texts)."""
-    ctx = Context(spec, scale_name, scale, table, not_run)
+          not_run: str | None = None, cpus: int | None = None) -> Figure:
+    """One experiment's figure in its spec's plot form, not saved (tests read its texts); `cpus`:
+    the cores its runs recorded (comparability.recorded_cores)."""
+    ctx = Context(spec, scale_name, scale, table, not_run, cpus)
     # a figure that only says why it is empty needs less room, unless it shows the paper's values
     short = not_run and not ctx.paper_panel
     height = 3.4 if short else FIGSIZE[1] + (PAPER_PANEL_IN if ctx.paper_panel else 0)
@@ -67,9 +71,9 @@ def build(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
 
 
 def draw(spec: dict, scale_name: str, scale: dict | None, table: pd.DataFrame,
-         out, not_run: str | None = None) -> Figure:
+         out, not_run: str | None = None, cpus: int | None = None) -> Figure:
     """Draw one experiment's figure in its spec's plot form and save it (PNG or PDF, by name)."""
-    fig = build(spec, scale_name, scale, table, not_run)
+    fig = build(spec, scale_name, scale, table, not_run, cpus)
     save(fig, out)
     return fig
 
@@ -79,5 +83,6 @@ def render(spec: dict, scale_name: str, scale: dict | None, results_csv, out,
     """Draw one experiment from its results CSV; returns why it was not run, if it was not."""
     table = pd.read_csv(results_csv)
     reason = not_run_reason(spec, scale_name, scale, table, runs_dir)
-    draw(spec, scale_name, scale, table, out, not_run=reason)
+    draw(spec, scale_name, scale, table, out, not_run=reason,
+         cpus=comparability.recorded_cores(Path(results_csv).parent, spec))
     return reason

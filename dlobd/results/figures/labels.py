@@ -12,16 +12,14 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from dlobd.results import comparability
+from dlobd.results.comparability import WORKLOAD_SETTINGS
 from dlobd.results.figures.values import as_number, label_of, ordered_values, point_values, same, where
 from dlobd.results.tidy import LAYOUT_COUNT, count_text
 from dlobd.spec import _matches, expand, load_all, substitutions
 
 
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
-# the settings of a scale that size its work: one the paper leaves unstated, set at a scale, makes
-# that scale's absolute times and rates another workload's
-WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
-                     "steps", "test_images", "train_images")
 PAPER_COLOR = "#c0392b"
 # the axes that count machines in a paper; here they may count processes on fewer hosts, and
 # what a layout's count names then ('worker' -> 'worker processes')
@@ -52,8 +50,9 @@ class Context:
     """Everything a drawing function needs besides the axes: spec, scale, labels."""
 
     def __init__(self, spec: dict, scale_name: str, scale: dict, table: pd.DataFrame,
-                 not_run_reason: str | None = None):
+                 not_run_reason: str | None = None, cpus: int | None = None):
         self.spec = spec
+        self.cpus = cpus  # the cores the runs recorded, which the comparability rule weighs
         self.scale_name = scale_name
         self.scale = scale or {}
         self.table = table
@@ -121,21 +120,11 @@ class Context:
 
     def changed_settings(self) -> list[tuple[str, object, object]]:
         """(setting, the paper's value, this scale's) of each number the scale changes."""
-        if self.scale_name == "paper":
-            return []
-        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
-        here = self.scale.get("fixed") or {}
-        return [(k, v, here[k]) for k, v in paper.items() if k in here and as_number(v) is not None
-                and as_number(here[k]) is not None and not same(v, here[k])]
+        return comparability.changed_settings(self.spec, self.scale_name, self.scale)
 
     def other_workload(self) -> bool:
-        """Whether this scale runs another workload than the paper's (other step counts or sizes,
-        a size the paper does not state, another model or data set): its absolute times and
-        rates are not the paper's quantity."""
-        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("fixed") or {}
-        unstated = [k for k in WORKLOAD_SETTINGS if k in (self.scale.get("fixed") or {}) and k not in paper]
-        return bool(self.changed_settings() or unstated) or any(
-            s.startswith(("model ", "data ")) for s in substitutions.substitutions(self.spec, self.scale_name))
+        """Whether this scale runs another workload than the paper's (comparability.other_workload)."""
+        return comparability.other_workload(self.spec, self.scale_name, self.scale)
 
     def ran(self) -> dict[str, dict[str, str]]:
         """axis_map column -> each local value of it -> '' where a run drew a value, else the marks

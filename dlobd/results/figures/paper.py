@@ -12,7 +12,9 @@ from matplotlib.ticker import LogLocator
 
 from dlobd.results.figures.labels import Context, PAPER_COLOR, text_renderer
 from dlobd.results.figures.values import ROW_X, label_of, ordered_values, run_rows, same, where
-from dlobd.spec import metrics, substitutions
+from dlobd.results import comparability
+from dlobd.results.comparability import sample_extreme
+from dlobd.spec import metrics
 from dlobd.spec.claimlang import first_reached
 
 
@@ -122,32 +124,11 @@ def time_to_target_at(ctx: Context, point: dict) -> tuple[float | None, str]:
 # a paper value of a metric's extreme sample ("lowest CPU utilisation during training"): the
 # reduction of every sample of the run (every host's, the whole run, as the claims' min_over_time
 # and max_over_time take them) and the label its local bar carries
-SAMPLE_EXTREMES = {"lowest": ("min", "lowest sample of the run"),
-                   "highest": ("max", "highest sample of the run"),
-                   "peak": ("max", "highest sample of the run")}
-
-
-def sample_extreme(p: dict) -> tuple[str, str] | None:
-    words = str(p.get("quantity", "")).split()
-    return SAMPLE_EXTREMES.get(words[0]) if words else None
-
-
 def not_counterpart(ctx: Context, p: dict) -> str:
     """Why this scale's value of a paper value's quantity is not its counterpart, '' when it is:
-    the one rule of every paper panel (absolute values, relations, times to a target, a table's
-    rows). A counterpart is the same stack's, model's and data's; a quantity that grows with
-    the work (a time, a rate, a size, a time to the target) also needs the paper's sizes and
-    settings, while a relation of two points of one workload (a ratio, reduction, gain, share)
-    and a utilisation's extreme sample, a percentage, do not."""
-    if p.get("stack") not in (None, ctx.spec["stack"]):
-        return "another stack"
-    swapped = [s.split()[0] for s in substitutions.substitutions(ctx.spec, ctx.scale_name)
-               if s.startswith(("model ", "data "))]
-    if swapped:
-        return "another " + " and ".join({"model": "model", "data": "data set"}[w] for w in swapped)
-    if not (p.get("as") or sample_extreme(p)) and ctx.other_workload():
-        return "another workload"
-    return ""
+    the rule of every paper panel (absolute values, relations, times to a target, a table's rows),
+    the verdicts' own (comparability.not_counterpart)."""
+    return comparability.not_counterpart(ctx.spec, ctx.scale_name, p, ctx.cpus, ctx.scale)
 
 
 def local_counterpart(ctx: Context, p: dict) -> tuple[float | None, str]:
@@ -371,8 +352,8 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
                             ha="center", va="bottom", fontsize=7, color="#1f77b4",
                             rotation=90 if len(group) > 4 else 0)
             elif why and not ctx.not_run_reason:
-                ax.annotate(why, (i + 0.2, 0.02), xycoords=ax.get_xaxis_transform(), ha="center",
-                            va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
+                ax.annotate("\n".join(textwrap.wrap(why, 18)), (i + 0.2, 0.02), xycoords=ax.get_xaxis_transform(),
+                            ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
         crowded = len(group) > 3
         ax.set_xticks(range(len(group)), [_point_label(p) for p in group], fontsize=7,
                       rotation=30 if crowded else 0, ha="right" if crowded else "center")
