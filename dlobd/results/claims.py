@@ -625,11 +625,18 @@ class _Evaluator(Wording):
         self.tests.append((f"{show(node.args[0], env)} = {fmt(a)}, paper {fmt(b)} ({tolerance})",
                            result))
         said, where = self.said(node.args[0], env, self._common(node.args)), self._where(node.args, env)
-        within = [f"within {significant(rtol * 100)}%"] if rtol else []
-        within += [f"within ±{quantity(atol, said.unit)}"] if atol else []
+        # how far apart the two are, then what the check allows: never the tolerance as the result
+        apart = []
+        if not (is_missing(a) or is_missing(b)):
+            apart = [f"{significant(abs(a - b) / abs(b) * 100)}%"] if rtol and b else []
+            apart += [quantity(abs(a - b), said.unit)] if atol or not apart else []
+        allows = [f"{significant(rtol * 100)}%"] if rtol else []
+        allows += [f"±{quantity(atol, said.unit)}"] if atol else []
         side = " ".join(filter(None, (said.label, quantity(a, said.unit), said.at)))
+        gap = f", {' or '.join(apart)} apart" if apart else ""
         self.parts.append(Part(f"{said.label} ≈", side, where, result,
-                               f"the paper: {quantity(b, said.unit)}, {' and '.join(within) or 'exactly'}"))
+                               f"the paper: {quantity(b, said.unit)}{gap}; the check allows "
+                               f"{' and '.join(allows) or 'no difference'}"))
         return result
 
     def exists(self, ref: Ref, env: dict) -> bool:

@@ -192,10 +192,12 @@ def parts_text(parts: list[Part], holds: bool) -> str:
         return lead.full
     if all(p.shape == lead.shape and p.holds == lead.holds and p.where for p in rest) and lead.where:
         return f"{lead.full}, and so {_wheres([p.where for p in rest])}"
+    # what the other comparisons found, said apart from the lead's own verdict
     differing = sum(not p.holds for p in rest)
-    tail = ("all holding" if not differing else "all differing" if differing == len(rest)
-            else f"{differing} differing")
-    return f"{lead.full}; and {len(rest)} more comparison{'s' if len(rest) > 1 else ''}, {tail}"
+    others = f"the {len(rest)} other comparisons" if len(rest) > 1 else "the other comparison"
+    verb = ("hold" if len(rest) > 1 else "holds") if not differing else \
+        ("differ" if len(rest) > 1 else "differs") if differing == len(rest) else f"include {differing} that differ"
+    return f"{lead.full}; {others} {verb}"
 
 
 def gaps_text(gaps: list[str], what: str) -> str:
