@@ -1001,3 +1001,11 @@ def test_no_note_runs_out_of_its_axes(drawn):
                     and not (box.contains(*t.get_window_extent(renderer).p0)
                              and box.contains(*t.get_window_extent(renderer).p1))]
     assert not out, "\n".join(out)
+
+
+def test_a_resource_use_legend_names_each_run_s_point_as_the_spec_does(utilisation):
+    # a point directory writes mpi_impl=hr as mpi-impl-hr; the legend keeps the axis's name
+    legend = [t.get_text() for t in utilisation["scaffe-fig12"].legends[0].get_texts()]
+    assert sorted(legend) == ["mpi_impl=hr", "mpi_impl=mpich", "mpi_impl=openmpi"]
+    legend = [t.get_text() for t in utilisation["dlobd-fig11"].legends[0].get_texts()]
+    assert "network=loopback, nodes=1, repeat=1" in legend

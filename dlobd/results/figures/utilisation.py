@@ -11,8 +11,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dlobd.results.figures.labels import reason_box
+from dlobd.results.figures.values import label_of
 from dlobd.results.figures.layout import DPI, FIGSIZE, save
 from dlobd.results.tidy import is_monitor, not_run_reason
+from dlobd.spec import point_id
 
 
 # The resource-use figure every experiment gets from its runs' monitor samples; the GPU panels
@@ -34,10 +36,21 @@ UTILISATION_LEGEND_IN = 0.3
 UTILISATION_LEGEND_ROW_IN = 0.15
 
 
-def _run_label(run_id: str) -> str:
-    """`gpus=1, workload=cifar10` from a run id's point directory (axis-value pairs joined by _)."""
-    point = Path(str(run_id)).parts[3]
-    return ", ".join(pair.replace("-", "=", 1) for pair in point.split("_"))
+def _run_labels(spec: dict, scale_name: str, mon: pd.DataFrame) -> dict[str, str]:
+    """`mpi_impl=hr, repeat=1` for each run: the pairs of its point directory (point_id's
+    `axis-value` joined by _), each axis named as the spec names it and its value as the run's
+    rows hold it (a point directory writes mpi_impl as mpi-impl)."""
+    axes = [*(((spec.get("scales") or {}).get(scale_name) or {}).get("matrix") or {}), "repeat"]
+    out = {}
+    for run_id, rows in mon.groupby("run_id"):
+        pairs = []
+        for pair in Path(str(run_id)).parts[3].split("_"):
+            axis = next((a for a in sorted(axes, key=len, reverse=True) if pair.startswith(point_id({a: ""}))), None)
+            ran = rows[axis].dropna() if axis in rows else ()
+            value = label_of(ran.iloc[0]) if len(ran) else pair[len(point_id({axis: ""})):] if axis else ""
+            pairs.append(f"{axis}={value}" if axis else pair.replace("-", "=", 1))
+        out[run_id] = ", ".join(pairs)
+    return out
 
 
 def _line_part(column: str, value) -> str:
@@ -61,6 +74,7 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
         save(fig, out_png)
         return fig
     run_ids = sorted(mon["run_id"].unique())
+    labels = _run_labels(spec, scale_name, mon)
     colours = {r: matplotlib.colormaps["tab10" if len(run_ids) <= 10 else "tab20"](i % 20)
                for i, r in enumerate(run_ids)}
     panels = UTILISATION_PANELS + tuple(p for p in GPU_PANELS if (mon["metric"] == p[0]).any())
@@ -87,7 +101,7 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
             ax.plot(line["wall_clock_s"].astype(float), line["value"].astype(float),
                     color=colours[parts["run_id"]], linewidth=1,
                     linestyle="--" if parts.get("direction") == "tx" else "-",
-                    label=" ".join([_run_label(parts["run_id"])] + [_line_part(c, parts[c]) for c in keys[1:]]))
+                    label=" ".join([labels[parts["run_id"]]] + [_line_part(c, parts[c]) for c in keys[1:]]))
             if varying:     # which host, GPU or interface, at the line's peak
                 peak = line["value"].astype(float).idxmax()
                 ax.annotate(" ".join(_line_part(c, parts[c]) for c in varying),
@@ -102,7 +116,7 @@ def draw_utilisation(spec: dict, scale_name: str, table: pd.DataFrame, out_png) 
         axes[-1].set_title("received solid, sent dashed", fontsize=8, loc="right")
     axes[-1].set_xlabel("Time since the run started (s)")
     handles = [matplotlib.lines.Line2D([], [], color=colours[r], linewidth=2) for r in run_ids]
-    fig.legend(handles, [_run_label(r) for r in run_ids], loc="lower center",
+    fig.legend(handles, [labels[r] for r in run_ids], loc="lower center",
                bbox_to_anchor=(0.5, 0.08 / height), ncols=2, fontsize=8, title="run (matrix point)",
                title_fontsize=8)
     fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top")
