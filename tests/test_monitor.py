@@ -201,3 +201,17 @@ def test_the_first_sample_has_no_cpu_reading(tmp_path):
     got = rows(done.stdout)
     assert len(got) >= 3 and got[0]["cpu_util_pct"] == ""
     assert all(0 <= float(r["cpu_util_pct"]) <= 100 for r in got[1:])
+
+
+def test_a_job_process_that_has_exited_is_counted_as_exited(tmp_path):
+    # the parent leaves its child unreaped for a while: a zombie, whose memory is already freed
+    job = subprocess.Popen([sys.executable, "-c",
+                            "import subprocess, sys, time\n"
+                            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1)'])\n"
+                            "time.sleep(2.5)\n"])
+    done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.3")
+    job.wait()
+    assert done.returncode == 0, done.stderr
+    got = rows(done.stdout)
+    exited = [int(r["exited"]) for r in got]
+    assert exited[0] == 0 and 1 in exited[1:]   # the child while it ran, then as a zombie

@@ -194,6 +194,17 @@ def test_a_job_not_yet_started_or_not_yet_reaped_keeps_its_samples_until_it_ends
     assert list(mon.loc[mon["metric"] == "host_mem_mb", "value"]) == [10.0, 50.0]
 
 
+def test_a_trace_ends_before_the_job_s_processes_exit(tmp_path, log):
+    # the job's JVMs exit one after another: 4385 MB, then 22 MB with 3 of 4 processes exited,
+    # then the closing sample; a Python worker that exits mid-run (2.0 s) cuts nothing
+    monitor = ("time_s,host,cpu_util_pct,rss_mb,processes,exited\n0.01,vm,,100.0,2,0\n"
+               "1.0,vm,90.0,3000.0,4,0\n2.0,vm,95.0,3900.0,4,1\n3.0,vm,97.0,4385.0,4,0\n"
+               "4.0,vm,60.0,22.0,4,3\n5.0,vm,3.0,0.0,0,1\n")
+    mon = _parsed_with_monitor(tmp_path, log, "vm.csv", monitor)
+    assert list(mon.loc[mon["metric"] == "host_mem_mb", "value"]) == [100.0, 3000.0, 3900.0, 4385.0]
+    assert mon.loc[mon["log"] == "monitor/vm.csv", "wall_clock_s"].max() == 3.0
+
+
 def test_results_table_has_the_contract_columns(tmp_path, log):
     parsed = []
     for i, (point, status) in enumerate([({"network": "loopback", "cores": 1}, "ok"),

@@ -3,8 +3,9 @@
 One sampler runs on every host of a run while the job runs. Once a period (1 s by
 default) it appends a row: the time since it started (`time_s`) and the Unix time, the
 host's CPU utilisation since the sample before (empty in the first sample), the resident memory
-of the job's processes (`rss_mb`) and their count (`processes`), and the byte counters of every
-network interface (`net_<if>_rx_bytes`, `net_<if>_tx_bytes`).
+of the job's processes (`rss_mb`), their count (`processes`), how many of them had exited by the
+sample (`exited`: gone since the sample before, or zombies, whose memory is already freed), and the
+byte counters of every network interface (`net_<if>_rx_bytes`, `net_<if>_tx_bytes`).
 
 On a host with NVIDIA GPUs it adds, per GPU, its utilisation and the device memory in use
 (`gpu<i>_util_pct`, `gpu<i>_mem_mib`), and the device memory held by the job's own processes
@@ -213,7 +214,7 @@ class Sampler:
     def header(self) -> list[str]:
         nets = [f"net_{i}_{d}_bytes" for i in self.interfaces for d in ("rx", "tx")]
         gpus = self.gpu.header() if self.gpu else []
-        return ["time_s", "unix_time", "host", "cpu_util_pct", "rss_mb", "processes", *nets, *gpus]
+        return ["time_s", "unix_time", "host", "cpu_util_pct", "rss_mb", "processes", "exited", *nets, *gpus]
 
     def _job_processes(self) -> dict[int, psutil.Process]:
         # One pass over the process table (parents and command lines) finds the job's trees
@@ -239,12 +240,18 @@ class Sampler:
         return found
 
     def sample(self, started: float, host: str) -> list:
-        rss = 0
+        rss = exited = 0
         processes = self._job_processes()
         for pid, proc in list(processes.items()):
             try:
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    exited += 1
+                    continue
                 rss += proc.memory_info().rss
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+            except psutil.NoSuchProcess:
+                exited += 1
+                processes.pop(pid)
+            except psutil.AccessDenied:
                 processes.pop(pid)
         counters = psutil.net_io_counters(pernic=True)
         nets = []
@@ -258,7 +265,7 @@ class Sampler:
         self.periods += 1
         now = time.time()
         return [f"{now - started:.3f}", f"{now:.3f}", host, cpu, f"{rss / 2**20:.1f}",
-                len(processes), *nets, *gpus]
+                len(processes), exited, *nets, *gpus]
 
     def roots_alive(self) -> bool:
         # a job that exited but was not yet reaped by its parent is a zombie: it has ended

@@ -65,8 +65,9 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
 
     Two kinds of sample measure no job and give no row (the raw file keeps them): the first
     sample's CPU value (psutil's first `cpu_percent` spans the few milliseconds since the sampler
-    started: anything from 0 to 100 %), and every sample after the last that saw the job live on
-    the host (the sampler's closing sample, taken once the job's processes exited: 0 MB).
+    started: anything from 0 to 100 %), and the samples after the last that saw the whole job on
+    the host (`_job_samples`: those taken while its processes exited, and the sampler's closing
+    sample, 0 MB).
     """
     out = []
     for path in sorted((attempt_dir / MONITOR_DIR).glob("*.csv")):
@@ -112,16 +113,27 @@ def monitor_rows(attempt_dir: Path) -> list[dict]:
 
 
 def _job_samples(frame: pd.DataFrame) -> int:
-    """How many of the time-ordered samples were taken while the job ran: up to its last live
-    one, which saw job processes holding memory (a job that exited but is not reaped yet is
-    still counted, as a zombie holding none). A `--match` sampler may see no process before YARN
-    starts the containers: those samples stand. All of them when none saw the job."""
+    """How many of the time-ordered samples were taken while the job ran whole: up to the last
+    one before its closing exits, judged from its processes' state (`exited`: processes gone or
+    zombies at the sample), not from the values. The job's last samples, in which its processes
+    exit one after another, each find one exited or none left; a process that exits mid-run
+    (a Python worker Spark replaces) is followed by samples that find none. A file from before
+    `exited` is cut after its last sample that saw job processes holding memory. A `--match`
+    sampler may see no process before YARN starts the containers: those samples stand. All of
+    them when none saw the job."""
     live = pd.Series(True, index=frame.index)
     for column in ("rss_mb", "processes"):  # (a file from before `processes` lacks it)
         if column in frame.columns:
             live &= pd.to_numeric(frame[column], errors="coerce") > 0
     seen = live.to_numpy().nonzero()[0]
-    return int(seen[-1]) + 1 if len(seen) else len(frame)
+    if not len(seen):
+        return len(frame)
+    end = int(seen[-1]) + 1
+    if "exited" in frame.columns:
+        whole = (pd.to_numeric(frame["exited"], errors="coerce").fillna(0) == 0) & live
+        kept = whole.iloc[:end].to_numpy().nonzero()[0]
+        end = int(kept[-1]) + 1 if len(kept) else end
+    return end
 
 
 # the processes a run.json's host roles name ('worker:0', 'executor:1'), in the order a layout
