@@ -8,6 +8,7 @@ import pytest
 from dlobd import ROOT, spec, stacks
 from dlobd.execution import runs
 from dlobd.results import figures, tidy as results
+from dlobd.results.figures.values import window_means
 from dlobd.spec import metrics
 from rundirs import make_run, real_logs
 
@@ -363,3 +364,18 @@ def test_a_paper_scale_figure_names_what_its_runs_assumed():
     fig = figures.build(s.data, "paper", s.data["scales"]["paper"], empty, not_run="no runs")
     title = fig._suptitle.get_text().replace("\n", " ")
     assert "not stated by the paper: batch=768 assumed (Fig. 7(a)" in title
+
+
+def test_window_means_cover_whole_windows_or_say_the_run_was_shorter(tmp_path, log):
+    rows = pd.DataFrame({"wall_clock_s": [0.0, 1, 2, 3, 4, 5, 6], "value": [10.0, 10, 10, 20, 20, 20, 2]})
+    # two whole 3-s windows; the last sample (the run's end, 2) starts a window the run does not fill
+    assert window_means(rows, 3) == ([1.5, 4.5], [10.0, 20.0], False)
+    # a run shorter than its window: one mean over the run, at its middle
+    assert window_means(rows, 60) == ([3.0], [pytest.approx(92 / 7)], True)
+    spec = copy.deepcopy(SPEC)
+    spec["metric"] = {"name": "host_mem_mb", "unit": "MB", "better": "lower", "reduce": "mean"}
+    spec["plot"] = {"form": "utilisation", "x": "wall_clock_s", "series": ["network"],
+                    "y_label": "Memory of the job", "window_s": 60}
+    fig = figures.draw(spec, "local", spec["scales"]["local"], _gpu_table(tmp_path, log, spec), tmp_path / "f.png")
+    assert fig.axes[0].get_title(loc="right") == \
+        "markers: 60-s window means, or a shorter run's mean; thin: samples"

@@ -407,6 +407,7 @@ def _utilisation_lines(ax, ctx: Context, mon: pd.DataFrame, metric: str, window_
     mon = mon[mon["metric"] == metric]
     lines = [c for c in ("run_id", "host", "interface", "direction") if c in mon.columns]
     span = float(mon["value"].max() - mon["value"].min()) if not mon.empty else 0.0
+    shrunk = False  # a run shorter than the window: one mean over the run
     for skey in ctx.series_keys(mon, series):
         sframe = select(mon, series, skey)
         if sframe.empty:
@@ -431,13 +432,15 @@ def _utilisation_lines(ax, ctx: Context, mon: pd.DataFrame, metric: str, window_
             label = f"{name} — {extra}" if extra else name
             if window_s:
                 (sampled,) = ax.plot(x, y, linewidth=0.9, alpha=0.5)
-                ax.plot(*window_means(rows, window_s), marker="o", markersize=3,
-                        color=sampled.get_color(), label=label)
+                xs, means, short_run = window_means(rows, window_s)
+                shrunk |= short_run
+                ax.plot(xs, means, marker="o", markersize=3, color=sampled.get_color(), label=label)
             else:
                 ax.plot(x, y, label=label)
     if window_s:
-        ax.set_title(f"markers: {window_s:g}-s window means (the paper's); thin: samples",
-                     fontsize=8, loc="right")
+        means = f"{window_s:g}-s window means, or a shorter run's mean" if shrunk else \
+            f"{window_s:g}-s window means (the paper's)"
+        ax.set_title(f"markers: {means}; thin: samples", fontsize=8, loc="right")
     # samples of an idle host or interface are 0: a log axis would leave them out
     _value_axis(ax, ctx, log_where_decades=False)
     ax.grid(True, alpha=0.3)

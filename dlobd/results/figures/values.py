@@ -104,11 +104,19 @@ def ordered_values(spec_axes_values: dict, axis: str, present) -> list:
     return order
 
 
-def window_means(rows: pd.DataFrame, window_s: float) -> tuple[list, list]:
+def window_means(rows: pd.DataFrame, window_s: float) -> tuple[list, list, bool]:
     """Means of one line's samples over consecutive windows of `window_s` seconds from its first
     sample, each at the middle of the part of its window the samples cover: the paper's
-    "average per time window" reduction."""
+    "average per time window" reduction, over whole windows only. The samples (each standing for
+    the median spacing after it) fill a run's duration; a last window the run does not fill gives
+    no mean: its samples are the run's end, not a window's average. A run shorter than one window
+    gets one mean over the whole run, at its middle, and the third value (shrunk) says so."""
     t, v = rows["wall_clock_s"].astype(float), rows["value"].astype(float)
-    means = v.groupby(((t - t.min()) // window_s).to_numpy()).mean()
+    spacing = float(t.diff().median()) if len(t) > 1 else 0.0
+    whole = int((t.max() - t.min() + spacing) // window_s)
+    if whole == 0:
+        return [(t.min() + t.max()) / 2], [float(v.mean())], True
+    bins = (t - t.min()) // window_s
+    means = v[bins < whole].groupby(bins[bins < whole].to_numpy()).mean()
     starts = [t.min() + b * window_s for b in means.index]
-    return [(a + min(a + window_s, t.max())) / 2 for a in starts], means.tolist()
+    return [(a + min(a + window_s, t.max())) / 2 for a in starts], means.tolist(), False
