@@ -1009,3 +1009,10 @@ def test_a_resource_use_legend_names_each_run_s_point_as_the_spec_does(utilisati
     assert sorted(legend) == ["mpi_impl=hr", "mpi_impl=mpich", "mpi_impl=openmpi"]
     legend = [t.get_text() for t in utilisation["dlobd-fig11"].legends[0].get_texts()]
     assert "network=loopback, nodes=1, repeat=1" in legend
+
+
+def test_a_paper_series_the_local_matrix_lacks_is_named_not_dropped(drawn):
+    # tfgrpc-fig4 has no paper panel: VGG-16, which the paper ran, would vanish without a word
+    for e, missing in (("tfgrpc-fig4", "model=vgg16"), ("tfgrpc-fig10", "network=rdma")):
+        footer = " ".join(t.get_text() for t in drawn[e][2].texts).replace("\n", " ")
+        assert f"the paper's, not in the local matrix: {missing}" in footer, e

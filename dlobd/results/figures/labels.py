@@ -126,6 +126,21 @@ class Context:
         """Whether this scale runs another workload than the paper's (comparability.other_workload)."""
         return comparability.other_workload(self.spec, self.scale_name, self.scale)
 
+    def paper_only(self) -> list[str]:
+        """`model=vgg16` for each named value of the plot's x axis and series that the paper ran and
+        this scale's matrix has no point for, neither itself nor its axis_map stand-in: a bar or
+        line that would otherwise vanish without a word. (Numbers of an axis the x label gives.)"""
+        if self.scale_name == "paper":
+            return []
+        paper = ((self.spec.get("scales") or {}).get("paper") or {}).get("matrix") or {}
+        mapping = self.scale.get("axis_map") or {}
+        out = []
+        for axis in dict.fromkeys([self.plot["x"], *(self.plot.get("series") or [])]):
+            here = {label_of(v) for v in self.matrix.get(axis, [])}
+            out += [f"{axis}={label_of(v)}" for v in paper.get(axis, []) if here and as_number(v) is None
+                    and label_of((mapping.get(axis) or {}).get(v, v)) not in here]
+        return out
+
     def ran(self) -> dict[str, dict[str, str]]:
         """axis_map column -> each local value of it -> '' where a run drew a value, else the marks
         of its runs ('n/r', 'failed') or 'not run': what the substitutions may name as run."""
