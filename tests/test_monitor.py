@@ -215,3 +215,16 @@ def test_a_job_process_that_has_exited_is_counted_as_exited(tmp_path):
     got = rows(done.stdout)
     exited = [int(r["exited"]) for r in got]
     assert exited[0] == 0 and 1 in exited[1:]   # the child while it ran, then as a zombie
+
+
+def test_a_job_process_reaped_between_scans_is_counted_as_exited(tmp_path):
+    # the parent reaps its child at once: the next scan of the process table no longer finds it
+    job = subprocess.Popen([sys.executable, "-c",
+                            "import subprocess, sys, time\n"
+                            "subprocess.run([sys.executable, '-c', 'import time; time.sleep(1)'])\n"
+                            "time.sleep(2)\n"])
+    done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.3")
+    job.wait()
+    assert done.returncode == 0, done.stderr
+    exited = [int(r["exited"]) for r in rows(done.stdout)]
+    assert exited[0] == 0 and 1 in exited[1:]

@@ -4,7 +4,8 @@ One sampler runs on every host of a run while the job runs. Once a period (1 s b
 default) it appends a row: the time since it started (`time_s`) and the Unix time, the
 host's CPU utilisation since the sample before (empty in the first sample), the resident memory
 of the job's processes (`rss_mb`), their count (`processes`), how many of them had exited by the
-sample (`exited`: gone since the sample before, or zombies, whose memory is already freed), and the
+sample (`exited`: gone since the last scan of the process table, or zombies, whose memory is
+already freed), and the
 byte counters of every network interface (`net_<if>_rx_bytes`, `net_<if>_tx_bytes`).
 
 On a host with NVIDIA GPUs it adds, per GPU, its utilisation and the device memory in use
@@ -197,6 +198,14 @@ class GpuSampler:
         self.apps.stop()
 
 
+def _running(proc: psutil.Process) -> bool:
+    """Whether the process still runs: not gone, not a zombie."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _text(value) -> str:
     return "" if value is None else f"{value:g}"
 
@@ -208,6 +217,7 @@ class Sampler:
         self.pattern = re.compile(pattern) if pattern else None
         self.known: dict[int, psutil.Process] = {}
         self.periods = 0
+        self.gone = 0
         self.interfaces = sorted(psutil.net_io_counters(pernic=True))
         psutil.cpu_percent(interval=None)  # the first call only sets the reference point
 
@@ -236,12 +246,14 @@ class Sampler:
             if proc.pid not in found:
                 found[proc.pid] = proc
                 todo.extend(children.get(proc.pid, []))
+        # processes of the job that ended since the last scan, which the new scan no longer finds
+        self.gone = sum(1 for pid, proc in self.known.items() if pid not in found and not _running(proc))
         self.known = found
         return found
 
     def sample(self, started: float, host: str) -> list:
-        rss = exited = 0
         processes = self._job_processes()
+        rss, exited, self.gone = 0, self.gone, 0
         for pid, proc in list(processes.items()):
             try:
                 if proc.status() == psutil.STATUS_ZOMBIE:
