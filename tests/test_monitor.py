@@ -203,28 +203,17 @@ def test_the_first_sample_has_no_cpu_reading(tmp_path):
     assert all(0 <= float(r["cpu_util_pct"]) <= 100 for r in got[1:])
 
 
-def test_a_job_process_that_has_exited_is_counted_as_exited(tmp_path):
-    # the parent leaves its child unreaped for a while: a zombie, whose memory is already freed
-    job = subprocess.Popen([sys.executable, "-c",
-                            "import subprocess, sys, time\n"
-                            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1)'])\n"
-                            "time.sleep(2.5)\n"])
-    done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.3")
-    job.wait()
-    assert done.returncode == 0, done.stderr
-    got = rows(done.stdout)
-    exited = [int(r["exited"]) for r in got]
-    assert exited[0] == 0 and 1 in exited[1:]   # the child while it ran, then as a zombie
 
-
-def test_a_job_process_reaped_between_scans_is_counted_as_exited(tmp_path):
-    # the parent reaps its child at once: the next scan of the process table no longer finds it
-    job = subprocess.Popen([sys.executable, "-c",
-                            "import subprocess, sys, time\n"
-                            "subprocess.run([sys.executable, '-c', 'import time; time.sleep(1)'])\n"
-                            "time.sleep(2)\n"])
+@pytest.mark.parametrize("parent", [
+    # the child stays unreaped for a while: a zombie, whose memory is already freed
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1)'])\ntime.sleep(2.5)\n",
+    # the child is reaped at once: the next scan of the process table no longer finds it
+    "subprocess.run([sys.executable, '-c', 'import time; time.sleep(1)'])\ntime.sleep(2)\n",
+], ids=["zombie", "reaped"])
+def test_a_job_process_that_has_exited_is_counted_as_exited(parent):
+    job = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n" + parent])
     done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.3")
     job.wait()
     assert done.returncode == 0, done.stderr
     exited = [int(r["exited"]) for r in rows(done.stdout)]
-    assert exited[0] == 0 and 1 in exited[1:]
+    assert exited[0] == 0 and 1 in exited[1:]   # the child while it ran, then once it had exited

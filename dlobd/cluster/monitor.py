@@ -5,8 +5,8 @@ default) it appends a row: the time since it started (`time_s`) and the Unix tim
 host's CPU utilisation since the sample before (empty in the first sample), the resident memory
 of the job's processes (`rss_mb`), their count (`processes`), how many of them had exited by the
 sample (`exited`: gone since the last scan of the process table, or zombies, whose memory is
-already freed), and the
-byte counters of every network interface (`net_<if>_rx_bytes`, `net_<if>_tx_bytes`).
+already freed), and the byte counters of every network interface (`net_<if>_rx_bytes`,
+`net_<if>_tx_bytes`).
 
 On a host with NVIDIA GPUs it adds, per GPU, its utilisation and the device memory in use
 (`gpu<i>_util_pct`, `gpu<i>_mem_mib`), and the device memory held by the job's own processes
