@@ -29,8 +29,9 @@ _NOT_COMPARABLE_NOTE = re.compile(r"not comparable", re.IGNORECASE)
 # that scale's absolute times and rates another workload's
 WORKLOAD_SETTINGS = ("batch", "epochs", "gradient_bytes", "image_size", "iterations", "model", "pages",
                      "steps", "test_images", "train_images")
-# a paper value's quantity that is one sample of a run's utilisation ('lowest CPU utilisation'),
-# with the reduction that reads it and its words
+# a paper value of a metric's extreme sample ("lowest CPU utilisation during training"): the
+# reduction of every sample of the run (every host's, the whole run, as the claims' min_over_time
+# and max_over_time take them) and the label its local bar carries
 SAMPLE_EXTREMES = {"lowest": ("min", "lowest sample of the run"),
                    "highest": ("max", "highest sample of the run"),
                    "peak": ("max", "highest sample of the run")}

@@ -51,8 +51,8 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
         notes[0] += "  ·  no line for " + "; ".join(ctx.no_line)
     if ctx.not_drawn:
         notes[0] += "  ·  runs not drawn: " + "; ".join(ctx.not_drawn)
-    if ctx.paper_only():
-        notes[0] += f"  ·  the paper's, not in the {ctx.scale_name} matrix: " + ", ".join(ctx.paper_only())
+    if paper_only := ctx.paper_only():
+        notes[0] += f"  ·  the paper's, not in the {ctx.scale_name} matrix: " + ", ".join(paper_only)
     pv = ctx.paper_values()
     if ctx.paper_panel:
         texts = []

@@ -121,9 +121,6 @@ def time_to_target_at(ctx: Context, point: dict) -> tuple[float | None, str]:
     return sum(times) / len(times), ""
 
 
-# a paper value of a metric's extreme sample ("lowest CPU utilisation during training"): the
-# reduction of every sample of the run (every host's, the whole run, as the claims' min_over_time
-# and max_over_time take them) and the label its local bar carries
 def not_counterpart(ctx: Context, p: dict) -> str:
     """Why this scale's value of a paper value's quantity is not its counterpart, '' when it is:
     the rule of every paper panel (absolute values, relations, times to a target, a table's rows),
