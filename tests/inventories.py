@@ -11,11 +11,18 @@ from dlobd import ROOT
 EXAMPLE = ROOT / "playbooks" / "inventories" / "example-ib" / "hosts.yml"
 
 
-def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), **changes) -> Path:
+# What write_other's site gives: its RDMA builds, tf_cnn_benchmarks, and the Sparks that CaffeOnSpark's
+# and MMLSpark's paper builds run on beside its hosts' Spark 2.1
+OTHER_STACK_SETTINGS = {"RDMA_GRPC_HOME": "/sw/rdma-grpc", "DLOBD_TF_RDMA_PYTHON": "/sw/tf1-verbs/bin/python",
+                        "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks", "CAFFEONSPARK_SPARK_HOME": "/sw/spark-1.6.2",
+                        "MMLSPARK_SPARK_HOME": "/sw/spark-2.2.0"}
+
+
+def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), ethernet_gbps=10, **changes) -> Path:
     """A 7-host cluster: a NameNode and a ResourceManager of their own, five workers on hsn0
     (ibm-a3 to ibm-a7), those of `gpu_hosts` with 8 V100s each, those of `ethernet_hosts` with an
-    Ethernet address (10.40.7.<10 + i>) beside the IPoIB one; settings in group_vars/everyone.yml
-    (`changes` added to them), hardware in host_vars."""
+    Ethernet address (10.40.7.<10 + i>) on a link of `ethernet_gbps` beside the IPoIB one;
+    settings in group_vars/everyone.yml (`changes` added to them), hardware in host_vars."""
     hosts = {f"ibm-a{i}": {"ansible_host": f"mgmt-a{i}", "dlobd_cluster_interface": "hsn0",
                            "dlobd_cluster_address": f"172.31.7.{10 + i}",
                            **({"dlobd_ethernet_address": f"10.40.7.{10 + i}"} if i in ethernet_hosts else {})}
@@ -30,23 +37,23 @@ def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), **c
     (root / "hosts.yml").write_text(yaml.safe_dump(data))
     settings = {"dlobd_prefix": "/lustre/dlobd/stack", "dlobd_profile": "paper",
                 "dlobd_install_method": "spack",
-                "dlobd_stack_settings": {"RDMA_GRPC_HOME": "/sw/rdma-grpc",
-                                         "DLOBD_TF_RDMA_PYTHON": "/sw/tf1-verbs/bin/python",
-                                         "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks"},
+                "dlobd_stack_settings": OTHER_STACK_SETTINGS,
                 **changes}
     (root / "group_vars" / "everyone.yml").write_text(yaml.safe_dump(settings))
     for i in range(1, 8):
         gpus = {"gpus": 8, "gpu_model": "V100"} if i in gpu_hosts else {"gpus": 0}
         (root / "host_vars" / f"ibm-a{i}.yml").write_text(yaml.safe_dump(
-            {"dlobd_hardware": {"hca": "mlx5", "ib_rate_gbps": 200, **gpus}}))
+            {"dlobd_hardware": {"hca": "mlx5", "ib_rate_gbps": 200, **gpus,
+                                **({"ethernet_gbps": ethernet_gbps} if i in ethernet_hosts else {})}}))
     return root / "hosts.yml"
 
 
 def write_plain(root: Path, **settings) -> Path:
     """A new user's first inventory: one hosts.yml of an InfiniBand cluster with a head node (ib-head)
-    and 6 workers, ib-c1 to ib-c4 without GPUs and ib-g1, ib-g2 (group gpu) with 2 K80s each; only
-    the paper profile, the spack method and the prefix set under `all: vars:` (`settings` added)."""
-    cpu = {"hca": "mlx5", "ib_rate_gbps": 100, "link_layer": "InfiniBand", "gpus": 0}
+    and 6 workers, ib-c1 to ib-c4 without GPUs and ib-g1, ib-g2 (group gpu) with 2 K80s each, every
+    host on 1 Gb/s Ethernet beside IPoIB; only the paper profile, the spack method and the prefix
+    set under `all: vars:` (`settings` added)."""
+    cpu = {"hca": "mlx5", "ib_rate_gbps": 100, "ethernet_gbps": 1, "link_layer": "InfiniBand", "gpus": 0}
     hardware = {**{f"ib-c{i}": cpu for i in range(1, 5)},
                 **{f"ib-g{i}": {**cpu, "gpus": 2, "gpu_model": "K80"} for i in (1, 2)}}
     hosts = {name: {"ansible_host": f"10.0.0.{i}", "dlobd_cluster_interface": "ib0",

@@ -13,7 +13,7 @@ import pytest
 from dlobd import spec
 from dlobd.stacks import bigdl
 from datafiles import write_idx
-from dlobd.cluster import capabilities
+from dlobd.cluster import capabilities, hadoop
 from dlobd.stacks import runner
 from dlobd import NotRunnable
 
@@ -181,18 +181,28 @@ def test_rdma_without_hca_or_rdma_spark_is_not_runnable(tmp_path, monkeypatch, s
     assert "no InfiniBand HCA" in reason and "RDMA_SPARK_HOME" in reason
 
 
-def test_rdma_switches_to_rdma_spark_and_its_conf(tmp_path, monkeypatch):
+def test_rdma_switches_to_rdma_spark_and_only_its_transport(tmp_path, monkeypatch):
     """The RDMA-Spark path as it would run on a cluster with an HCA (the HCA check is the
-    one part taken as given here)."""
+    one part taken as given here): RDMA-Spark's spark-submit with the host's own Spark settings
+    (SPARK_CONF_DIR kept), its jars and RDMA switches given on the command line."""
     home = tmp_path / "rdma-spark"
     (home / "bin").mkdir(parents=True)
     (home / "bin" / "spark-submit").write_text("")
     monkeypatch.setenv("RDMA_SPARK_HOME", str(home))
     monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])
     ctx = context(tmp_path, "dlobd-fig7a", {"network": "rdma"}, scale="paper")
-    submit, env, flavour = bigdl.spark_install(ctx, dict(ENV))
+    submit, env, flavour = bigdl.spark_install(ctx, {**ENV, "SPARK_CONF_DIR": "/host/etc/spark"})
     assert submit == str(home / "bin" / "spark-submit")
-    assert (env["SPARK_HOME"], env["SPARK_CONF_DIR"], flavour) == (str(home), str(home / "conf"), "rdma-spark")
+    assert (env["SPARK_HOME"], env["SPARK_CONF_DIR"], flavour) == (str(home), "/host/etc/spark", "rdma-spark")
+    assert hadoop.transport_conf(flavour) == {
+        "spark.yarn.jars": f"local:{home}/jars/*", "spark.ib.enabled": "true", "hadoop.ib.enabled": "true",
+        "spark.roce.enabled": "false", "spark.shuffle.rdma.device.num": "1",
+        "spark.driver.extraLibraryPath": f"{home}/lib/native/Linux-amd64-64",
+        "spark.executor.extraLibraryPath": f"{home}/lib/native/Linux-amd64-64"}
+    monkeypatch.setenv("RDMA_SPARK_TRANSPORT", "roce")
+    assert (hadoop.transport_conf(flavour)["spark.roce.enabled"], hadoop.transport_conf(flavour)["spark.ib.enabled"]) \
+        == ("true", "false")
+    assert hadoop.transport_conf("vanilla") == {}
     (home / "bin" / "spark-submit").unlink()
     with pytest.raises(NotRunnable, match="no bin/spark-submit of OSU RDMA-Spark"):
         bigdl.spark_install(ctx, dict(ENV))

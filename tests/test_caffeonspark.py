@@ -23,7 +23,8 @@ from dlobd import NotRunnable
 LOGS = Path(__file__).resolve().parent / "data" / "constructed-logs" / "caffeonspark"
 SPECS = ("dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig6a", "dlobd-fig6b", "dlobd-fig8a", "dlobd-fig8b")
 SETTINGS = {
-    "SPARK_HOME": "/opt/spark-1.6.2", "DLOBD_HDFS_URI": "hdfs://192.0.2.10:19820", "DLOBD_YARN_VCORES": "28",
+    "SPARK_HOME": "/opt/spark-1.6.2", "SPARK_VERSION": "1.6.2", "DLOBD_HDFS_URI": "hdfs://192.0.2.10:19820",
+    "DLOBD_YARN_VCORES": "28",
     "DLOBD_YARN_MEMORY_MB": "32768",
     "DLOBD_GPU_WORKERS": " ".join(WORKERS), "CAFFEONSPARK_LIBRARY_PATH": "/usr/local/cuda/lib64",
     **{f"CAFFEONSPARK_HOME_{d}": f"/opt/cos/{d.lower()}" for d in ("CPU_OPENBLAS", "CPU_MKL", "GPU", "GPU_CUDNN")},

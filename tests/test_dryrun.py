@@ -26,7 +26,7 @@ from dlobd import spec as dspec
 from dlobd.stacks import (bigdl, caffeonspark, grpcbench, hr_reduce, mmlspark, tensorflow,
                           tensorflowonspark)
 from datafiles import write_idx
-from inventories import EXAMPLE, write_other, write_plain
+from inventories import EXAMPLE, OTHER_STACK_SETTINGS, write_other, write_plain
 import stackfakes
 from dlobd.stacks import runner
 
@@ -319,7 +319,8 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
     which Hadoop 2.7 makes exclusive, so CPU executors have the one other worker."""
     done = inventory_dry_runs(EXAMPLE, tmp_path, ["dlobd-fig4a", "dlobd-fig4c"])
     cos = done["dlobd-fig4a", "device-cpu-openblas_nodes-1"]
-    assert cos.status == "dry run" and cos.command[0] == "$SPARK_HOME/bin/spark-submit"
+    # the site's Spark 1.6 beside the hosts' 2.1 (CAFFEONSPARK_SPARK_HOME)
+    assert cos.status == "dry run" and cos.command[0] == "/opt/spark-1.6.2-bin-hadoop2.6/bin/spark-submit"
     home = "/scratch/dlobd/dlobd-stack/caffeonspark/cpu-openblas"
     assert caffeonspark_jar(cos.command) == ["com.yahoo.ml.caffe.CaffeOnSpark",
                                              f"{home}/lib/{caffeonspark.JAR}"]
@@ -339,7 +340,8 @@ def test_caffeonspark_and_cntk_points_of_the_example_inventory(tmp_path):
 
     cntk = done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"]
     assert cntk.status == "dry run", cntk.reason
-    assert cntk.command[cntk.command.index("--gpu-machine") + 1] == "192.168.100.3,2"
+    # one rank a node, as Fig. 4(c) runs one device a node, on hosts of 2 GPUs
+    assert cntk.command[cntk.command.index("--gpu-machine") + 1] == "192.168.100.3,1"
     remote = cntk.extra["remote_env"]
     assert remote["DLOBD_MMLSPARK_HOSTS"] == "192.168.100.3 192.168.100.4"
     assert remote["PATH"].startswith("/scratch/dlobd/dlobd-stack/libexec/mmlspark:/opt/cntk-2.2-gpu/cntk/bin:"
@@ -383,10 +385,61 @@ def test_caffeonspark_and_cntk_points_of_another_inventory(tmp_path):
     cntk = done["dlobd-fig4c", "device-cpu-mkl_nodes-4"]
     assert cntk.status == "dry run", cntk.reason
     assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"] == " ".join(workers[:4])
-    assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_TCP_IF"] == "hsn0"
+    # the IPoIB network, which provisioning finds, not one host's interface name
+    assert cntk.extra["remote_env"]["DLOBD_MMLSPARK_TCP_IF"] == (
+        "<the network of dlobd_cluster_interface, found at provisioning>")
     assert "/sw/cntk-2.2-cpu/cntk/bin:/sw/openmpi-1.10/bin" in cntk.extra["remote_env"]["PATH"]
     assert "add gpu-cudnn: <its install> to mmlspark_cntk_homes" in done["dlobd-fig4c", "device-gpu-cudnn_nodes-2"].reason
     assert "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/python-3.6/bin/python" in cntk.command
+
+
+def test_check_an_mpi_interface_that_a_host_names_otherwise(tmp_path):
+    """MMLSpark's one mpirun hands btl_tcp_if_include to every host: an interface name that the
+    GPU hosts call otherwise (hsn1 beside the others' hsn0) is refused, naming the host; the
+    dry run prints that environment, so the command can be pasted."""
+    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_paper_stacks=["mmlspark"],
+                       mmlspark_cntk_homes={"cpu-mkl": "/sw/cntk-2.2-cpu"}, mmlspark_mpi_home="/sw/openmpi-1.10",
+                       mmlspark_python="/sw/python-3.6/bin/python", mmlspark_tcp_if_include="hsn0")
+    hosts = yaml.safe_load(path.read_text())
+    hosts["all"]["hosts"]["ibm-a6"]["dlobd_cluster_interface"] = "hsn1"
+    path.write_text(yaml.safe_dump(hosts))
+    specs = dspec.load_all(ROOT)
+    with provenance.inventory_in_use(inventory.load(path)):
+        done = dryrun.dry_runs(specs, "paper", tmp_path / "runs", experiments=["dlobd-fig4c"])
+    broken = dryrun.check(done, specs, "paper", inventory.load(path))
+    assert broken == [
+        "dlobd-fig4c device-cpu-mkl_nodes-4: interfaces on their hosts: btl_tcp_if_include hsn0 on ibm-a6, whose "
+        "cluster interface is hsn1 (mmlspark_tcp_if_include: give the network, e.g. 192.168.100.0/24, which every "
+        "host has)"]
+    four = next(r for _, pid, r in done if pid == "device-cpu-mkl_nodes-4")
+    assert any(line.startswith("    environment on the MPI hosts: ") and "DLOBD_MMLSPARK_TCP_IF=hsn0" in line
+               for line in dryrun.describe(four))
+
+
+def test_a_paper_build_is_submitted_by_the_spark_it_was_built_for(tmp_path):
+    """CaffeOnSpark's paper build (Spark 1.6, Scala 2.10) and MMLSpark 0.10 (Spark 2.2) on hosts
+    whose Spark is the tfos-bigdl environment's 2.1: refused, naming what gives them their own;
+    with the site's Spark of each named, that Spark submits them."""
+    stacks = {"dlobd_paper_stacks": ["caffeonspark", "mmlspark"], "caffeonspark_install_method": "git",
+              "caffeonspark_builds": ["cpu-mkl"], "mmlspark_cntk_homes": {"cpu-mkl": "/sw/cntk-2.2-cpu"},
+              "mmlspark_mpi_home": "/sw/openmpi-1.10", "mmlspark_python": "/sw/python-3.6/bin/python"}
+    points = {("dlobd-fig4a", "device-cpu-mkl_nodes-1"), ("dlobd-fig4c", "device-cpu-mkl_nodes-1")}
+    sparks = ("CAFFEONSPARK_SPARK_HOME", "MMLSPARK_SPARK_HOME")
+    none = {k: v for k, v in OTHER_STACK_SETTINGS.items() if k not in sparks}
+    bare = inventory_dry_runs(write_other(tmp_path / "bare", dlobd_stack_settings=none, **stacks), tmp_path,
+                              ["dlobd-fig4a", "dlobd-fig4c"])
+    for (eid, pid), stack, wanted in zip(sorted(points), ("caffeonspark", "mmlspark"), ("1.6", "2.2")):
+        assert bare[eid, pid].reason == (
+            f"{stack}'s paper build runs on Spark {wanted}, and the cluster's Spark is 2.1.0: provision "
+            f"dlobd_paper_env: {stack} (Spark {wanted}), or give a Spark {wanted} install as "
+            f"{stack.upper()}_SPARK_HOME in dlobd_stack_settings")
+    own = inventory_dry_runs(write_other(tmp_path / "own", **stacks), tmp_path, ["dlobd-fig4a", "dlobd-fig4c"])
+    assert [own[key].command[0] for key in sorted(points)] == [
+        "/sw/spark-1.6.2/bin/spark-submit", "/sw/spark-2.2.0/bin/spark-submit"]
+    # on hosts provisioned with CaffeOnSpark's own environment, its Spark 1.6 is the hosts' own
+    native = inventory_dry_runs(write_other(tmp_path / "native", dlobd_stack_settings=none,
+                                            dlobd_paper_env="caffeonspark", **stacks), tmp_path, ["dlobd-fig4a"])
+    assert native["dlobd-fig4a", "device-cpu-mkl_nodes-1"].command[0] == "$SPARK_HOME/bin/spark-submit"
 
 
 def test_cntk_points_without_mmlspark_python_name_it(tmp_path):
@@ -407,7 +460,8 @@ def test_reasons_name_what_the_inventory_sets_and_its_hosts(tmp_path):
     beyond the inventory's size too, as the plan asks them.)"""
     path = write_plain(tmp_path / "inventory", dlobd_paper_stacks=["caffeonspark", "mmlspark"],
                        mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2-gpu", "cpu-mkl": "/sw/cntk-2.2-cpu"},
-                       mmlspark_mpi_home="/sw/openmpi-1.10", mmlspark_python="/sw/python-3.6/bin/python")
+                       mmlspark_mpi_home="/sw/openmpi-1.10", mmlspark_python="/sw/python-3.6/bin/python",
+                       dlobd_stack_settings={"MMLSPARK_SPARK_HOME": "/sw/spark-2.2.0"})
     done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4c"])
     assert done["dlobd-fig4c", "device-cpu-mkl_nodes-4"].status == "dry run"
     assert done["dlobd-fig4c", "device-cpu-mkl_nodes-4"].extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"] == (
@@ -598,15 +652,55 @@ def with_option(argv, name, value):
 
 
 def test_check_a_container_larger_than_a_nodemanager():
-    node = {"vcores": 24, "memory_mb": 16384}
+    node = {"vcores": 24, "memory_mb": 16384, "step_mb": 256}
     assert dryrun.container_errors(SUBMIT, node) == []
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), node) == [
-        "--executor-cores 192 is more than a NodeManager's 24 vcores"]
+        "--executor-cores 192 is more than the smallest NodeManager's 24 vcores"]
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-memory", "16g"), node) == [
-        "an executor of 17408 MiB (--executor-memory 16g + overhead) is more than a NodeManager's 16384 MB"]
-    # what a NodeManager offers by definition fits it; a node of unknown size judges nothing
-    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "$DLOBD_YARN_VCORES"), node) == []
+        "an executor container of 17408 MiB (--executor-memory 16g + memoryOverhead 1024 MiB, in YARN's 256-MiB "
+        "steps) is more than the smallest NodeManager's 16384 MB"]
+    # without an overhead, Spark's own: max(384 MiB, a tenth of the heap), then YARN's step
+    bare = SUBMIT[:SUBMIT.index("--conf")] + SUBMIT[SUBMIT.index("--class"):]
+    assert dryrun.container_errors(with_option(bare, "--executor-memory", "15000m"), node) == [
+        "an executor container of 16640 MiB (--executor-memory 15000m + Spark's default overhead 1500 MiB, in "
+        "YARN's 256-MiB steps) is more than the smallest NodeManager's 16384 MB"]
+    assert dryrun.container_errors(with_option(bare, "--executor-memory", "14g"), node) == []
+    # a size only provisioning finds cannot be checked, and says so; a node of unknown size judges nothing
+    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "'$DLOBD_YARN_VCORES'"), node) == [
+        "--executor-cores '$DLOBD_YARN_VCORES': not a size before provisioning; declare every worker's "
+        "dlobd_hardware.cores and memory_gb so that the check knows its NodeManager"]
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), {}) == []
+
+
+def sized_workers(root: Path, cores: int, memory_gb: int, **changes) -> Path:
+    """write_other's inventory, every host declaring `cores` and `memory_gb`."""
+    path = write_other(root, **changes)
+    for host_vars in (root / "host_vars").iterdir():
+        values = yaml.safe_load(host_vars.read_text())
+        values["dlobd_hardware"].update(cores=cores, memory_gb=memory_gb)
+        host_vars.write_text(yaml.safe_dump(values))
+    return path
+
+
+def test_declared_workers_size_the_commands_and_refuse_what_does_not_fit(tmp_path):
+    """Where every worker declares its size, the dry run sizes executors as provisioning will
+    (DLOBD_YARN_VCORES and DLOBD_YARN_MEMORY_MB of the smallest worker, not placeholders), so a
+    container that no NodeManager of 16 GB x 0.25 holds is refused, naming what YARN offers."""
+    path = sized_workers(tmp_path / "inventory", 48, 16, dlobd_paper_stacks=["caffeonspark"],
+                         caffeonspark_install_method="git", caffeonspark_builds=["cpu-mkl", "gpu-cudnn"])
+    assert {k: v for k, v in inventory.load(path).settings.items() if k.startswith("DLOBD_YARN")} == {
+        "DLOBD_YARN_MEMORY_MB": "4096", "DLOBD_YARN_VCORES": "96"}
+    done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4a", "dlobd-fig5b"])
+    refused = done[("dlobd-fig4a", "device-cpu-mkl_nodes-1")]
+    assert refused.status == "not runnable" and refused.reason.startswith(
+        "1 executor(s) per NodeManager of at least 14336 MiB each: YARN offers 4096 MiB on its smallest NodeManager")
+    node = {"vcores": 96, "memory_mb": 4096, "step_mb": 256}
+    commands = [r.command for r in done.values() if r.status == "dry run" and r.command[0].endswith("spark-submit")]
+    assert commands and all(dryrun.container_errors(c, node) == [] for c in commands)
+    roomy = sized_workers(tmp_path / "roomy", 48, 192, dlobd_paper_stacks=["caffeonspark"],
+                          caffeonspark_install_method="git", caffeonspark_builds=["cpu-mkl"])
+    argv = inventory_dry_runs(roomy, tmp_path, ["dlobd-fig4a"])[("dlobd-fig4a", "device-cpu-mkl_nodes-1")].command
+    assert argv[argv.index("--executor-cores") + 1] == "96"
 
 
 def test_a_nodemanager_is_what_role_yarn_gives_the_declared_node(tmp_path):

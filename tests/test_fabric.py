@@ -283,7 +283,7 @@ def test_mismatch_messages_name_host_field_expected_and_found(tmp_path):
     hardware = {"hca": "mlx5", "ib_rate_gbps": 100, "gpus": 4, "gpu_model": "K80", "nics": 2}
     assert fabric.check(fp, hardware, ["loopback", "eth-10g", "rdma", "infiniband-ish"], LINKS, "node04") == [
         "node04: dlobd_hardware.nics: not a field the fabric role checks "
-        "(fields: hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre, cores, memory_gb)",
+        "(fields: hca, ib_rate_gbps, ethernet_gbps, link_layer, gpus, gpu_model, lustre, cores, memory_gb)",
         f"node04: dlobd_hardware.hca: expected mlx5, found no HCA ({fp['infiniband']['none_because']})",
         "node04: dlobd_hardware.ib_rate_gbps: expected 100 on an ACTIVE port, "
         f"found no HCA ({fp['infiniband']['none_because']})",
@@ -295,7 +295,7 @@ def test_mismatch_messages_name_host_field_expected_and_found(tmp_path):
         "(known: eth-10g, ipoib, loopback, rdma)"]
     assert fabric.check(fp, {"hca": "none", "gpus": 0}, ["loopback"], LINKS, "node04") == []
     assert fabric.check(fp, ["mlx5"], [], LINKS, "node04") == [
-        "node04: dlobd_hardware: expected a mapping of hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre, "
+        "node04: dlobd_hardware: expected a mapping of hca, ib_rate_gbps, ethernet_gbps, link_layer, gpus, gpu_model, lustre, "
         "cores, memory_gb, found ['mlx5']"]
 
 
@@ -382,3 +382,26 @@ def test_the_node_size_is_recorded_and_a_declared_size_larger_than_the_host_name
     assert fabric.check(fp, {"cores": cores + 1, "memory_gb": 256}, [], LINKS, "node05") == [
         f"node05: dlobd_hardware.cores: expected {cores + 1}, found {cores}",
         "node05: dlobd_hardware.memory_gb: expected 256, found 125.8"]
+
+
+def test_the_ethernet_links_rate_is_read_at_its_address_and_a_declared_rate_checked(tmp_path):
+    """The interface holding dlobd_ethernet_address and the rate its driver reports: a host
+    declared on a 10 Gb/s link that reports 1 Gb/s is named; one that reports no rate (a veth, a
+    link that is down) is recorded as such and not judged."""
+    sysfs = tmp_path / "sys"
+    netdev(sysfs, "eno1", "1", "0c:c4:7a:00:00:01")
+    (sysfs / "class" / "net" / "eno1" / "speed").write_text("1000\n")
+    netdev(sysfs, "veth0", "1", "0c:c4:7a:00:00:02")
+    (sysfs / "class" / "net" / "veth0" / "speed").write_text("-1\n")
+    tools = fabric.Tools(ip=ip_command(tmp_path, {"eno1": ["10.20.0.2"], "veth0": ["10.99.0.2"]}))
+    fp = fabric.detect(sysfs, tools, host="node02", ethernet_address="10.20.0.2")
+    assert fp["ethernet"] == {"address": "10.20.0.2", "interface": "eno1", "speed_mbps": 1000}
+    assert fabric.check(fp, {"ethernet_gbps": 1}, [], LINKS, "node02") == []
+    assert fabric.check(fp, {"ethernet_gbps": 10}, [], LINKS, "node02") == [
+        "node02: dlobd_hardware.ethernet_gbps: expected 10 at 10.20.0.2 (eno1), found 1"]
+    veth = fabric.detect(sysfs, tools, host="node02", ethernet_address="10.99.0.2")
+    assert veth["ethernet"]["none_because"] == "veth0 reports no link rate"
+    assert fabric.check(veth, {"ethernet_gbps": 10}, [], LINKS, "node02") == []
+    elsewhere = fabric.detect(sysfs, tools, host="node02", ethernet_address="10.20.0.9")
+    assert fabric.check(elsewhere, {"ethernet_gbps": 10}, [], LINKS, "node02") == [
+        "node02: dlobd_hardware.ethernet_gbps: expected a link at 10.20.0.9, found no interface holds 10.20.0.9"]

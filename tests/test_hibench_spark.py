@@ -283,7 +283,10 @@ def test_paper_points_run_hibench_with_the_networks_spark(hibench, monkeypatch, 
     assert result.labels["spark"] == ("rdma-spark" if network == "rdma" else "vanilla")
     nodes = 32 if spec_id.endswith("32nodes") else 64
     home = rdma_spark if network == "rdma" else Path("/opt/spark")
-    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), str(home), str(home / "conf")))
+    conf = settings(hb.run_conf(ctx, hb.plan_point(ctx), str(home), str(home / "conf"), result.labels["spark"]))
+    # RDMA-Spark's jars and switches over the host's settings; vanilla Spark's as they are
+    assert conf.get("spark.yarn.jars") == (f"local:{rdma_spark}/jars/*" if network == "rdma" else None)
+    assert conf.get("spark.ib.enabled") == ("true" if network == "rdma" else None)
     assert conf["hibench.scale.profile"] == point["datasize"] and "hibench.pagerank.dlobd.pages" not in conf
     assert (conf["hibench.yarn.executor.num"], conf["hibench.yarn.executor.cores"]) == (str(nodes), "24")
     assert conf["hibench.default.map.parallelism"] == conf["hibench.default.shuffle.parallelism"] == str(24 * nodes)

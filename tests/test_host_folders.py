@@ -42,7 +42,8 @@ def host_vars(tmp_path, node=NODE, address="127.0.0.1", memtotal_mb=8000, **over
             "ansible_facts": {"nodename": node, "user_id": "tester", "memtotal_mb": memtotal_mb,
                               "processor_vcpus": 2, "architecture": "x86_64"},
             "groups": {"namenode": ["nn"], "resourcemanager": ["nn"], "workers": [node], "gpu": []},
-            "hostvars": {"nn": {"dlobd_cluster_address": "10.0.0.1"}},
+            "hostvars": {"nn": {"dlobd_cluster_address": "10.0.0.1"},
+                         node: {"ansible_facts": {"memtotal_mb": memtotal_mb, "processor_vcpus": 2}}},
             "dlobd_prefix": "/prefix", "dlobd_cluster_address": address, "dlobd_secret_source": str(secret),
             "spark_home": "/FACT/spark",
             # the apptainer method's wrapper of one command
@@ -154,3 +155,24 @@ def test_hosts_see_each_others_marks_for_the_same_folder_and_nothing_is_left(tmp
     # a folder that cannot be made leaves the prefix's mark alone
     assert layout.mark("run3", "a", prefix, str(tmp_path / "no" / "dlobd"))["local_error"].startswith("does not exist")
     assert layout.seen("run3", prefix, str(tmp_path / "no" / "dlobd")) == {"prefix": ["a"], "local": []}
+
+
+def test_the_resourcemanager_grants_what_the_largest_worker_offers(tmp_path):
+    """On a service host smaller than the workers, yarn-site.xml's maximum allocation is still the
+    largest worker's NodeManager (the ResourceManager reads its own); dlobd-env.sh gives the
+    launchers the smallest worker's, on whichever host they start."""
+    workers = {"w1": {"dlobd_hardware": {"memory_gb": 192, "cores": 48}},
+               "w2": {"ansible_facts": {"memtotal_mb": 65536, "processor_vcpus": 32}},
+               "unseen": {}}  # neither declared nor gathered: left out
+    variables = host_vars(tmp_path, memtotal_mb=16384, groups={
+        "namenode": ["nn"], "resourcemanager": [NODE], "workers": list(workers), "gpu": []})
+    variables["hostvars"].update(workers)
+    yarn = render("yarn", "yarn-site.xml.j2", variables)
+    # 192 GB x the default dlobd_yarn_memory_fraction 0.25, 48 cores x 2 vcores per CPU
+    assert "<name>yarn.scheduler.maximum-allocation-mb</name><value>49152</value>" in yarn
+    assert "<name>yarn.scheduler.maximum-allocation-vcores</name><value>96</value>" in yarn
+    assert "<name>yarn.nodemanager.resource.memory-mb</name><value>4096</value>" in yarn  # its own
+    # what role stack_env exports as DLOBD_YARN_MEMORY_MB and DLOBD_YARN_VCORES
+    least = tmp_path / "least.j2"
+    least.write_text("{{ dlobd_yarn_least_memory_mb }} {{ dlobd_yarn_least_vcores }}")
+    assert slurmjob.render(least, variables) == "16384 64"

@@ -50,7 +50,8 @@ def test_the_example_reads_as_ansible_resolves_it(example):
     assert s["RDMA_SPARK_HOME"] == "/opt/osu/rdma-spark-0.9.5-bin"
     # what only provisioning finds stays a reference to dlobd-env.sh's variable
     assert s["SPARK_HOME"] == "$SPARK_HOME" and s["DLOBD_BIGDL_JAR"] == "$DLOBD_BIGDL_JAR"
-    assert example.hosts["node03"].hardware == {"hca": "mlx5", "ib_rate_gbps": 100, "link_layer": "InfiniBand",
+    assert example.hosts["node03"].hardware == {"hca": "mlx5", "ib_rate_gbps": 100, "ethernet_gbps": 40,
+                                                "link_layer": "InfiniBand",
                                                 "gpus": 2, "gpu_model": "K80", "cores": 56, "memory_gb": 128}
     # two of its three workers have GPUs: theirs NodeManagers carry YARN's node label, exclusive on Hadoop 2.7
     assert (s["DLOBD_GPU_NODE_LABEL"], s["DLOBD_GPU_NODE_LABEL_EXCLUSIVE"]) == ("gpu", "true")
@@ -129,7 +130,7 @@ def test_the_apptainer_method_plans(tmp_path):
     ({"dlobd_ethernet_address": "127.0.1.1"}, "host ibm-a4: dlobd_ethernet_address 127.0.1.1 is loopback"),
     ({"dlobd_hardware": {"hca": "mlx5", "gpu": 4}},
      "host ibm-a4: dlobd_hardware.gpu is 4 (set in {root}/host_vars/ibm-a4.yml): not a field of dlobd_hardware "
-     "(fields: hca, ib_rate_gbps, link_layer, gpus, gpu_model, lustre, cores, memory_gb)"),
+     "(fields: hca, ib_rate_gbps, ethernet_gbps, link_layer, gpus, gpu_model, lustre, cores, memory_gb)"),
 ])
 def test_bad_hosts_are_named(tmp_path, host_vars, message):
     path = write_other(tmp_path)
@@ -168,7 +169,9 @@ def test_reading_an_inventory_uses_no_deprecated_ansible_feature(tmp_path, monke
 
 
 def paper_stack_settings(cluster) -> dict:
-    return {k: v for k, v in cluster.settings.items() if k.startswith(("CAFFEONSPARK_", "CNTK_", "MMLSPARK_"))}
+    """What the paper stacks' roles record (not the Sparks a site gives them, <STACK>_SPARK_HOME)."""
+    return {k: v for k, v in cluster.settings.items()
+            if k.startswith(("CAFFEONSPARK_", "CNTK_", "MMLSPARK_")) and not k.endswith("_SPARK_HOME")}
 
 
 def test_the_paper_stack_roles_settings_are_what_provisioning_records(example, other):
@@ -184,7 +187,8 @@ def test_the_paper_stack_roles_settings_are_what_provisioning_records(example, o
         "CNTK_HOME_GPU_CUDNN": "/opt/cntk-2.2-gpu", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3",
         "MMLSPARK_JARS_DIR": f"{home}/jars/mmlspark", "MMLSPARK_SSH_KEY": f"{home}/etc/mmlspark/identity",
         "MMLSPARK_WRAPPERS": f"{home}/libexec/mmlspark", "MMLSPARK_WORKDIR_ROOT": "/tmp/dlobd-mmlspark",
-        "MMLSPARK_TCP_IF_INCLUDE": "ib0", "MMLSPARK_PYTHON": "/opt/python-3.6/bin/python",
+        "MMLSPARK_TCP_IF_INCLUDE": "<the network of dlobd_cluster_interface, found at provisioning>",
+        "MMLSPARK_PYTHON": "/opt/python-3.6/bin/python",
         # the role finds the version when provisioning: unknown from here
         "MMLSPARK_PYTHON_VERSION": ""}
     assert paper_stack_settings(other) == {}
@@ -216,13 +220,15 @@ def test_the_paper_stack_roles_settings_follow_the_inventory(tmp_path, changes, 
     # every CaffeOnSpark and CNTK setting; of MMLSpark's the ones the case is about
     assert {k: v for k, v in settings.items() if k in expected or not k.startswith("MMLSPARK_")} == expected
     if "mmlspark" in changes["dlobd_paper_stacks"] and expected:
-        assert settings["MMLSPARK_TCP_IF_INCLUDE"] == "hsn0"  # the inventory's cluster interface
+        # the network of the cluster interface, which only provisioning finds
+        assert settings["MMLSPARK_TCP_IF_INCLUDE"] == "<the network of dlobd_cluster_interface, found at provisioning>"
 
 
 @pytest.mark.parametrize("changes, expected", [
     ({"dlobd_paper_stacks": ["rdma_spark"], "rdma_spark_tarball": "/sw/rdma-spark-0.9.5-bin.tar.gz"},
      {"RDMA_SPARK_HOME": "/lustre/dlobd/stack/rdma-spark",
-      "RDMA_SPARK_NATIVE_DIR": "/lustre/dlobd/stack/rdma-spark/lib/native/Linux-amd64-64"}),
+      "RDMA_SPARK_NATIVE_DIR": "/lustre/dlobd/stack/rdma-spark/lib/native/Linux-amd64-64",
+      "RDMA_SPARK_TRANSPORT": "ib", "RDMA_SPARK_DEVICE_NUM": "1"}),
     # HiBench built on the hosts from its pinned commit, or Spack's, whose prefix only provisioning finds
     ({"hibench_enabled": True, "dlobd_hibench_install_method": "source"},
      {"HIBENCH_HOME": "/lustre/dlobd/stack/hibench-7.1.1"}),
@@ -396,7 +402,12 @@ def test_dry_run_names_the_inventory_hosts_never_loopback(cluster, tmp_path):
             else:
                 assert hosts <= workers, (eid, pid, hosts)
     assert multi >= 20  # TF across nodes, TF-gRPC-Bench's servers: the test is not vacuous
-    assert ethernet_points >= 10  # rdmatf-fig1's and TF-gRPC-Bench's Ethernet points
+    # TF-gRPC-Bench's Ethernet points of the tier the hosts' links have (40 Gb/s in example-ib,
+    # 10 in the other); those of another tier name the rate they need
+    assert ethernet_points >= 9
+    [rate] = {h.hardware["ethernet_gbps"] for h in cluster.members("workers")}
+    refused = [r.reason for *_, r in done if r.status == "not runnable" and "Gb/s Ethernet link" in r.reason]
+    assert refused and all(f"declares {rate:g} Gb/s" in reason for reason in refused)
     assert not (tmp_path / "runs").exists()
 
 
@@ -410,12 +421,13 @@ def test_ethernet_addresses_reach_the_launchers(example, other, tmp_path):
         assert provenance.ethernet_addresses() == {f"172.31.7.{10 + i}": f"10.40.7.{10 + i}" for i in range(3, 8)}
         # no facts without contacting the hosts: the default routes are known once provisioned
         assert other.settings["DLOBD_WORKERS_DEFAULT_ROUTE"] == "" and provenance.default_route_addresses() == {}
-    with provenance.inventory_in_use(example):
+    # rdmatf-fig1's 1 Gb/s Ethernet on a cluster whose Ethernet links are of that rate
+    with provenance.inventory_in_use(inventory.load(write_other(tmp_path / "one-gb", ethernet_gbps=1))):
         done = {pid: r for _, pid, r in dryrun.dry_runs(SPECS, "paper", tmp_path / "runs",
                                                         experiments=["rdmatf-fig1"])}
     tasks = " ".join(" ".join(p["command"]) for p in done["network-eth-1g_workers-2"].extra["processes"])
-    assert re.search(r'"worker":\["10\.20\.0\.2:<port[^"]*>","10\.20\.0\.3:<port[^"]*>"\]', tasks), tasks
-    assert "192.168.100.2:" not in tasks and "192.168.100.3:" not in tasks
+    assert re.search(r'"worker":\["10\.40\.7\.13:<port[^"]*>","10\.40\.7\.14:<port[^"]*>"\]', tasks), tasks
+    assert "172.31.7.13:" not in tasks and "172.31.7.14:" not in tasks
 
 
 def test_ethernet_points_need_every_workers_ethernet_address(tmp_path):
@@ -477,3 +489,21 @@ def test_two_hosts_with_the_same_cluster_address_are_refused(tmp_path):
     with pytest.raises(inventory.InventoryError, match=r"hosts ib-c1 and ib-c2 have the same dlobd_cluster_address "
                                                        r"192\.168\.0\.2: give each host its own"):
         inventory.load(path)
+
+
+def test_where_the_runs_state_lives_is_said_and_lustre_warned_of(tmp_path):
+    """The plan and the dry run name where HDFS, YARN and Spark keep the runs' state: under a
+    Lustre mount a host declares that is a warning naming dlobd_local_dir; under the prefix, a
+    note; on a node-local folder, neither."""
+    path = write_other(tmp_path / "lustre")
+    for host_vars in (tmp_path / "lustre" / "host_vars").iterdir():
+        values = yaml.safe_load(host_vars.read_text())
+        values["dlobd_hardware"]["lustre"] = "/lustre"
+        host_vars.write_text(yaml.safe_dump(values))
+    lines = inventory.state_places(inventory.load(path))
+    assert lines[0] == "HDFS blocks: /lustre/dlobd/stack/hosts/<host name>/var/hdfs/data"
+    assert lines[-1].startswith("warning: /lustre/dlobd/stack/hosts/<host name> is on Lustre (/lustre, "
+                                "dlobd_hardware.lustre): ") and "set dlobd_local_dir to a node-local disk" in lines[-1]
+    assert inventory.state_places(inventory.load(EXAMPLE))[-1].startswith("note: under the prefix /scratch/dlobd/dlobd-stack")
+    local = inventory.state_places(inventory.load(write_other(tmp_path / "local", dlobd_local_dir="/tmp/dlobd")))
+    assert local == [f"{what}: /tmp/dlobd/{path}" for what, path in inventory.STATE_DIRS.items()]

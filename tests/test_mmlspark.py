@@ -23,7 +23,8 @@ from dlobd import NotRunnable
 
 LOG = Path(__file__).resolve().parent / "data" / "constructed-logs" / "mmlspark" / "cifar10-2-nodes"
 SETTINGS = {
-    "SPARK_HOME": "/opt/spark-2.2.0", "DLOBD_DATA_DIR": "/srv/dlobd/data", "DLOBD_GPU_WORKERS": " ".join(WORKERS),
+    "SPARK_HOME": "/opt/spark-2.2.0", "SPARK_VERSION": "2.2.0", "DLOBD_DATA_DIR": "/srv/dlobd/data",
+    "DLOBD_GPU_WORKERS": " ".join(WORKERS),
     "DLOBD_GPUS_PER_NODE": "1", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3", "MMLSPARK_JARS_DIR": "/opt/mmlspark/jars",
     "MMLSPARK_SSH_KEY": "/srv/dlobd/etc/mmlspark/identity", "MMLSPARK_WRAPPERS": "/srv/dlobd/libexec/mmlspark",
     "MMLSPARK_PYTHON": "/opt/python-3.6/bin/python", "MMLSPARK_PYTHON_VERSION": "3.6",
@@ -87,9 +88,16 @@ def test_the_driver_runs_with_mmlspark_python(tmp_path, cluster, monkeypatch):
     assert started["env"]["PYSPARK_PYTHON"] == started["env"]["PYSPARK_DRIVER_PYTHON"] == "/opt/python-3.6/bin/python"
 
 
-def test_gpus_per_node_make_ranks(tmp_path, monkeypatch):
+def test_the_specs_devices_per_node_make_ranks_else_every_gpu(tmp_path, monkeypatch):
+    """Fig. 5(c) runs one GPU a node (devices_per_node: 1) on hosts of 4: one rank a node; a
+    point whose spec states no layout runs a rank on every GPU of a host."""
     install(monkeypatch, {**SETTINGS, "DLOBD_GPUS_PER_NODE": "4"})
-    result = mmlspark.launch(context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 8}))
+    ctx = context(tmp_path, "dlobd-fig5c", {"network": "rdma", "nodes": 8})
+    result = mmlspark.launch(ctx)
+    assert option(result.command, "--gpu-machine") == f"{WORKERS[0]},1"
+    assert result.labels["ranks"] == "8 (1 per node)"
+    ctx.fixed.pop("devices_per_node")
+    result = mmlspark.launch(ctx)
     assert option(result.command, "--gpu-machine") == f"{WORKERS[0]},4"
     assert result.labels["ranks"] == "32 (4 per node)"
 

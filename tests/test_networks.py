@@ -108,13 +108,20 @@ def test_an_emulated_tier_runs_only_on_a_cluster_linked_by_it(monkeypatch, fresh
 def test_ethernet_points_reach_the_workers_at_their_ethernet_addresses(monkeypatch):
     """A provisioned cluster's dlobd-env.sh maps each worker's cluster address to its Ethernet
     one: Ethernet links use those, IPoIB and RDMA links the cluster addresses; a worker without
-    one is named by its address."""
-    env = {"DLOBD_WORKERS": "10.1.0.2 10.1.0.3", "DLOBD_WORKERS_ETHERNET": "10.1.0.2=10.2.0.2 10.1.0.3=10.2.0.3"}
+    one is named by its address, as is one whose link is not of the tier's rate."""
+    env = {"DLOBD_WORKERS": "10.1.0.2 10.1.0.3", "DLOBD_WORKERS_ETHERNET": "10.1.0.2=10.2.0.2 10.1.0.3=10.2.0.3",
+           "DLOBD_WORKERS_ETHERNET_GBPS": "10.1.0.2=1 10.1.0.3=1"}
     monkeypatch.setattr(plan.provenance, "prefix_env", lambda: env)
     workers = ["10.1.0.2", "10.1.0.3"]
     assert capabilities.worker_addresses(networks.resolve("tensorflow", "eth-1g"), workers) == ["10.2.0.2", "10.2.0.3"]
     for network in ("ipoib", "rdma", "eth-1g-emulated"):
         assert capabilities.worker_addresses(networks.resolve("tensorflow", network), workers) == workers
+    with pytest.raises(NotRunnable, match=r"^network eth-10g: its points need a 10 Gb/s Ethernet link on every "
+                                               r"worker; 10\.1\.0\.2 declares 1 Gb/s, 10\.1\.0\.3 declares 1 Gb/s \("):
+        capabilities.worker_addresses(networks.resolve("tensorflow", "eth-10g"), workers)
+    env["DLOBD_WORKERS_ETHERNET_GBPS"] = "10.1.0.2=1"
+    with pytest.raises(NotRunnable, match=r"10\.1\.0\.3 declares none \(dlobd_hardware\.ethernet_gbps"):
+        capabilities.worker_addresses(networks.resolve("tensorflow", "eth-1g"), workers)
     env["DLOBD_WORKERS_ETHERNET"] = "10.1.0.3=10.2.0.3"
     with pytest.raises(NotRunnable, match=r"^network eth-40g: worker\(s\) 10\.1\.0\.2 have no Ethernet "
                                                r"address: set dlobd_ethernet_address"):

@@ -38,7 +38,7 @@ OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED"
 # What only provisioning finds (role facts, the host's memory), as placeholders
 PROVISIONED = {"spark_home": "/FACT/spark", "spark_pythonpath": "", "hadoop_classpath": "/FACT/classpath",
                "dl_libs_bigdl_jar": "/FACT/bigdl.jar", "dl_libs_bigdl_core_jar": "/FACT/core.jar",
-               "dlobd_yarn_memory_mb": 1024, "dlobd_yarn_vcores": 2, "apptainer_image_path": "/FACT/image.sif"}
+               "dlobd_yarn_least_memory_mb": 1024, "dlobd_yarn_least_vcores": 2, "apptainer_image_path": "/FACT/image.sif"}
 PREFIX = "/prefix"
 
 

@@ -480,18 +480,27 @@ def worker_addresses(link: networks.Transport, workers: list[str]) -> list[str]:
     """Where `link` reaches `workers` (their cluster addresses, as provenance.workers() lists
     them): an Ethernet link at each one's Ethernet address (dlobd_ethernet_address), any other
     link at the cluster address (IPoIB on an InfiniBand cluster). NotRunnable naming the
-    workers without an Ethernet address: on an InfiniBand cluster the cluster address would
-    carry an Ethernet point over IPoIB."""
+    workers without an Ethernet address (on an InfiniBand cluster the cluster address would
+    carry an Ethernet point over IPoIB), or without a link of the tier's rate (a 1 Gb/s point
+    on 10 Gb/s links would carry the tier's name and measure another link)."""
     if link.address != "ethernet":
         return list(workers)
+    cluster = provenance.inventory()
+    names = {h.address: h.name for h in cluster.hosts.values()} if cluster else {}
     ethernet = provenance.ethernet_addresses()
     lacking = [w for w in workers if not ethernet.get(w)]
     if lacking:
-        cluster = provenance.inventory()
-        names = {h.address: h.name for h in cluster.hosts.values()} if cluster else {}
         raise NotRunnable(
             f"network {link.network}: worker(s) "
             + ", ".join(f"{names[w]} ({w})" if w in names else w for w in lacking)
             + " have no Ethernet address: set dlobd_ethernet_address for them in the inventory "
               "(their cluster address carries the IPoIB and RDMA points)")
+    rates = provenance.ethernet_gbps()
+    other = [w for w in workers if link.gbps and rates.get(w) != float(link.gbps)]
+    if other:
+        raise NotRunnable(
+            f"network {link.network}: its points need a {link.gbps:g} Gb/s Ethernet link on every worker; "
+            + ", ".join(f"{names.get(w, w)} " + (f"declares {rates[w]:g} Gb/s" if w in rates else "declares none")
+                        for w in other)
+            + " (dlobd_hardware.ethernet_gbps in the inventory: the rate of the link at dlobd_ethernet_address)")
     return [ethernet[w] for w in workers]

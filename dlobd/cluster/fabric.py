@@ -36,7 +36,7 @@ IPOIB_TYPE = "32"
 # lustre: a folder on a Lustre file system mounted on the host (S-Caffe reads images from one)
 # cores, memory_gb: the node's size, which executors and containers must fit in (the plan and the
 # dry run size them by it before any host is reached; the fabric role checks it on the host)
-HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "link_layer", "gpus", "gpu_model", "lustre", "cores", "memory_gb")
+HARDWARE_FIELDS = ("hca", "ib_rate_gbps", "ethernet_gbps", "link_layer", "gpus", "gpu_model", "lustre", "cores", "memory_gb")
 # MemTotal is the installed memory less what the firmware and kernel keep: a node declared with
 # its installed size still matches
 MEMORY_SLACK = 0.06
@@ -409,12 +409,36 @@ def detect_node(meminfo: Path = Path("/proc/meminfo")) -> dict:
     return {"cores": os.cpu_count(), "memory_gb": round(int(found[1]) / 2**20, 1) if found else None}
 
 
+def detect_ethernet(sysfs: Path, tools: Tools, address: str | None) -> dict:
+    """The interface that holds the host's Ethernet address (dlobd_ethernet_address) and the
+    rate its driver reports (/sys/class/net/<if>/speed, Mb/s; virtual and down links report
+    none)."""
+    if not address:
+        return {"address": None, "none_because": "no dlobd_ethernet_address"}
+    if not tools.ip:
+        return {"address": address, "none_because": "ip not installed: interface addresses unknown"}
+    out, err = _run([tools.ip, "-j", "-4", "addr", "show"])
+    if out is None:
+        return {"address": address, "none_because": err}
+    interface = next((name for name, addrs in parse_ip_addresses(out).items() if address in addrs), None)
+    if interface is None:
+        return {"address": address, "none_because": f"no interface holds {address}"}
+    speed = (_read(sysfs / "class" / "net" / interface / "speed") or "").strip()
+    found = {"address": address, "interface": interface,
+             "speed_mbps": int(speed) if speed.isdigit() and int(speed) > 0 else None}
+    if found["speed_mbps"] is None:
+        found["none_because"] = f"{interface} reports no link rate"
+    return found
+
+
 def detect(sysfs: Path = Path("/sys"), tools: Tools | None = None, host: str | None = None,
-           mounts: Path = Path("/proc/mounts"), meminfo: Path = Path("/proc/meminfo")) -> dict:
+           mounts: Path = Path("/proc/mounts"), meminfo: Path = Path("/proc/meminfo"),
+           ethernet_address: str | None = None) -> dict:
     tools = tools if tools is not None else Tools.found()
     fp = {"schema": SCHEMA, "host": host or socket.gethostname(),
           "infiniband": detect_infiniband(sysfs, tools), "gpus": detect_gpus(tools),
-          "lustre": detect_lustre(mounts), "node": detect_node(meminfo)}
+          "lustre": detect_lustre(mounts), "node": detect_node(meminfo),
+          "ethernet": detect_ethernet(sysfs, tools, ethernet_address)}
     fp["summary"] = describe(fp)
     return fp
 
@@ -476,6 +500,14 @@ def check(fp: dict, hardware: dict | None, networks: list | None, links: dict | 
         if not ok:
             out.append(f"{host}: dlobd_hardware.ib_rate_gbps: expected {want} on an ACTIVE port, "
                        f"found {_found_ports(fp)}")
+    ethernet = fp.get("ethernet") or {}
+    if "ethernet_gbps" in hardware and ethernet.get("address"):
+        if "interface" not in ethernet:
+            out.append(f"{host}: dlobd_hardware.ethernet_gbps: expected a link at {ethernet['address']}, "
+                       f"found {ethernet['none_because']}")
+        elif ethernet["speed_mbps"] and ethernet["speed_mbps"] != float(hardware["ethernet_gbps"]) * 1000:
+            out.append(f"{host}: dlobd_hardware.ethernet_gbps: expected {hardware['ethernet_gbps']} at "
+                       f"{ethernet['address']} ({ethernet['interface']}), found {ethernet['speed_mbps'] / 1000:g}")
     if "link_layer" in hardware:
         want = str(hardware["link_layer"])
         layer = "Ethernet" if want.lower() == "roce" else want
@@ -539,6 +571,8 @@ def register(parser) -> None:
             p.add_argument(f"--{tool}", dest=tool.replace("-", "_"), default=None,
                            help=f"path of {tool} (default: found on PATH; '' = not installed)")
         p.add_argument("--host", default=None, help="the host's name (default: its hostname)")
+        p.add_argument("--ethernet-address", default=None,
+                       help="dlobd_ethernet_address: its interface's link rate is read")
         if name == "check":
             p.add_argument("--hardware", type=json.loads, default={},
                            help="dlobd_hardware as JSON, e.g. '{\"hca\": \"mlx5\", \"gpus\": 4}'")
@@ -549,7 +583,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    fp = detect(args.sysfs, _tools(args), args.host)
+    fp = detect(args.sysfs, _tools(args), args.host, ethernet_address=args.ethernet_address)
     if args.fabric_command == "detect":
         print(json.dumps(fp, indent=1, sort_keys=True))
         return 0

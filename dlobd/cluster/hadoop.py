@@ -24,7 +24,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dlobd import NotRunnable
+from dlobd import NotRunnable, playbook_settings
 from dlobd.cluster import capabilities, provenance
 from dlobd.spec import networks
 
@@ -75,6 +75,30 @@ def spark_conf(ctx) -> list[str]:
             "--conf", "spark.ui.enabled=false"]
 
 
+def line(version: str) -> str:
+    """A version's major.minor (`1.6.2` -> `1.6`): what a build's Scala and API bind it to."""
+    return ".".join(str(version).split(".")[:2])
+
+
+def stack_spark_home(stack: str) -> str:
+    """The Spark that submits `stack`'s paper build: a Spark of the line its own version set
+    (dlobd_profile_versions' paper-<stack>) names, since a build for Spark 1.6 and Scala 2.10
+    (CaffeOnSpark) or for Spark 2.2 (MMLSpark 0.10) fails on another line. The cluster's
+    SPARK_HOME where SPARK_VERSION is of that line, else the site's Spark that
+    <STACK>_SPARK_HOME names; NotRunnable naming both."""
+    wanted = line(playbook_settings()["dlobd_profile_versions"][f"paper-{stack}"]["spark"])
+    own = provenance.stack_setting("SPARK_VERSION") or ""
+    if line(own) == wanted and provenance.stack_setting("SPARK_HOME"):
+        return provenance.stack_setting("SPARK_HOME")
+    setting = f"{stack.upper()}_SPARK_HOME"
+    if provenance.stack_setting(setting):
+        return provenance.stack_setting(setting)
+    raise NotRunnable(
+        f"{stack}'s paper build runs on Spark {wanted}, and the cluster's Spark is "
+        f"{own or 'unknown (SPARK_VERSION unset)'}: provision dlobd_paper_env: {stack} (Spark {wanted}), or "
+        f"give a Spark {wanted} install as {setting} in dlobd_stack_settings")
+
+
 def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) -> tuple[str, dict, str]:
     """spark-submit, its environment and the Spark flavour (vanilla or rdma-spark) that the
     `network` value selects for `stack` (config/networks.yaml). NotRunnable when the cluster
@@ -91,12 +115,31 @@ def spark_install(stack: str, network: str, env: dict, dry_run: bool = False) ->
         home = Path(setting)
         if not dry_run and not provenance.present(home / "bin" / "spark-submit"):
             raise NotRunnable(f"RDMA_SPARK_HOME={home}: no bin/spark-submit of OSU RDMA-Spark")
-        # RDMA-Spark is a Spark distribution of its own; its conf/ turns its RDMA paths on
-        env = {**env, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(home / "conf")}
+        # RDMA-Spark is a Spark distribution of its own; the host's own conf folder stays, and
+        # transport_conf switches its transport on
+        env = {**env, "SPARK_HOME": str(home)}
     elif flavour != "vanilla":
         raise ValueError(f"config/networks.yaml: {stack} spark {flavour!r} is neither vanilla "
                          "nor rdma-spark")
     return str(Path(env["SPARK_HOME"]) / "bin" / "spark-submit"), env, flavour
+
+
+def transport_conf(flavour: str) -> dict[str, str]:
+    """The Spark settings that switch a submit to OSU RDMA-Spark (spark_install's flavour
+    `rdma-spark`) over the host's own spark-defaults.conf, so that an RDMA point differs from its
+    IPoIB twin in transport alone: RDMA-Spark's jars on YARN, its RDMA shuffle and block
+    transfer over InfiniBand or RoCE (RDMA_SPARK_TRANSPORT, which role rdma_spark records; ib
+    without it), on RDMA_SPARK_DEVICE_NUM HCAs, and its JNI libraries. {} for vanilla Spark."""
+    if flavour != "rdma-spark":
+        return {}
+    home = provenance.stack_setting("RDMA_SPARK_HOME")
+    native = provenance.stack_setting("RDMA_SPARK_NATIVE_DIR") or f"{home}/lib/native/Linux-amd64-64"
+    roce = provenance.stack_setting("RDMA_SPARK_TRANSPORT") == "roce"
+    return {"spark.yarn.jars": f"local:{home}/jars/*",
+            "spark.ib.enabled": str(not roce).lower(), "hadoop.ib.enabled": str(not roce).lower(),
+            "spark.roce.enabled": str(roce).lower(),
+            "spark.shuffle.rdma.device.num": provenance.stack_setting("RDMA_SPARK_DEVICE_NUM") or "1",
+            "spark.driver.extraLibraryPath": native, "spark.executor.extraLibraryPath": native}
 
 
 def _rest(path: str, base_var: str = "DLOBD_RESOURCEMANAGER_HTTP"):

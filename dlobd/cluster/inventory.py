@@ -42,7 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dlobd import ROOT
@@ -56,8 +56,16 @@ GROUPS = ("namenode", "resourcemanager", "workers", "gpu")
 
 # The settings of dlobd_stack_settings: name -> what it gives, and where to get it.
 STACK_SETTINGS = {
+    "CAFFEONSPARK_SPARK_HOME": "a Spark 1.6 distribution (Scala 2.10, the line CaffeOnSpark's paper "
+                               "build is compiled for) with bin/spark-submit, on every host: it "
+                               "submits CaffeOnSpark's points where the hosts' Spark is another "
+                               "(dlobd_paper_env other than caffeonspark)",
+    "MMLSPARK_SPARK_HOME": "a Spark 2.2 distribution (MMLSpark 0.10's) with bin/spark-submit, on "
+                           "every host: it submits MMLSpark's points where the hosts' Spark is "
+                           "another (dlobd_paper_env other than mmlspark)",
     "RDMA_SPARK_HOME": "OSU RDMA-Spark (HiBD; registered download at hibd.cse.ohio-state.edu): "
-                       "an unpacked Spark distribution with bin/spark-submit and its conf/; "
+                       "an unpacked Spark distribution with bin/spark-submit and jars/, which the "
+                       "launchers switch to its RDMA transport over the hosts' own Spark settings; "
                        "network=rdma of BigDL and of HiBench's PageRank",
     "RDMA_GRPC_HOME": "OSU RDMA-gRPC (HiDL; registered download at hidl.cse.ohio-state.edu): "
                       "the prefix of its gRPC C++ build (lib/pkgconfig/grpc++.pc); the "
@@ -119,10 +127,11 @@ PROVISIONED = {
     "hadoop_classpath": "$DLOBD_HADOOP_CLASSPATH",  # the template quotes it itself
     "dl_libs_bigdl_jar": "'$DLOBD_BIGDL_JAR'",
     "dl_libs_bigdl_core_jar": "'$DLOBD_BIGDL_CORE_JAR'",
-    "dlobd_yarn_memory_mb": "'$DLOBD_YARN_MEMORY_MB'",
-    "dlobd_yarn_vcores": "'$DLOBD_YARN_VCORES'",
+    "dlobd_yarn_least_memory_mb": "'$DLOBD_YARN_MEMORY_MB'",
+    "dlobd_yarn_least_vcores": "'$DLOBD_YARN_VCORES'",
     "dlobd_deb_arch": "'$(dpkg --print-architecture)'",
     "dlobd_node_name": "'$(uname -n)'",
+    "dlobd_cluster_network": "<the network of dlobd_cluster_interface, found at provisioning>",
 }
 ANSIBLE_TIMEOUT_S = 300
 
@@ -137,7 +146,7 @@ DEVICE_VARIABLES = {"CNTK_HOME_": "mmlspark_cntk_homes", "CAFFEONSPARK_HOME_": "
 # profile's TensorFlowOnSpark runs in the paper image's Python
 ROLE_SETTINGS = (*ROLE_VARIABLES.values(), *DEVICE_VARIABLES.values(), "caffeonspark_install_method",
                  "caffeonspark_host_builds", "python_env_tfos_from_image", "python_env_tfos_image",
-                 "dlobd_yarn_memory_fraction", "dlobd_yarn_vcores_per_cpu")
+                 "dlobd_yarn_memory_fraction", "dlobd_yarn_vcores_per_cpu", "dlobd_yarn_min_allocation_mb")
 # The settings `dlobd plan` shows in effect, with where each was set.
 IN_EFFECT = ("dlobd_profile", "dlobd_install_method", "dlobd_paper_env", "dlobd_prefix",
              "dlobd_paper_stacks", "dlobd_stack_settings", "dlobd_cluster_name", "dlobd_assume")
@@ -342,13 +351,14 @@ def load(path, prefix: str | None = None) -> Cluster:
         env_file.write_text(values["env"])
         settings = provenance.source_env(env_file, base={})
     origins = values["dlobd_settings"]["origins"]
-    return Cluster(source=path, hosts=hosts,
+    cluster = Cluster(source=path, hosts=hosts,
                    groups={g: tuple(groups.get(g, [])) for g in GROUPS},
                    launch_host=launch, settings=settings,
                    paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()),
                    in_effect={name: (values[name], origins.get(name)) for name in IN_EFFECT},
                    role_settings=values["role_settings"], role_records=tuple(values["role_records"]),
                    origins=dict(origins))
+    return replace(cluster, settings={**settings, **least_nodemanager(cluster)})
 
 
 def placeholder(what: str) -> str:
@@ -391,6 +401,41 @@ def settings_giving(name: str, cluster: Cluster) -> dict:
         return {"dlobd_stack_settings": addition(cluster, "dlobd_stack_settings", {
             name: placeholder(f"{name}: a path on every host")})}
     return {}
+
+
+# What runs write on each host, under its own folder (dlobd_local_dir), as roles hdfs, yarn and spark
+# place it
+STATE_DIRS = {"HDFS blocks": "var/hdfs/data", "YARN's local dirs": "var/yarn/local",
+              "YARN's container logs": "var/yarn/logs", "Spark's shuffle and spill": "var/spark/local"}
+
+
+def state_places(cluster: Cluster) -> list[str]:
+    """Where HDFS, YARN and Spark keep the runs' state on the hosts (the launch host's
+    dlobd_local_dir), with a warning where that is a shared file system: a Lustre mount a host
+    declares (dlobd_hardware.lustre), or the prefix, which hosts may share."""
+    local = (cluster.settings.get("DLOBD_LOCAL_DIR") or str(cluster.prefix)).replace("$(uname -n)", "<host name>")
+    lines = [f"{what}: {local}/{path}" for what, path in STATE_DIRS.items()]
+    mounts = sorted({str(h.hardware["lustre"]) for h in cluster.hosts.values() if h.hardware.get("lustre")})
+    lustre = next((m for m in mounts if Path(m) == Path(local) or Path(m) in Path(local).parents), None)
+    if lustre:
+        lines.append(f"warning: {local} is on Lustre ({lustre}, dlobd_hardware.lustre): every host's HDFS blocks, "
+                     "shuffle and scratch would go through the shared file system; set dlobd_local_dir to a "
+                     "node-local disk (e.g. /tmp/dlobd)")
+    elif Path(cluster.prefix) in Path(local).parents:
+        lines.append(f"note: under the prefix {cluster.prefix}: where the hosts share it (NFS, Lustre), set "
+                     "dlobd_local_dir to a node-local disk (the preflight says whether they share it)")
+    return lines
+
+
+def least_nodemanager(cluster: Cluster) -> dict:
+    """DLOBD_YARN_MEMORY_MB and DLOBD_YARN_VCORES as role stack_env will export them on every
+    host, the smallest worker's NodeManager, where every worker declares its size ({} where one
+    does not: only provisioning finds it, and the dry run shows the variable)."""
+    managers = [nodemanager(h, cluster) for h in cluster.members("workers")]
+    if not managers or any(m["memory_mb"] is None or m["vcores"] is None for m in managers):
+        return {}
+    return {"DLOBD_YARN_MEMORY_MB": str(min(m["memory_mb"] for m in managers)),
+            "DLOBD_YARN_VCORES": str(min(m["vcores"] for m in managers))}
 
 
 def nodemanager(host: Host, cluster: Cluster) -> dict:

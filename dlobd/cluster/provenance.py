@@ -104,6 +104,12 @@ def ethernet_addresses() -> dict[str, str]:
     pairs = (stack_setting("DLOBD_WORKERS_ETHERNET") or "").split()
     return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
+def ethernet_gbps() -> dict[str, float]:
+    """Worker cluster address -> the rate (Gb/s) of its Ethernet link, for the workers that
+    declare one (dlobd_hardware.ethernet_gbps; DLOBD_WORKERS_ETHERNET_GBPS of dlobd-env.sh)."""
+    pairs = (stack_setting("DLOBD_WORKERS_ETHERNET_GBPS") or "").split()
+    return {address: float(rate) for address, _, rate in (pair.partition("=") for pair in pairs) if rate}
+
 def default_route_addresses() -> dict[str, str]:
     """Worker cluster address -> the address of its default route, for the workers where the two
     differ (Ansible's facts at provisioning; DLOBD_WORKERS_DEFAULT_ROUTE of dlobd-env.sh, empty

@@ -11,6 +11,7 @@ provisioned prefix. A point the cluster cannot provide prints its reason.
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -64,22 +65,35 @@ def _confs(argv: list[str]) -> dict[str, str]:
 
 
 def container_errors(argv: list[str], node: dict) -> list[str]:
-    """A spark-submit's executor container against the smallest NodeManager (`vcores`,
-    `memory_mb`, what role yarn gives the workers of the inventory's declared size): YARN refuses
-    a container larger than a NodeManager."""
+    """A spark-submit's executor container against the smallest NodeManager (`node`: `vcores`,
+    `memory_mb`, `step_mb`, what roles yarn and stack_env render for the inventory's declared
+    workers). Its memory is the heap plus the overhead, Spark's default where the command sets
+    none, rounded up to YARN's step: YARN refuses a container above its maximum allocation, which
+    the ResourceManager takes from the largest NodeManager, and never places one larger than a
+    NodeManager. A size that is not a number (a dlobd-env.sh variable of a worker whose size the
+    inventory does not declare) cannot be checked, and says so."""
     if not any(a.endswith("spark-submit") for a in argv[:1]):
         return []
     out = []
-    cores = _option(argv, "--executor-cores")
-    if cores and cores.isdigit() and node.get("vcores") and int(cores) > node["vcores"]:
-        out.append(f"--executor-cores {cores} is more than a NodeManager's {node['vcores']} vcores")
-    heap = _option(argv, "--executor-memory")
+    cores, heap = _option(argv, "--executor-cores"), _option(argv, "--executor-memory")
+    overhead = next((v for k, v in _confs(argv).items() if k.endswith("executor.memoryOverhead")), None)
+    unknown = [f"{name} {value}" for name, value in (("--executor-cores", cores), ("--executor-memory", heap),
+                                                     ("memoryOverhead", overhead))
+               if value is not None and not re.fullmatch(r"\d+[mMgG]?", value)]
+    if unknown:
+        return [f"{'; '.join(unknown)}: not a size before provisioning; declare every worker's "
+                "dlobd_hardware.cores and memory_gb so that the check knows its NodeManager"]
+    if cores and node.get("vcores") and int(cores) > node["vcores"]:
+        out.append(f"--executor-cores {cores} is more than the smallest NodeManager's {node['vcores']} vcores")
     if heap and node.get("memory_mb"):
-        overhead = next((v for k, v in _confs(argv).items() if k.endswith("executor.memoryOverhead")), "0")
-        total = hadoop.memory_mb(heap) + (int(overhead) if overhead.isdigit() else 0)
+        heap_mb = hadoop.memory_mb(heap)
+        extra = int(overhead) if overhead else hadoop.spark_overhead_mb(heap_mb)
+        step = node.get("step_mb") or 1
+        total = -(-(heap_mb + extra) // step) * step
+        added = "memoryOverhead" if overhead else "Spark's default overhead"
         if total > node["memory_mb"]:
-            out.append(f"an executor of {total} MiB (--executor-memory {heap} + overhead) is more than a "
-                       f"NodeManager's {node['memory_mb']} MB")
+            out.append(f"an executor container of {total} MiB (--executor-memory {heap} + {added} {extra} MiB, in YARN's "
+                       f"{step}-MiB steps) is more than the smallest NodeManager's {node['memory_mb']} MB")
     return out
 
 
@@ -117,12 +131,32 @@ def gpu_errors(result: runner.LaunchResult, point: dict, scale: dict, cluster, s
     return out
 
 
+def interface_errors(result: runner.LaunchResult, cluster) -> list[str]:
+    """An MPI run's TCP interfaces (btl_tcp_if_include: names or networks) against each of its
+    hosts: one mpirun hands the same names to every host, and a host whose cluster interface has
+    another name (ib1 on the GPU hosts beside ib0) has no such interface. A network (CIDR) holds
+    on every host; a value only provisioning finds is not judged here."""
+    env = result.extra.get("remote_env") or {}
+    given = env.get("DLOBD_MMLSPARK_TCP_IF", "")
+    names = [] if given.startswith("<") else [n for n in given.split(",") if n and "/" not in n]
+    by_address = {h.address: h for h in cluster.hosts.values()}
+    out = []
+    for address in env.get("DLOBD_MMLSPARK_HOSTS", "").split():
+        host = by_address.get(address)
+        for name in names:
+            if host is not None and host.interface and host.interface != name:
+                out.append(f"btl_tcp_if_include {name} on {host.name}, whose cluster interface is {host.interface} "
+                           "(mmlspark_tcp_if_include: give the network, e.g. 192.168.100.0/24, which every host has)")
+    return out
+
+
 def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
     """Every way the commands of a dry run break a rule of the inventory's cluster, as
     '<experiment> <point>: <rule>: <what>' lines (empty: every command passes)."""
     workers = cluster.members("workers")
     managers = [inventory.nodemanager(h, cluster) for h in workers]
     node = {field: min((m[field] for m in managers if m[field]), default=None) for field in ("vcores", "memory_mb")}
+    node["step_mb"] = int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 1)
     hosts = list(cluster.hosts.values())
     out = []
     for eid, pid, result in done:
@@ -133,7 +167,8 @@ def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
         rules = {"container within a node": container_errors(argv, node),
                  "executors x cores": total_errors(argv, point),
                  "GPU hosts only": gpu_errors(result, point, specs[eid].scale(scale), cluster,
-                                              specs[eid].scale(scale).get("stack", specs[eid].data["stack"]))}
+                                              specs[eid].scale(scale).get("stack", specs[eid].data["stack"])),
+                 "interfaces on their hosts": interface_errors(result, cluster)}
         for process in result.extra.get("processes", []):
             rules.setdefault("each host's own address", []).extend(remote.identity_errors(process, hosts))
             rules.setdefault("ports chosen on their host", []).extend(remote.port_errors(process))
@@ -153,6 +188,9 @@ def describe(result: runner.LaunchResult) -> list[str]:
         chosen = f" (port {ports}, chosen {proc['ports_chosen']})" if ports else ""
         lines.append(f"    {proc['name']} on {proc['host']}{chosen}: {env + ' ' if env else ''}"
                      f"{shlex.join(proc['command'])}")
+    if result.extra.get("remote_env"):
+        lines.append("    environment on the MPI hosts: " + " ".join(
+            shlex.quote(f"{k}={v}") for k, v in sorted(result.extra["remote_env"].items())))
     for name, text in result.extra.get("files", {}).items():
         lines.append(f"    file {name}: " + " | ".join(text.splitlines()))
     lines += [f"    ({note})" for note in result.extra.get("notes", [])]
@@ -177,7 +215,7 @@ def register(parser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="with --inventory: test every command against its cluster (containers within a "
                              "node, executors x cores, each host's own address, ports chosen on their host, "
-                             "GPU points on GPU hosts); exit status 1 naming each command and rule broken")
+                             "GPU points on GPU hosts, MPI interfaces on their hosts); exit status 1 naming each command and rule broken")
 
 
 def using(args):
@@ -203,6 +241,9 @@ def run(args) -> int:
         return 2
     where = f"inventory {args.inventory}" if args.inventory else f"prefix {provenance.prefix()}"
     print(f"dry run at scale {args.scale} for {where}: nothing is run or written")
+    if args.inventory:
+        print("where each host keeps the runs' state (dlobd_local_dir):")
+        print("\n".join(f"  {line}" for line in inventory.state_places(inventory.load(args.inventory, args.prefix))))
     for eid, pid, result in done:
         print(f"{eid} {pid}:")
         print("\n".join(describe(result)))

@@ -305,6 +305,8 @@ def _report(args, specs) -> int:
         print("what YARN gives each worker's NodeManager (role yarn):")
         for host in cluster.members("workers"):
             print(f"  {host.name}: {inventory.nodemanager(host, cluster)['why']}")
+        print("where each host keeps the runs' state (dlobd_local_dir):")
+        print("\n".join(f"  {line}" for line in inventory.state_places(cluster)))
         print()
     if not args.quiet:
         print(f"capabilities of this cluster ({where}):")

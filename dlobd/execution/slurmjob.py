@@ -180,7 +180,8 @@ def template_vars(plan: JobPlan, host: str, stack: dict, facts: dict) -> dict:
         "ansible_facts": facts,
         "inventory_hostname": host,
         "groups": {"namenode": ["nn"], "resourcemanager": ["nn"], "workers": workers, "gpu": []},
-        "hostvars": {"nn": {"dlobd_cluster_address": plan.addresses[plan.master]}},
+        # every node of a job has the size of this one (its NodeManager is sized from these facts)
+        "hostvars": {"nn": {"dlobd_cluster_address": plan.addresses[plan.master]}, host: {"ansible_facts": facts}},
         "dlobd_prefix": plan.job_dir,
         # the job directory is this node's alone: its configuration and state stay in it
         "dlobd_local_dir": plan.job_dir,

@@ -31,6 +31,7 @@ class Transport:
     emulated: bool        # a shaped veth link standing in for an Ethernet tier
     settings: dict        # the stack's own switch, e.g. {"protocol": "grpc"}
     needs: tuple          # capabilities (dlobd plan) the cluster must have
+    gbps: float | None = None  # an Ethernet tier's link rate, which each worker's link must have
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,7 +57,8 @@ def resolve(stack: str, network: str) -> Transport:
     settings = {k: v for k, v in setting.items() if k != "needs"}
     needs = tuple(dict.fromkeys([*link.get("needs", []), *setting.get("needs", [])]))
     return Transport(network=network, transport=kind, address=link["address"],
-                     emulated=bool(link.get("emulated", False)), settings=settings, needs=needs)
+                     emulated=bool(link.get("emulated", False)), settings=settings, needs=needs,
+                     gbps=link.get("gbps"))
 
 
 def emulated_values() -> list[str]:

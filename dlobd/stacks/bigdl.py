@@ -460,8 +460,10 @@ def spread_conf(ctx: runner.RunContext, executors: int, heap: str) -> list[str]:
     return [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
 
 
-def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r: dict) -> list[str]:
-    """BigDL's spark-submit for the point's resources `r` (plan_resources)."""
+def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r: dict,
+            flavour: str = "vanilla") -> list[str]:
+    """BigDL's spark-submit for the point's resources `r` (plan_resources), on the Spark
+    `flavour` spark_install chose."""
     model = model_of(ctx)
     jars = {}
     # BigDL 2.x keeps its native core in a jar of its own; the 0.x jar carries it
@@ -478,6 +480,7 @@ def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r:
             "--executor-memory", heap,
             "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
             *spread_conf(ctx, r["executors"], heap),
+            *(arg for key, value in hadoop.transport_conf(flavour).items() for arg in ("--conf", f"{key}={value}")),
             *hadoop.spark_conf(ctx),
             *(["--jars", jars["DLOBD_BIGDL_CORE_JAR"]] if "DLOBD_BIGDL_CORE_JAR" in jars else []),
             "--class", model.main_class(env.get("DLOBD_BIGDL_VERSION")), jars["DLOBD_BIGDL_JAR"],
@@ -507,7 +510,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                            model.data.counts(folder) if folder.is_dir() else (None, None))
     else:
         data = prepare_data(folder, train, test, adir, model.data)
-    argv = command(ctx, spark_submit, data, env, resources)
+    argv = command(ctx, spark_submit, data, env, resources, flavour)
     # BigDL writes bigdl.log into its working directory: the attempt
     result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
     result.versions = {"stack": f"bigdl {env.get('DLOBD_BIGDL_VERSION', 'unknown')}"}

@@ -384,10 +384,11 @@ def blas_versions(device: str, kernels: dict) -> tuple[dict, str]:
 
 
 def command(ctx: runner.RunContext, p: dict, home: Path, files: list[Path], model_uri: str) -> list[str]:
-    spark_home = provenance.stack_setting("SPARK_HOME")
+    spark_home = hadoop.stack_spark_home("caffeonspark") if profile() == "paper" else \
+        provenance.stack_setting("SPARK_HOME")
     if not spark_home:
-        raise FileNotFoundError("SPARK_HOME is not set: is Spark provisioned (Spark 1.6 for the paper "
-                                "profile's CaffeOnSpark, 3.5 for the modern one)?")
+        raise FileNotFoundError("SPARK_HOME is not set: is Spark provisioned (3.5 for the modern profile's "
+                                "CaffeOnSpark)?")
     libs = ":".join(filter(None, [str(home / "lib"), provenance.stack_setting("CAFFEONSPARK_LIBRARY_PATH")]))
     # one executor per node takes a NodeManager's vcores; several on one share them
     cores = str(ctx.fixed["executor_cores"]) if "executor_cores" in ctx.fixed else \

@@ -225,14 +225,16 @@ def spark_defaults(conf_dir: str) -> dict:
     return out
 
 
-def run_conf(ctx: runner.RunContext, plan: dict, spark_home: str, spark_conf_dir: str) -> str:
+def run_conf(ctx: runner.RunContext, plan: dict, spark_home: str, spark_conf_dir: str,
+             flavour: str = "vanilla") -> str:
     """The run's HiBench settings (zz-dlobd-run.conf): HiBench reads the conf folder's files in
     name order, a later value winning, so these override the site's hibench.conf, hadoop.conf
     and spark.conf. HiBench submits with its own --properties-file, which replaces Spark's
     spark-defaults.conf: the chosen Spark's defaults (vanilla or RDMA-Spark's switches) come
     first, the run's settings after them."""
     adir = Path(ctx.attempt_dir).resolve()
-    settings = {**spark_defaults(spark_conf_dir), "hibench.scale.profile": plan["datasize"]}
+    settings = {**spark_defaults(spark_conf_dir), **hadoop.transport_conf(flavour),
+                "hibench.scale.profile": plan["datasize"]}
     if plan["pages"] is not None or plan["iterations"] != PROFILES[plan["datasize"]][1]:
         # HiBench's other PageRank settings of every profile: no blocks (Pegasus' Hadoop side)
         settings |= {"hibench.scale.profile": OWN_PROFILE,
@@ -303,10 +305,10 @@ def paper_pyspark_python() -> str | None:
 
 
 def own_command(ctx: runner.RunContext, plan: dict, spark_submit: str, python: str, input_uri: str,
-                output_uri: str) -> list[str]:
+                output_uri: str, flavour: str = "vanilla") -> list[str]:
     """spark-submit of the project's PageRank on YARN, client mode (the driver writes the report
-    into the attempt), its driver and executors in `python`."""
-    conf = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
+    into the attempt), its driver and executors in `python`, on the Spark `flavour`."""
+    conf = {**hadoop.transport_conf(flavour), "spark.pyspark.python": python, "spark.pyspark.driver.python": python,
             "spark.executorEnv.PYSPARK_PYTHON": python,
             # Spark 2.3 renamed spark.yarn.executor.memoryOverhead (MiB) and 3.x still reads the old
             # name where the new one is unset: both, for Spark 2.1 (the paper profile's, OSU
@@ -355,7 +357,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
             for path in sorted((home / "conf").glob("*.conf")):
                 shutil.copyfile(path, conf_dir / path.name)
             with open(conf_dir / RUN_CONF, "x", encoding="utf-8") as fh:
-                fh.write(run_conf(ctx, plan, env["SPARK_HOME"], env.get("SPARK_CONF_DIR", "")))
+                fh.write(run_conf(ctx, plan, env["SPARK_HOME"], env.get("SPARK_CONF_DIR", ""), flavour))
         result = runner.run_command(ctx, hibench_command(home, conf_dir), env=env, cwd=str(adir),
                                   yarn_tag=hadoop.app_tag(ctx))
         result.versions = {"stack": f"HiBench {env.get('HIBENCH_VERSION', 'unknown')}"}
@@ -378,7 +380,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                 input_uri = hadoop.hdfs_stage(local / "Input", hdfs_path)
                 log.write(f"{runner.now_iso()} staged: {input_uri}\n")
         output_uri = hadoop.hdfs_uri(f"{HDFS_OUTPUT}/{hadoop.app_tag(ctx)}")
-        argv = own_command(ctx, plan, spark_submit, pyspark_python, input_uri, output_uri)
+        argv = own_command(ctx, plan, spark_submit, pyspark_python, input_uri, output_uri, flavour)
         env.update({"PYSPARK_PYTHON": pyspark_python, "PYSPARK_DRIVER_PYTHON": pyspark_python})
         result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
         stack = "the project's PySpark PageRank (SparkPageRank's algorithm)"

@@ -172,7 +172,9 @@ def plan_point(ctx: runner.RunContext) -> dict:
     hosts = provenance.workers(gpu=True) if gpu else hadoop.executor_workers()
     if nodes > len(hosts):
         raise NotRunnable(f"{nodes} nodes: the cluster has {len(hosts)} {hadoop.workers_phrase(gpu)}")
-    per_node = int(provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1) if gpu else 1
+    # ranks a node as the spec lays them out (one device a node in the paper), else every GPU of a host
+    per_node = int(ctx.fixed.get("devices_per_node") or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1) \
+        if gpu else 1
     ranks = nodes * per_node
     if GLOBAL_MINIBATCH % ranks:
         raise ValueError(f"{ctx.spec['id']}: the global minibatch {GLOBAL_MINIBATCH} does not split over {ranks} ranks")
@@ -193,9 +195,7 @@ def remote_env(p: dict, cntk_home: str, mpi_home: str, wrappers: str) -> dict:
 
 
 def command(ctx: runner.RunContext, p: dict, jars: list[str], workdir: str, key: str, python: str) -> list[str]:
-    spark_home = provenance.stack_setting("SPARK_HOME")
-    if not spark_home:
-        raise FileNotFoundError("SPARK_HOME is not set: is the paper profile's Spark 2.2 provisioned?")
+    spark_home = hadoop.stack_spark_home("mmlspark")
     data = Path(provenance.stack_setting("DLOBD_DATA_DIR") or "") / "cifar10"
     # over the stacks' Python that spark-defaults.conf names for the executors and the AM
     pythons = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
