@@ -665,6 +665,13 @@ def test_check_a_container_larger_than_a_nodemanager():
         "an executor container of 16640 MiB (--executor-memory 15000m + Spark's default overhead 1500 MiB, in "
         "YARN's 256-MiB steps) is more than the smallest NodeManager's 16384 MB"]
     assert dryrun.container_errors(with_option(bare, "--executor-memory", "14g"), node) == []
+    # an overhead with a unit, as Spark 2.3 on takes spark.executor.memoryOverhead
+    with_unit = with_option(bare[:-3] + ["--conf", "spark.executor.memoryOverhead=2g"] + bare[-3:],
+                            "--executor-memory", "14g")
+    assert dryrun.container_errors(with_unit, node) == []
+    assert dryrun.container_errors([a.replace("=2g", "=3g") for a in with_unit], node) == [
+        "an executor container of 17408 MiB (--executor-memory 14g + memoryOverhead 3072 MiB, in YARN's 256-MiB "
+        "steps) is more than the smallest NodeManager's 16384 MB"]
     # a size only provisioning finds cannot be checked, and says so; a node of unknown size judges nothing
     assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "'$DLOBD_YARN_VCORES'"), node) == [
         "--executor-cores '$DLOBD_YARN_VCORES': not a size before provisioning; declare every worker's "

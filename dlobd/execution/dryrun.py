@@ -87,7 +87,9 @@ def container_errors(argv: list[str], node: dict) -> list[str]:
         out.append(f"--executor-cores {cores} is more than the smallest NodeManager's {node['vcores']} vcores")
     if heap and node.get("memory_mb"):
         heap_mb = hadoop.memory_mb(heap)
-        extra = int(overhead) if overhead else hadoop.spark_overhead_mb(heap_mb)
+        # Spark reads a bare overhead as MiB
+        extra = (hadoop.memory_mb(overhead) if overhead[-1] in "mMgG" else int(overhead)) if overhead \
+            else hadoop.spark_overhead_mb(heap_mb)
         step = node.get("step_mb") or 1
         total = -(-(heap_mb + extra) // step) * step
         added = "memoryOverhead" if overhead else "Spark's default overhead"
