@@ -109,7 +109,7 @@ def test_the_paper_points_are_fig1_5_6_and_fig9_s_tensorflow_side():
 
 @pytest.fixture
 def paper_site(tmp_path, monkeypatch):
-    """The paper profile with its TF 1.x build, on eight workers with Ethernet and IPoIB addresses."""
+    """The paper profile with its TF 1.x build, on eight workers with Ethernet (1 Gb/s) and IPoIB addresses."""
     settings = {"DLOBD_PROFILE": "paper", "DLOBD_TF_RDMA_PYTHON": SITE_TF1}
     workers = [f"10.1.0.{i}" for i in range(1, 9)]
     data = tmp_path / "data"
@@ -118,6 +118,7 @@ def paper_site(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "present", lambda path: bool(path))
     monkeypatch.setattr(provenance, "workers", lambda gpu=False: list(workers))
     monkeypatch.setattr(provenance, "ethernet_addresses", lambda: {w: w.replace("10.1.", "10.2.") for w in workers})
+    monkeypatch.setattr(provenance, "ethernet_gbps", lambda: {w: 1.0 for w in workers})
     monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_PREFIX": "/sw/dlobd"})
     monkeypatch.setattr(capabilities, "missing", lambda needs: [])
     monkeypatch.setattr("dlobd.cluster.hadoop.stack_env", lambda: {"DLOBD_PYTHON": "/sw/dlobd/python/bin/python",
@@ -225,7 +226,7 @@ def test_paper_points_of_an_inventory_s_cluster(tmp_path):
     the native TensorFlow paper points that fit run train_tf1.py in the site's build over ssh."""
     from test_dryrun import inventory_dry_runs
 
-    path = write_other(tmp_path / "inventory")
+    path = write_other(tmp_path / "inventory", ethernet_gbps=1)
     done = inventory_dry_runs(path, tmp_path, EXPERIMENTS)
     native = {k: r for k, r in done.items() if (k[0], k[1]) in {(e, p) for e, p, _ in PAPER_POINTS}}
     assert len(native) == len(PAPER_POINTS)
