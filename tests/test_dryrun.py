@@ -714,12 +714,12 @@ def test_a_nodemanager_is_what_role_yarn_gives_the_declared_node(tmp_path):
     """The plan and --check size a NodeManager as derived.yml does: the declared memory_gb and
     cores times dlobd_yarn_memory_fraction and dlobd_yarn_vcores_per_cpu."""
     cluster = inventory.load(EXAMPLE)  # 128 GB and 56 cores a node, fraction 0.75, 1 vcore per CPU
-    manager = inventory.nodemanager(cluster.members("workers")[0], cluster)
+    manager = inventory.nodemanager(cluster.members("workers")[0], cluster.role_settings)
     assert (manager["memory_mb"], manager["vcores"]) == (98304, 56)
     assert manager["why"] == ("memory 98304 MB (128 GB x dlobd_yarn_memory_fraction 0.75); "
                               "vcores 56 (56 cores x dlobd_yarn_vcores_per_cpu 1)")
     plain = inventory.load(write_plain(tmp_path))  # no size declared: the host's own, at provisioning
-    manager = inventory.nodemanager(plain.members("workers")[0], plain)
+    manager = inventory.nodemanager(plain.members("workers")[0], plain.role_settings)
     assert manager["memory_mb"] is None and "found at provisioning (no dlobd_hardware.memory_gb)" in manager["why"]
 
 

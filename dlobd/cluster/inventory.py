@@ -42,7 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlobd import ROOT
@@ -351,14 +351,15 @@ def load(path, prefix: str | None = None) -> Cluster:
         env_file.write_text(values["env"])
         settings = provenance.source_env(env_file, base={})
     origins = values["dlobd_settings"]["origins"]
-    cluster = Cluster(source=path, hosts=hosts,
+    workers = [hosts[name] for name in groups["workers"]]
+    return Cluster(source=path, hosts=hosts,
                    groups={g: tuple(groups.get(g, [])) for g in GROUPS},
-                   launch_host=launch, settings=settings,
+                   launch_host=launch,
+                   settings={**settings, **least_nodemanager(workers, values["role_settings"])},
                    paper_stacks=tuple(values.get("dlobd_paper_stacks") or ()),
                    in_effect={name: (values[name], origins.get(name)) for name in IN_EFFECT},
                    role_settings=values["role_settings"], role_records=tuple(values["role_records"]),
                    origins=dict(origins))
-    return replace(cluster, settings={**settings, **least_nodemanager(cluster)})
 
 
 def placeholder(what: str) -> str:
@@ -427,23 +428,31 @@ def state_places(cluster: Cluster) -> list[str]:
     return lines
 
 
-def least_nodemanager(cluster: Cluster) -> dict:
+def smallest_nodemanager(workers: list[Host], role_settings: dict) -> dict:
+    """The smallest NodeManager's memory_mb and vcores among the workers that declare each (None
+    where none does), as derived.yml computes them for yarn-site.xml."""
+    managers = [nodemanager(h, role_settings) for h in workers]
+    return {key: min((m[key] for m in managers if m[key] is not None), default=None)
+            for key in ("memory_mb", "vcores")}
+
+
+def least_nodemanager(workers: list[Host], role_settings: dict) -> dict:
     """DLOBD_YARN_MEMORY_MB and DLOBD_YARN_VCORES as role stack_env will export them on every
     host, the smallest worker's NodeManager, where every worker declares its size ({} where one
     does not: only provisioning finds it, and the dry run shows the variable)."""
-    managers = [nodemanager(h, cluster) for h in cluster.members("workers")]
-    if not managers or any(m["memory_mb"] is None or m["vcores"] is None for m in managers):
+    declared = all(isinstance(h.hardware.get(key), (int, float)) for h in workers for key in ("memory_gb", "cores"))
+    if not workers or not declared:
         return {}
-    return {"DLOBD_YARN_MEMORY_MB": str(min(m["memory_mb"] for m in managers)),
-            "DLOBD_YARN_VCORES": str(min(m["vcores"] for m in managers))}
+    smallest = smallest_nodemanager(workers, role_settings)
+    return {"DLOBD_YARN_MEMORY_MB": str(smallest["memory_mb"]), "DLOBD_YARN_VCORES": str(smallest["vcores"])}
 
 
-def nodemanager(host: Host, cluster: Cluster) -> dict:
+def nodemanager(host: Host, role_settings: dict) -> dict:
     """What role yarn gives the host's NodeManager, as derived.yml computes it from the node's
     declared size: {'memory_mb', 'vcores'} (None where the inventory declares no size: the host's
     own, found at provisioning) and 'why', the computation in words."""
-    fraction = float(cluster.role_settings.get("dlobd_yarn_memory_fraction") or 0)
-    per_cpu = int(cluster.role_settings.get("dlobd_yarn_vcores_per_cpu") or 0)
+    fraction = float(role_settings.get("dlobd_yarn_memory_fraction") or 0)
+    per_cpu = int(role_settings.get("dlobd_yarn_vcores_per_cpu") or 0)
     memory_gb, cores = host.hardware.get("memory_gb"), host.hardware.get("cores")
     memory_mb = int(memory_gb * 1024 * fraction) if isinstance(memory_gb, (int, float)) else None
     vcores = cores * per_cpu if isinstance(cores, int) else None

@@ -98,24 +98,29 @@ def host_names(addresses) -> list[str]:
              for address in (host.address, host.ethernet_address) if address}
     return [names.get(a, a) for a in addresses]
 
+def _pairs(setting: str) -> dict[str, str]:
+    """A dlobd-env.sh setting of space-separated `key=value` pairs as a dict."""
+    return dict(pair.split("=", 1) for pair in (stack_setting(setting) or "").split() if "=" in pair)
+
+
 def ethernet_addresses() -> dict[str, str]:
     """Worker cluster address -> its Ethernet address, for the workers the inventory gives one
     (dlobd_ethernet_address; DLOBD_WORKERS_ETHERNET of dlobd-env.sh)."""
-    pairs = (stack_setting("DLOBD_WORKERS_ETHERNET") or "").split()
-    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+    return _pairs("DLOBD_WORKERS_ETHERNET")
+
 
 def ethernet_gbps() -> dict[str, float]:
     """Worker cluster address -> the rate (Gb/s) of its Ethernet link, for the workers that
     declare one (dlobd_hardware.ethernet_gbps; DLOBD_WORKERS_ETHERNET_GBPS of dlobd-env.sh)."""
-    pairs = (stack_setting("DLOBD_WORKERS_ETHERNET_GBPS") or "").split()
-    return {address: float(rate) for address, _, rate in (pair.partition("=") for pair in pairs) if rate}
+    return {address: float(rate) for address, rate in _pairs("DLOBD_WORKERS_ETHERNET_GBPS").items() if rate}
+
 
 def default_route_addresses() -> dict[str, str]:
     """Worker cluster address -> the address of its default route, for the workers where the two
     differ (Ansible's facts at provisioning; DLOBD_WORKERS_DEFAULT_ROUTE of dlobd-env.sh, empty
     in a dry run of an inventory)."""
-    pairs = (stack_setting("DLOBD_WORKERS_DEFAULT_ROUTE") or "").split()
-    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+    return _pairs("DLOBD_WORKERS_DEFAULT_ROUTE")
+
 
 def is_local_address(host: str) -> bool:
     """Whether `host` names this machine (loopback or one of its interfaces' addresses)."""

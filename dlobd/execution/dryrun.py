@@ -155,9 +155,7 @@ def interface_errors(result: runner.LaunchResult, cluster) -> list[str]:
 def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
     """Every way the commands of a dry run break a rule of the inventory's cluster, as
     '<experiment> <point>: <rule>: <what>' lines (empty: every command passes)."""
-    workers = cluster.members("workers")
-    managers = [inventory.nodemanager(h, cluster) for h in workers]
-    node = {field: min((m[field] for m in managers if m[field]), default=None) for field in ("vcores", "memory_mb")}
+    node = inventory.smallest_nodemanager(cluster.members("workers"), cluster.role_settings)
     node["step_mb"] = int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 1)
     hosts = list(cluster.hosts.values())
     out = []

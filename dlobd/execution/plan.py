@@ -304,7 +304,7 @@ def _report(args, specs) -> int:
     if not args.quiet and cluster:
         print("what YARN gives each worker's NodeManager (role yarn):")
         for host in cluster.members("workers"):
-            print(f"  {host.name}: {inventory.nodemanager(host, cluster)['why']}")
+            print(f"  {host.name}: {inventory.nodemanager(host, cluster.role_settings)['why']}")
         print("where each host keeps the runs' state (dlobd_local_dir):")
         print("\n".join(f"  {line}" for line in inventory.state_places(cluster)))
         print()
