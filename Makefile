@@ -465,8 +465,11 @@ bench-slurm: setup-dev slurm-deps emulated-deps bench-image ## the image lines (
 # the inventory to playbooks/inventories/emulated/hosts.yml. Needs root and openssh-server.
 EMULATED_STATE ?= $(HOME)/dlobd-emulated
 EMULATED_WORKERS ?= 3
+# SITE=paper-shape: a real site's node sizes, ResourceManager host, interfaces (ib0, ib1 on the
+# gpu workers), management network and shared prefix (tests/cluster/emulated.py)
+SITE ?= plain
 # the last EMULATED_GPU_WORKERS workers in group gpu: YARN's GPU node label, no GPU (CPU stands in)
-EMULATED_GPU_WORKERS ?= 0
+EMULATED_GPU_WORKERS ?= $(if $(filter paper-shape,$(SITE)),1,0)
 EMULATED_TIER ?= unshaped
 EMULATED_SUBNET ?= 10.77.0.0/24
 # SHARED_PREFIX=1: one prefix folder every host sees, as on NFS or Lustre (no per-host mount)
@@ -477,13 +480,13 @@ EMULATED_INVENTORY := playbooks/inventories/emulated/hosts.yml
 # the inventory names the hosts' prefix (one path on every host): no -e dlobd_prefix here
 EMULATED_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(EMULATED_INVENTORY)
 
-.PHONY: emulated-up emulated-down emulated-deps emulated-relink emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated test-shared-prefix
+.PHONY: emulated-up emulated-down emulated-deps emulated-relink emulated-provision emulated-cluster-up emulated-cluster-down emulated-smoke-test emulated-experiments bench-emulated test-shared-prefix test-paper-shape
 # Debian's sshd for the hosts (the provisioning roles install what the hosts themselves need)
 emulated-deps: ## install openssh-server when sshd is missing (needs root and apt)
 	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
 
-emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER (SHARED_PREFIX=1: one prefix folder for all; EMULATED_GPU_WORKERS: the last N in group gpu); write their inventory
-	$(EMULATED) up --workers $(EMULATED_WORKERS) --gpu-workers $(EMULATED_GPU_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET) $(EMULATED_SHARED_PREFIX)
+emulated-up: setup emulated-deps ## make 1 master + EMULATED_WORKERS namespace hosts with sshd, links EMULATED_TIER (SHARED_PREFIX=1: one prefix folder for all; EMULATED_GPU_WORKERS: the last N in group gpu; SITE=paper-shape: shaped like a real site); write their inventory
+	$(EMULATED) up --site $(SITE) --workers $(EMULATED_WORKERS) --gpu-workers $(EMULATED_GPU_WORKERS) --tier $(EMULATED_TIER) --subnet $(EMULATED_SUBNET) $(EMULATED_SHARED_PREFIX)
 
 emulated-down: setup ## remove every namespace, link, address, process and file emulated-up made (also after a failed up)
 	$(EMULATED) down
@@ -522,6 +525,9 @@ emulated-experiments: setup ## run EMULATED_EXPERIMENTS from the emulated cluste
 
 # Not part of make test: about 25 min, the local provisioning the integration fixtures start with
 # (10 min) and 15 min for the hosts, which provision one after another on a shared prefix.
+test-paper-shape: setup-dev emulated-deps ## as root: an emulated site shaped like a real one (SITE=paper-shape: declared 48-core workers, the ResourceManager on a smaller host, ib0/ib1, a management network) provisioned and started; containers sized and refused as there
+	$(BIN)/pytest -m integration tests/integration/test_paper_shape.py -q
+
 test-shared-prefix: setup-dev emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both, GPU-labelled executors on the gpu worker
 	$(BIN)/pytest -m integration tests/integration/test_emulated_shared_prefix.py -q
 

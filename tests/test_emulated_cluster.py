@@ -280,4 +280,68 @@ def test_gpu_workers_are_the_last_workers_in_group_gpu_without_cuda(tmp_path):
             emulated.make_plan(workers=3, gpu_workers=bad)
     made = subprocess.run(["make", "-n", "emulated-up", "EMULATED_GPU_WORKERS=1"], capture_output=True, text=True,
                           check=True, cwd=emulated.ROOT).stdout
-    assert " up --workers 3 --gpu-workers 1 --tier " in made
+    assert " up --site plain --workers 3 --gpu-workers 1 --tier " in made
+
+
+def test_a_paper_shape_site_is_laid_out_like_a_real_one(tmp_path):
+    """--site paper-shape: the gpu workers' cluster interface is ib1, the others' ib0; every host
+    has an Ethernet address on a management network of its own, which Ansible uses; every host
+    declares a real site's size and the 10 Gb/s its veth reports; one prefix folder for all."""
+    plan = emulated.make_plan(workers=3, run_id="123abc", gpu_workers=1, site="paper-shape")
+    assert plan.shared_prefix and plan.management_bridge == "dle123abc-mg"
+    assert [(h.interface, h.address, h.ethernet_address, h.management_veth) for h in plan.hosts] == [
+        ("ib0", "10.77.0.1", "10.78.0.1", "dle123abc-m0"), ("ib0", "10.77.0.2", "10.78.0.2", "dle123abc-m1"),
+        ("ib0", "10.77.0.3", "10.78.0.3", "dle123abc-m2"), ("ib1", "10.77.0.4", "10.78.0.4", "dle123abc-m3")]
+    inv = yaml.safe_load(emulated.inventory_text(plan, tmp_path))["all"]
+    master, worker, gpu = (inv["hosts"][f"dle123abc-{n}"] for n in ("master", "worker1", "worker3"))
+    assert (master["ansible_host"], master["dlobd_cluster_address"], master["dlobd_ethernet_address"]) == (
+        "10.78.0.1", "10.77.0.1", "10.78.0.1")
+    assert (worker["dlobd_cluster_interface"], gpu["dlobd_cluster_interface"]) == ("ib0", "ib1")
+    assert master["dlobd_hardware"] == {"cores": 16, "memory_gb": 32, "ethernet_gbps": 10}
+    assert worker["dlobd_hardware"] == gpu["dlobd_hardware"] == {"cores": 48, "memory_gb": 64, "ethernet_gbps": 10}
+    assert all(hv["dlobd_emulated_size"] and hv["dlobd_yarn_memory_fraction"] == 0.75 for hv in inv["hosts"].values())
+    assert "standing in for IPoIB" in worker["dlobd_emulated_link"] and "eth-10g" in worker["dlobd_emulated_link"]
+    config = emulated.sshd_config(plan.hosts[1], tmp_path, tmp_path / "keys")
+    assert "ListenAddress 10.77.0.2:22\nListenAddress 10.78.0.2:22\n" in config
+    assert emulated.plan_of(emulated.State(tmp_path / "state.json", {"plan": emulated.asdict(plan)})) == plan
+
+
+@pytest.mark.parametrize("kwargs, reason", [
+    ({"gpu_workers": 0}, "some workers but not all of the 3 in group gpu"),
+    ({"gpu_workers": 3}, "some workers but not all of the 3 in group gpu"),
+    ({"gpu_workers": 1, "tier": "eth-1g"}, "the cluster links stand in for IPoIB, unshaped"),
+    ({"gpu_workers": 1, "management_subnet": "10.77.0.0/25"}, "overlaps --subnet 10.77.0.0/24"),
+    ({"gpu_workers": 1, "management_subnet": "8.8.8.0/24"}, "--management-subnet 8.8.8.0/24: must be a private"),
+])
+def test_a_paper_shape_site_that_cannot_be_made_is_refused(kwargs, reason):
+    with pytest.raises(HarnessError, match=reason):
+        emulated.make_plan(workers=3, site="paper-shape", **kwargs)
+
+
+def test_the_paper_scale_on_a_paper_shape_site_passes_the_check_and_sizes_from_its_declarations(tmp_path):
+    """The dry run of the paper scale on the paper-shape inventory (with the paper profile, which
+    those points need): YARN's NodeManagers are the declared 48 cores and 64 GB x 0.75, the points
+    of the management network's 10 Gb/s run over its addresses, those of 1 Gb/s are refused naming
+    each worker's rate, and `--check` accepts every command."""
+    from dlobd.cluster import inventory
+
+    plan = emulated.make_plan(workers=3, run_id="123abc", gpu_workers=1, site="paper-shape")
+    values = emulated.render_inventory(plan, tmp_path)
+    values["all"]["vars"]["dlobd_profile"] = "paper"
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(values))
+    cluster = inventory.load(path)
+    assert {k: v for k, v in cluster.settings.items() if k.startswith("DLOBD_YARN_")} == {
+        "DLOBD_YARN_MEMORY_MB": "49152", "DLOBD_YARN_VCORES": "48"}
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(path),
+                          "--runs", str(tmp_path / "runs"), "--check", "--experiment", "rdmatf-fig1",
+                          "--experiment", "tfgrpc-fig9"],
+                         capture_output=True, text=True, cwd=emulated.ROOT, timeout=600)
+    assert out.returncode == 0 and out.stdout.rstrip().endswith("check: every command passes"), out.stdout[-3000:]
+    lines = out.stdout.splitlines()
+    points = {line: lines[i + 1] for i, line in enumerate(lines[:-1]) if line.endswith(":") and " " in line}
+    assert "ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new 10.78.0.4 " in points[
+        "tfgrpc-fig9 network-eth-10g_payload-scheme-uniform:"]
+    assert points["rdmatf-fig1 network-eth-1g_workers-2:"].startswith(
+        "  not runnable: network eth-1g: its points need a 1 Gb/s Ethernet link on every worker; "
+        "dle123abc-worker1 declares 10 Gb/s")

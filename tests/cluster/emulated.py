@@ -22,7 +22,16 @@ last N workers are in group gpu, so YARN gives their NodeManagers the GPU node l
 GPU, so what runs there on CPU stands in for GPU work. The stacks install from a package depot that
 the controller fills, since the hosts reach no package registry.
 
+--site paper-shape makes a site shaped like a real one (the papers' clusters), for rehearsing the
+paper scale's layout: every worker declares the node size of a real site (PAPER_SHAPE; YARN's
+NodeManagers and the dry run are sized from it, the fabric role takes it as given), the master
+holding the ResourceManager declares a smaller one, the cluster links are named ib0 and, on the
+gpu workers, ib1 (unshaped veth standing in for IPoIB, never called IPoIB), a second bridge is the
+management network: each host's Ethernet address (Ansible's address too), shaped to eth-10g and
+declared so, and every host sees one prefix folder.
+
     tests/cluster/emulated.py --state-dir DIR up [--workers 3] [--tier eth-1g] [--subnet ...] [--shared-prefix] [--gpu-workers N]
+    tests/cluster/emulated.py --state-dir DIR up --site paper-shape --gpu-workers 1 [--management-subnet ...]
     tests/cluster/emulated.py --state-dir DIR exec [--host master] -- COMMAND ...
     tests/cluster/emulated.py --state-dir DIR relink --tier eth-10g   (then site.yml again)
     tests/cluster/emulated.py --state-dir DIR down
@@ -51,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NETWORKS_YAML = ROOT / "config" / "networks.yaml"
 DEFAULT_INVENTORY = ROOT / "playbooks" / "inventories" / "emulated" / "hosts.yml"
 DEFAULT_SUBNET = "10.77.0.0/24"
+DEFAULT_MANAGEMENT_SUBNET = "10.78.0.0/24"
 # Kept between runs like ~/.m2: the wheels and Maven artifacts the hosts install from.
 DEFAULT_DEPOT = Path.home() / ".cache" / "dlobd" / "depot"
 # YARN's share of the machine's memory per NodeManager: the hosts share one machine's RAM.
@@ -69,6 +79,21 @@ STATE_NAME = "state.json"
 STACK_MOUNT = "stack"
 # Interface names are at most 15 characters: "dle" + 6 hex + "-v" + index fits up to 999 hosts.
 RUN_ID_RE = re.compile(r"^[0-9a-f]{6}$")
+SITES = ("plain", "paper-shape")
+# The paper-shape site: node sizes of a real site's workers (48 logical CPUs as on the papers'
+# Cluster A, tens of GB) and of a smaller service host holding the ResourceManager and NameNode;
+# the cluster interface of CPU and GPU workers (named apart, as on sites whose GPU hosts have a
+# second HCA); the management network's tier, whose rate every host declares. A veth reports 10
+# Gb/s (/sys/class/net/<if>/speed), so eth-10g is the tier the fabric role finds as declared.
+PAPER_SHAPE = {
+    "worker": {"cores": 48, "memory_gb": 64},
+    "master": {"cores": 16, "memory_gb": 32},
+    "interface": {"cpu": "ib0", "gpu": "ib1"},
+    "ethernet_tier": "eth-10g",
+    "ethernet_gbps": 10,
+    # a real site's share of each node for YARN (the plain site shares this machine's memory)
+    "yarn_memory_fraction": 0.75,
+}
 
 
 class HarnessError(Exception):
@@ -145,7 +170,11 @@ class Host:
     name: str        # hostname, inventory name and namespace name at once
     role: str        # master | worker
     address: str
-    veth: str        # the root namespace's end of the host's veth pair (the host's end is eth0)
+    veth: str        # the root namespace's end of the host's veth pair
+    interface: str = "eth0"  # the host's end: its cluster interface
+    # paper-shape: the host's address on the management network and the root's end of that link
+    ethernet_address: str | None = None
+    management_veth: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +189,10 @@ class Plan:
     hosts: tuple[Host, ...]
     shared_prefix: bool = False  # one prefix folder for every host (NFS, Lustre), no per-host mount
     gpu_workers: int = 0  # the last this many workers are in group gpu (without a GPU)
+    site: str = "plain"   # one of SITES
+    management_subnet: str | None = None  # paper-shape: the Ethernet addresses' network
+    management_bridge: str | None = None
+    management_bridge_address: str | None = None
 
     @property
     def prefixlen(self) -> int:
@@ -170,23 +203,33 @@ def new_run_id() -> str:
     return secrets.token_hex(3)
 
 
+def _addresses(option: str, subnet: str, workers: int) -> tuple[ipaddress.IPv4Network, list]:
+    """The network of a --subnet-like option and its usable addresses, enough for the hosts and
+    the bridge."""
+    try:
+        net = ipaddress.ip_network(subnet)
+    except ValueError as exc:
+        raise HarnessError(f"{option} {subnet!r}: not an IPv4 network ({exc})") from None
+    if net.version != 4 or not net.is_private or net.is_loopback or net.is_link_local:
+        raise HarnessError(f"{option} {subnet}: must be a private IPv4 range (not loopback or link-local)")
+    usable = list(net.hosts())
+    if workers + 2 > len(usable):
+        raise HarnessError(f"{option} {subnet} has {len(usable)} addresses: too few for 1 master, "
+                           f"{workers} workers and the bridge")
+    return net, usable
+
+
 def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
-              run_id: str | None = None, shared_prefix: bool = False, gpu_workers: int = 0) -> Plan:
+              run_id: str | None = None, shared_prefix: bool = False, gpu_workers: int = 0,
+              site: str = "plain", management_subnet: str = DEFAULT_MANAGEMENT_SUBNET) -> Plan:
     run_id = new_run_id() if run_id is None else run_id
     if not RUN_ID_RE.match(run_id):
         raise HarnessError(f"run id {run_id!r}: expected 6 lowercase hex digits")
     if workers < 1:
         raise HarnessError(f"--workers {workers}: at least one worker is needed")
-    try:
-        net = ipaddress.ip_network(subnet)
-    except ValueError as exc:
-        raise HarnessError(f"--subnet {subnet!r}: not an IPv4 network ({exc})") from None
-    if net.version != 4 or not net.is_private or net.is_loopback or net.is_link_local:
-        raise HarnessError(f"--subnet {subnet}: must be a private IPv4 range (not loopback or link-local)")
-    usable = list(net.hosts())
-    if workers + 2 > len(usable):
-        raise HarnessError(f"--subnet {subnet} has {len(usable)} addresses: too few for 1 master, "
-                           f"{workers} workers and the bridge")
+    if site not in SITES:
+        raise HarnessError(f"--site {site!r}: one of {', '.join(SITES)}")
+    net, usable = _addresses("--subnet", subnet, workers)
     if not 0 <= gpu_workers <= workers:
         raise HarnessError(f"--gpu-workers {gpu_workers}: between 0 and the {workers} workers")
     if workers + 1 > 999:
@@ -194,11 +237,28 @@ def make_plan(workers: int, subnet: str = DEFAULT_SUBNET, tier: str = UNSHAPED,
     tier, network = resolve_tier(tier)
     prefix = f"dle{run_id}"
     roles = [("master", "master")] + [(f"worker{i}", "worker") for i in range(1, workers + 1)]
-    hosts = tuple(Host(name=f"{prefix}-{short}", role=role, address=str(usable[i]), veth=f"{prefix}-v{i}")
-                  for i, (short, role) in enumerate(roles))
-    return Plan(run_id=run_id, prefix=prefix, subnet=str(net), bridge=f"{prefix}-br",
-                bridge_address=str(usable[-1]), tier=tier, network=network, hosts=hosts,
+    hosts = [Host(name=f"{prefix}-{short}", role=role, address=str(usable[i]), veth=f"{prefix}-v{i}")
+             for i, (short, role) in enumerate(roles)]
+    plan = Plan(run_id=run_id, prefix=prefix, subnet=str(net), bridge=f"{prefix}-br",
+                bridge_address=str(usable[-1]), tier=tier, network=network, hosts=tuple(hosts),
                 shared_prefix=shared_prefix, gpu_workers=gpu_workers)
+    if site == "plain":
+        return plan
+    if not 0 < gpu_workers < workers:
+        raise HarnessError(f"--site paper-shape --gpu-workers {gpu_workers}: some workers but not all "
+                           f"of the {workers} in group gpu (their interfaces are named apart)")
+    if tier != UNSHAPED:
+        raise HarnessError(f"--site paper-shape --tier {tier}: the cluster links stand in for IPoIB, "
+                           f"unshaped; Ethernet is the management network's ({PAPER_SHAPE['ethernet_tier']})")
+    mnet, musable = _addresses("--management-subnet", management_subnet, workers)
+    if mnet.overlaps(net):
+        raise HarnessError(f"--management-subnet {mnet} overlaps --subnet {net}: two networks, two ranges")
+    gpu = set(gpu_hosts(plan))
+    hosts = tuple(replace(h, interface=PAPER_SHAPE["interface"]["gpu" if h.name in gpu else "cpu"],
+                          ethernet_address=str(musable[i]), management_veth=f"{prefix}-m{i}")
+                  for i, h in enumerate(hosts))
+    return replace(plan, hosts=hosts, shared_prefix=True, site=site, management_subnet=str(mnet),
+                   management_bridge=f"{prefix}-mg", management_bridge_address=str(musable[-1]))
 
 
 def conflicts(subnet: str, addresses: list[tuple[str, str]], routes: list[tuple[str, str]]) -> list[str]:
@@ -228,8 +288,8 @@ def hosts_file(plan: Plan) -> str:
 
 def sshd_config(host: Host, host_dir: Path, authorized_keys: Path) -> str:
     return "\n".join([
-        f"# sshd of emulated host {host.name}: its address only, its own host key, the run's key",
-        f"ListenAddress {host.address}:22",
+        f"# sshd of emulated host {host.name}: its addresses only, its own host key, the run's key",
+        *(f"ListenAddress {address}:22" for address in (host.address, host.ethernet_address) if address),
         f"HostKey {host_dir / 'ssh_host_ed25519_key'}",
         f"AuthorizedKeysFile {authorized_keys}",
         "PidFile none",
@@ -247,8 +307,12 @@ def sshd_config(host: Host, host_dir: Path, authorized_keys: Path) -> str:
 
 def link_vars(plan: Plan) -> dict:
     """The host variables that say which link the hosts have (stack_env writes them out)."""
+    label = tier_label(plan.tier)
+    if plan.management_bridge:
+        label = (f"cluster links {'/'.join(sorted(PAPER_SHAPE['interface'].values()))}: {label}, standing in "
+                 f"for IPoIB; management network: {tier_label(PAPER_SHAPE['ethernet_tier'])}")
     return {"dlobd_emulated_tier": plan.tier, "dlobd_emulated_network": plan.network,
-            "dlobd_emulated_link": tier_label(plan.tier)}
+            "dlobd_emulated_link": label}
 
 
 def gpu_hosts(plan: Plan) -> list[str]:
@@ -269,10 +333,15 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
         "dlobd_package_depot": str(depot),
         "dlobd_yarn_memory_fraction": round(min(0.25, YARN_MEMORY_SHARE / len(workers)), 3),
     }
+    if plan.site == "paper-shape":
+        # YARN is told the declared sizes, as on a real site: containers are placed by them
+        # (nothing enforces them here: yarn_pmem_check and yarn_vmem_check are off)
+        machine.update(dlobd_yarn_memory_fraction=PAPER_SHAPE["yarn_memory_fraction"],
+                       dlobd_yarn_vcores_per_cpu=1, dlobd_emulated_size=True)
     hostvars = {}
     for h in plan.hosts:
         hostvars[h.name] = {
-            "ansible_host": h.address,
+            "ansible_host": h.ethernet_address or h.address,
             "dlobd_cluster_address": h.address,
             # the same path on every host, as on a cluster: each host's own folder mounted there,
             # or one folder for all (shared_prefix)
@@ -284,6 +353,11 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
         if h.name in gpu:
             # no GPU and no CUDA toolkit in a namespace: hr_reduce builds for host buffers only
             hostvars[h.name]["hr_reduce_cuda"] = False
+        if plan.site == "paper-shape":
+            hostvars[h.name].update(
+                dlobd_cluster_interface=h.interface, dlobd_ethernet_address=h.ethernet_address,
+                dlobd_hardware={**PAPER_SHAPE["master" if h.role == "master" else "worker"],
+                                "ethernet_gbps": PAPER_SHAPE["ethernet_gbps"]})
     return {"all": {
         "vars": {
             "ansible_user": "root",
@@ -320,9 +394,11 @@ def ssh_client_config(state_dir: Path) -> str:
 
 
 def known_hosts_text(plan: Plan, hosts_dir: Path) -> str:
-    """"<address>,<name> <key type> <key>" per host: the public key file minus its comment."""
+    """"<address>[,<Ethernet address>],<name> <key type> <key>" per host: the public key file
+    minus its comment."""
     return "".join(
-        f"{h.address},{h.name} {' '.join((hosts_dir / h.name / 'ssh_host_ed25519_key.pub').read_text().split()[:2])}\n"
+        f"{','.join(filter(None, (h.address, h.ethernet_address, h.name)))} "
+        f"{' '.join((hosts_dir / h.name / 'ssh_host_ed25519_key.pub').read_text().split()[:2])}\n"
         for h in plan.hosts)
 
 
@@ -528,6 +604,30 @@ def shape(state: State, dev: str, ns: str | None, tier: str) -> None:
     set_tier(dev, ns, tier)
 
 
+def make_bridge(state: State, bridge: str, address: str, subnet: str) -> None:
+    """A bridge in the root namespace with the root's address on it (how Ansible reaches the hosts)."""
+    state.add("link", dev=bridge)
+    sh("ip", "link", "add", bridge, "type", "bridge")
+    cidr = f"{address}/{ipaddress.ip_network(subnet).prefixlen}"
+    state.add("address", dev=bridge, cidr=cidr, netns=None)
+    sh("ip", "addr", "add", cidr, "dev", bridge)
+    sh("ip", "link", "set", bridge, "up")
+
+
+def join(state: State, host: Host, veth: str, inside: str, bridge: str, cidr: str, tier: str) -> None:
+    """A veth pair from `bridge` into the host, named `inside` there, with the host's address on
+    it, both ends shaped to `tier`."""
+    state.add("link", dev=veth)
+    sh("ip", "link", "add", veth, "type", "veth", "peer", "name", inside, "netns", host.name)
+    sh("ip", "link", "set", veth, "master", bridge, "up")
+    state.add("address", dev=inside, cidr=cidr, netns=host.name)
+    sh("ip", "-n", host.name, "addr", "add", cidr, "dev", inside)
+    sh("ip", "-n", host.name, "link", "set", inside, "up")
+    # both directions: the bridge's end carries traffic to the host, the host's end traffic from it
+    shape(state, veth, None, tier)
+    shape(state, inside, host.name, tier)
+
+
 def wait_for_sshd(plan: Plan, started: dict, state_dir: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     waiting = list(plan.hosts)
@@ -555,7 +655,7 @@ def wait_for_sshd(plan: Plan, started: dict, state_dir: Path, timeout: float) ->
 
 def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: float,
        depot: Path = DEFAULT_DEPOT) -> None:
-    preflight(sshd, shaped=tbf_params(plan.tier) is not None)
+    preflight(sshd, shaped=tbf_params(plan.tier) is not None or plan.management_bridge is not None)
     existing = State.load(state_dir)
     if existing is not None:
         raise HarnessError(f"{state_dir / STATE_NAME} exists: emulated cluster {existing.data['plan']['prefix']} "
@@ -563,9 +663,10 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
     if inventory.exists():
         raise HarnessError(f"inventory {inventory} exists (another emulated cluster?): run `make emulated-down` "
                            "for it first, or pass another --inventory")
-    found = root_conflicts(plan.subnet)
-    if found:
-        raise HarnessError(f"address plan {plan.subnet} overlaps {'; '.join(found)}: choose another --subnet")
+    for option, subnet in (("--subnet", plan.subnet), ("--management-subnet", plan.management_subnet)):
+        found = root_conflicts(subnet) if subnet else []
+        if found:
+            raise HarnessError(f"address plan {subnet} overlaps {'; '.join(found)}: choose another {option}")
 
     made_state_dir = not state_dir.exists()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -591,12 +692,9 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
             state.add("shared_dir", path=str(path))
             path.mkdir(mode=0o755)
 
-    state.add("link", dev=plan.bridge)
-    sh("ip", "link", "add", plan.bridge, "type", "bridge")
-    bridge_cidr = f"{plan.bridge_address}/{plan.prefixlen}"
-    state.add("address", dev=plan.bridge, cidr=bridge_cidr, netns=None)
-    sh("ip", "addr", "add", bridge_cidr, "dev", plan.bridge)
-    sh("ip", "link", "set", plan.bridge, "up")
+    make_bridge(state, plan.bridge, plan.bridge_address, plan.subnet)
+    if plan.management_bridge:
+        make_bridge(state, plan.management_bridge, plan.management_bridge_address, plan.management_subnet)
 
     etc_hosts = hosts_file(plan)
     for host in plan.hosts:
@@ -608,17 +706,12 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
         (netns_etc / "hosts").write_text(etc_hosts)
         (netns_etc / "ssh").mkdir()
         (netns_etc / "ssh" / "ssh_config").write_text(ssh_client_config(state_dir))
-        state.add("link", dev=host.veth)
-        sh("ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.name)
-        sh("ip", "link", "set", host.veth, "master", plan.bridge, "up")
-        cidr = f"{host.address}/{plan.prefixlen}"
-        state.add("address", dev="eth0", cidr=cidr, netns=host.name)
-        sh("ip", "-n", host.name, "addr", "add", cidr, "dev", "eth0")
-        sh("ip", "-n", host.name, "link", "set", "eth0", "up")
+        join(state, host, host.veth, host.interface, plan.bridge, f"{host.address}/{plan.prefixlen}", plan.tier)
+        if host.management_veth:
+            join(state, host, host.management_veth, "eth0", plan.management_bridge,
+                 f"{host.ethernet_address}/{ipaddress.ip_network(plan.management_subnet).prefixlen}",
+                 PAPER_SHAPE["ethernet_tier"])
         sh("ip", "-n", host.name, "link", "set", "lo", "up")
-        # both directions: the bridge's end carries traffic to the host, eth0 traffic from it
-        shape(state, host.veth, None, plan.tier)
-        shape(state, "eth0", host.name, plan.tier)
 
     hosts_dir = state_dir / "hosts"
     state.add("dir", path=str(hosts_dir))
@@ -664,7 +757,8 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
     state.save()
     for h in plan.hosts:
         group = " (group gpu, no GPU)" if h.name in gpu_hosts(plan) else ""
-        log(f"{h.role:6} {h.name} {h.address}{group} sshd up, link {tier_label(plan.tier)}")
+        ethernet = f", Ethernet {h.ethernet_address}" if h.ethernet_address else ""
+        log(f"{h.role:6} {h.name} {h.address} on {h.interface}{ethernet}{group} sshd up, link {link_vars(plan)['dlobd_emulated_link']}")
     log(f"inventory {inventory}; up in {state.data['up_s']:.1f} s")
 
 
@@ -677,11 +771,14 @@ def relink(state_dir: Path, value: str, inventory: Path) -> Plan:
     if not inventory.is_file():
         raise HarnessError(f"inventory {inventory} is missing: pass the cluster's --inventory")
     tier, network = resolve_tier(value)
+    if plan_of(state).site == "paper-shape":
+        raise HarnessError("a paper-shape site keeps its links: the cluster links stand in for IPoIB, "
+                           "the management network is its Ethernet")
     plan = replace(plan_of(state), tier=tier, network=network)
     relinked = relinked_inventory(yaml.safe_load(inventory.read_text()), plan)
     shaped = {(i["dev"], i["netns"]) for i in state.data["made"] if i["kind"] == "qdisc"}
     for h in plan.hosts:
-        for dev, ns in ((h.veth, None), ("eth0", h.name)):
+        for dev, ns in ((h.veth, None), (h.interface, h.name)):
             if (dev, ns) in shaped:
                 set_tier(dev, ns, tier)
             else:
@@ -815,6 +912,11 @@ def main(argv: list[str] | None = None) -> int:
                       help="one prefix folder every host sees (as on NFS or Lustre) instead of one per host")
     p_up.add_argument("--gpu-workers", type=int, default=0,
                       help="put the last N workers in group gpu (they have no GPU: CPU work stands in)")
+    p_up.add_argument("--site", choices=SITES, default="plain",
+                      help="paper-shape: a real site's node sizes, ResourceManager host, interface names, "
+                           "management network and shared prefix (see the module's description)")
+    p_up.add_argument("--management-subnet", default=DEFAULT_MANAGEMENT_SUBNET,
+                      help="paper-shape: private IPv4 range of the management (Ethernet) network")
     p_exec = sub.add_parser("exec", help="run a command inside one host (default: the master)")
     p_exec.add_argument("--host", default="master", help="master, worker<N>, or the host's full name")
     p_exec.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its arguments")
@@ -828,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             plan = make_plan(args.workers, args.subnet, args.tier, args.run_id, args.shared_prefix,
-                             args.gpu_workers)
+                             args.gpu_workers, args.site, args.management_subnet)
             try:
                 up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout,
                    args.depot.resolve())

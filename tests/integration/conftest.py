@@ -238,15 +238,14 @@ def play_recap(out: str) -> dict[str, dict[str, int]]:
             for host, counts in re.findall(r"^(\S+)\s+:\s+(.*)$", tail, re.MULTILINE)}
 
 
-def make_emulated_site(base: Path, subnet: str, tier: str, extra_vars: dict | None = None,
-                       shared_prefix: bool = False, gpu_workers: int = 0) -> EmulatedSite:
-    """1 master + 2 emulated workers under `base` (with `shared_prefix`, one prefix folder for
-    all three; the last `gpu_workers` in group gpu), provisioned with site.yml (runs['first'])."""
+def make_emulated_site(base: Path, subnet: str, tier: str, extra_vars: dict | None = None, workers: int = 2,
+                       **plan_options) -> EmulatedSite:
+    """1 master + `workers` emulated workers under `base` (plan_options as make_plan takes them:
+    shared_prefix, gpu_workers, site ...), provisioned with site.yml (runs['first'])."""
     site = EmulatedSite(state_dir=base / "state", inventory=base / "hosts.yml", log_dir=base / "logs",
                         extra_vars=extra_vars or {})
     site.log_dir.mkdir(parents=True)
-    emulated_harness.up(site.state_dir, emulated_harness.make_plan(2, subnet, tier, shared_prefix=shared_prefix,
-                                                                   gpu_workers=gpu_workers),
+    emulated_harness.up(site.state_dir, emulated_harness.make_plan(workers, subnet, tier, **plan_options),
                         site.inventory, "/usr/sbin/sshd", sshd_timeout=15)
     site.playbook("site.yml", record="first")
     return site
@@ -258,12 +257,12 @@ def remove_emulated_site(site: EmulatedSite) -> None:
 
 
 @contextlib.contextmanager
-def emulated_site_in(base: Path, subnet: str, shared_prefix: bool = False, gpu_workers: int = 0):
+def emulated_site_in(base: Path, subnet: str, tier: str = EMULATED_TIER, workers: int = 2, **plan_options):
     """make_emulated_site under `base`, its daemons stopped and its hosts removed on leaving, also
     when making it failed half-way."""
     site = None
     try:
-        site = make_emulated_site(base, subnet, EMULATED_TIER, shared_prefix=shared_prefix, gpu_workers=gpu_workers)
+        site = make_emulated_site(base, subnet, tier, workers=workers, **plan_options)
         yield site
     finally:
         if site is not None:
