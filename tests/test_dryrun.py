@@ -542,8 +542,10 @@ def drop_the_too_big(done: dict, sized=("ipoib", "rdma")) -> None:
 
 
 def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
-    """The paper profile's TFoS points of a cluster that gives DLOBD_TFOS_PYTHON: train_tf1.py
-    (TFoS 1.0.8, TensorFlow 1.4.0) in that Python, the verbs points in DLOBD_TF_RDMA_PYTHON."""
+    """The paper profile's TFoS points of a cluster that gives DLOBD_TFOS_PYTHON and
+    DLOBD_TF_RDMA_PYTHON: train_tf1.py (TFoS 1.0.8, TensorFlow 1.4.0); the verbs points in
+    DLOBD_TF_RDMA_PYTHON, and so the IPoIB points they are compared with, labelled tf_build. Where
+    the site gives no RDMA build, the IPoIB points run DLOBD_TFOS_PYTHON."""
     path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_stack_settings={
         "RDMA_GRPC_HOME": "/sw/rdma-grpc", "DLOBD_TF_RDMA_PYTHON": "/sw/tf1-verbs/bin/python",
         "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks", "DLOBD_TFOS_PYTHON": "/sw/py35-tf14/bin/python"})
@@ -554,7 +556,9 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
     drop_the_too_big(done)
     for (eid, pid), r in done.items():
         assert r.status == "dry run", (eid, pid, r.reason)
-        python = "/sw/tf1-verbs/bin/python" if "network-rdma" in pid else "/sw/py35-tf14/bin/python"
+        python = "/sw/tf1-verbs/bin/python"
+        assert r.labels["tf_build"].startswith("DLOBD_TF_RDMA_PYTHON, the TensorFlow with the verbs channel")
+        assert r.labels["tf_build"].endswith("differ in transport only") == ("network-rdma" not in pid)
         at = r.command.index(train_tf1)
         assert r.command[0] == "$SPARK_HOME/bin/spark-submit" and f"spark.pyspark.python={python}" in r.command
         assert f"spark.executorEnv.PYSPARK_PYTHON={python}" in r.command
@@ -572,13 +576,13 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
         "spark.dynamicAllocation.enabled=false", "spark.executor.cores=1", "spark.task.cpus=1",
         "spark.scheduler.minRegisteredResourcesRatio=1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime=600s", "spark.task.maxFailures=1",
-        "spark.yarn.maxAppAttempts=1", "spark.pyspark.python=/sw/py35-tf14/bin/python",
-        "spark.pyspark.driver.python=/sw/py35-tf14/bin/python",
-        "spark.executorEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python", "spark.executorEnv.TZ=UTC",
+        "spark.yarn.maxAppAttempts=1", "spark.pyspark.python=/sw/tf1-verbs/bin/python",
+        "spark.pyspark.driver.python=/sw/tf1-verbs/bin/python",
+        "spark.executorEnv.PYSPARK_PYTHON=/sw/tf1-verbs/bin/python", "spark.executorEnv.TZ=UTC",
         "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL=1",
         "spark.yarn.executor.memoryOverhead=<at launch: (NodeManager memory - the ApplicationMaster's) / 1, "
         "in YARN's steps, less the heap's 512 MiB>", "spark.yarn.am.memory=512m",
-        "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/py35-tf14/bin/python",
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON=/sw/tf1-verbs/bin/python",
         confs[15], "spark.eventLog.enabled=true"]
     assert fig9.command[fig9.command.index(train_tf1):] == [
         train_tf1, "--model", "mnist_softmax", "--input-mode", "spark",
@@ -596,24 +600,35 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
     # what fig5b's paper leaves unstated runs with its spec's assumed values, labelled so
     assert cifar.labels["parameter_servers"] == "1"
     assert cifar.labels["assumed"]["batch"].startswith("128, assumed, not stated by the paper (Fig. 9")
+    without = write_other(tmp_path / "without-rdma", gpu_hosts=range(3, 8), dlobd_stack_settings={
+        "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks", "DLOBD_TFOS_PYTHON": "/sw/py35-tf14/bin/python"})
+    ipoib = inventory_dry_runs(without, tmp_path / "w", ["dlobd-fig9"])["dlobd-fig9", "framework-tensorflowonspark_network-ipoib"]
+    assert "spark.pyspark.python=/sw/py35-tf14/bin/python" in ipoib.command
+    assert ipoib.labels["tf_build"] == "DLOBD_TFOS_PYTHON, TensorFlow 1.4.0"
 
 
 @pytest.mark.parametrize("method", ["spack", "apptainer"])
 def test_tfos_paper_points_without_the_site_python(tmp_path, method):
     """A cluster that gives no DLOBD_TFOS_PYTHON (the example's does): every TFoS point the cluster's
     size allows runs in the wrapper of the paper image's Python that role python_env writes (the
-    image the spack method places for it, or the apptainer method's own). Those of TF's verbs
-    channel run DLOBD_TF_RDMA_PYTHON on both."""
+    image the spack method places for it, or the apptainer method's own). Where the site gives
+    DLOBD_TF_RDMA_PYTHON, TF's verbs channel runs it, and so do the IPoIB points compared with it."""
     assert "DLOBD_TFOS_PYTHON" in inventory.load(EXAMPLE).settings
-    path = write_other(tmp_path / "inventory", gpu_hosts=range(3, 8), dlobd_install_method=method)
     rdma_python = "/sw/tf1-verbs/bin/python"
     wrapper = "/lustre/dlobd/stack/libexec/apptainer/tfos-python/bin/python2.7"
-    done = tfos_points(inventory_dry_runs(path, tmp_path, TFOS_EXPERIMENTS))
-    assert len(done) == 16
-    drop_the_too_big(done)
-    for (eid, pid), r in done.items():
-        assert r.status == "dry run", (eid, pid, r.reason)
-        assert f"spark.pyspark.python={rdma_python if 'network-rdma' in pid else wrapper}" in r.command
+    for settings, python in ((OTHER_STACK_SETTINGS, rdma_python),
+                             ({k: v for k, v in OTHER_STACK_SETTINGS.items() if k != "DLOBD_TF_RDMA_PYTHON"}, wrapper)):
+        path = write_other(tmp_path / python.split("/")[-3], gpu_hosts=range(3, 8), dlobd_install_method=method,
+                           dlobd_stack_settings=settings)
+        done = tfos_points(inventory_dry_runs(path, tmp_path / python.split("/")[-3], TFOS_EXPERIMENTS))
+        assert len(done) == 16
+        drop_the_too_big(done, ("ipoib", "rdma") if python == rdma_python else ("ipoib",))
+        for (eid, pid), r in done.items():
+            if python == wrapper and "network-rdma" in pid:
+                assert r.status == "not runnable" and "tf-rdma" in r.reason, (eid, pid, r.reason)
+                continue
+            assert r.status == "dry run", (eid, pid, r.reason)
+            assert f"spark.pyspark.python={python}" in r.command, (eid, pid)
 
 
 def test_the_inventorys_cluster_name_and_assumed_values_and_the_command_lines(tmp_path):
@@ -766,7 +781,7 @@ def own_processes(result) -> list[dict]:
 def test_every_process_on_a_worker_has_its_own_identity_ports_and_folder(tmp_path, which):
     """Every process of every point of a paper-scale dry run that runs on a worker: no identity
     variable names another host (its own dlobd-env.sh gives them), its ports are chosen on its
-    host or come from dlobd_worker_ports, and its folder is made there."""
+    host or come from dlobd_worker_ports (example-ib sets them), and its folder is made there."""
     path = EXAMPLE if which == "example-ib" else write_other(
         tmp_path / "inventory", **({"dlobd_worker_ports": "40000-40999"} if which.endswith("ports") else {}))
     hosts = list(inventory.load(path).hosts.values())
@@ -782,7 +797,7 @@ def test_every_process_on_a_worker_has_its_own_identity_ports_and_folder(tmp_pat
             if p["name"] != "command":
                 assert remote.port_errors(p) == [], (eid, pid)
                 if p["ports"]:  # a local:0 task serves none
-                    assert p["ports_chosen"] == (f"on {p['host']}" if which != "other-with-worker-ports"
+                    assert p["ports_chosen"] == (f"on {p['host']}" if which == "other"
                                                  else "from dlobd_worker_ports 40000-40999"), (eid, pid, p)
             if p["command"][0] == "ssh":
                 cwd = shlex.quote(result.cwd)
@@ -863,3 +878,56 @@ def test_every_paper_command_passes_the_check(tmp_path, write):
     if write != "example-ib":
         # the GPU points of CaffeOnSpark run there, on the GPU workers' node label
         assert "spark.yarn.executor.nodeLabelExpression=gpu" in out.stdout
+
+
+def test_a_printed_word_keeps_its_settings_for_the_shell_to_expand():
+    """Each word reads back as itself through a POSIX shell, a `$VAR` of dlobd-env.sh expanded."""
+    words = ["$SPARK_HOME/bin/spark-submit", "a b", 'x"y`z\\$SPARK_HOME', "plain", "it's", "--conf=a=$DLOBD_X"]
+    line = dryrun.shell_line(words)
+    out = subprocess.run(["sh", "-c", f"printf '%s\\n' {line}"], capture_output=True, text=True, check=True,
+                         env={"PATH": os.environ["PATH"], "SPARK_HOME": "/opt/spark", "DLOBD_X": "1"}).stdout
+    assert out.splitlines() == ["/opt/spark/bin/spark-submit", "a b", 'x"y`z\\/opt/spark', "plain", "it's",
+                                "--conf=a=1"]
+
+
+def test_write_gives_every_point_of_the_example_its_files_and_command(tmp_path):
+    """`dry-run --write` on example-ib: each point with a command gets its attempt folder with the
+    files its command names and command.sh, which sources the hosts' dlobd-env.sh and runs the
+    command as printed; a folder already in use is refused."""
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(EXAMPLE),
+                          "--write", str(tmp_path / "w"), "--experiment", "dlobd-fig5a", "--experiment", "dlobd-fig11",
+                          "--experiment", "dlobd-fig5b"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    scripts = sorted((tmp_path / "w").rglob("command.sh"))
+    assert len(scripts) == out.stdout.count("\n  $ ") > 0 and "no command.sh" not in out.stdout
+    for script in scripts:
+        text = script.read_text()
+        assert text.startswith("#!/bin/sh\n") and ". /scratch/dlobd/dlobd-stack/etc/dlobd-env.sh\n" in text
+        assert subprocess.run(["sh", "-n", str(script)]).returncode == 0 and os.access(script, os.X_OK)
+    fig11 = tmp_path / "w" / "example-ib" / "paper" / "dlobd-fig11" / "network-ipoib_nodes-2" / "attempt-001"
+    tasks = json.loads((fig11 / "tasks.json").read_text())["tasks"]
+    assert tasks and all(str(t["port"]).isdigit() for t in tasks if t["port"] is not None)
+    assert f"dlobd.stacks.tensorflow supervise {fig11 / 'tasks.json'}" in (fig11 / "command.sh").read_text()
+    fig5a = next((tmp_path / "w" / "example-ib" / "paper" / "dlobd-fig5a").glob("*/attempt-001"))
+    assert {p.name for p in fig5a.iterdir()} >= {"command.sh", "net.prototxt", "solver.prototxt"}
+    assert str(fig5a / "solver.prototxt") in (fig5a / "command.sh").read_text()
+    fig5b = (tmp_path / "w" / "example-ib" / "paper" / "dlobd-fig5b" / "gpus-2_network-ipoib_workload-cifar10"
+             / "attempt-001" / "command.sh").read_text()
+    assert 'exec "$SPARK_HOME/bin/spark-submit" ' in fig5b and "PYSPARK_PYTHON=/opt/tensorflow-1.x-rdma/bin/python" in fig5b
+    again = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(EXAMPLE),
+                            "--write", str(tmp_path / "w")], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_write_leaves_out_a_command_with_ports_chosen_at_launch(tmp_path):
+    values = yaml.safe_load(EXAMPLE.read_text())
+    del values["all"]["vars"]["dlobd_worker_ports"]
+    path = tmp_path / "inventory" / "hosts.yml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(values))
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(path),
+                          "--write", str(tmp_path / "w"), "--experiment", "dlobd-fig11"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "dlobd-fig11 network-ipoib_nodes-2: no command.sh: <port 1 chosen on 192.168.100.3>" in out.stdout
+    assert not list((tmp_path / "w").rglob("command.sh"))

@@ -187,7 +187,7 @@ def test_the_paper_stack_roles_settings_are_what_provisioning_records(example, o
         "CNTK_HOME_GPU_CUDNN": "/opt/cntk-2.2-gpu", "MMLSPARK_MPI_HOME": "/opt/openmpi-1.10.3",
         "MMLSPARK_JARS_DIR": f"{home}/jars/mmlspark", "MMLSPARK_SSH_KEY": f"{home}/etc/mmlspark/identity",
         "MMLSPARK_WRAPPERS": f"{home}/libexec/mmlspark", "MMLSPARK_WORKDIR_ROOT": "/tmp/dlobd-mmlspark",
-        "MMLSPARK_TCP_IF_INCLUDE": "<the network of dlobd_cluster_interface, found at provisioning>",
+        "MMLSPARK_TCP_IF_INCLUDE": "192.168.100.0/24",
         "MMLSPARK_PYTHON": "/opt/python-3.6/bin/python",
         # the role finds the version when provisioning: unknown from here
         "MMLSPARK_PYTHON_VERSION": ""}

@@ -6,6 +6,12 @@ nothing staged or built). With `--inventory` the cluster is the inventory's (dlo
 its workers' cluster addresses (their Ethernet addresses for the points of an Ethernet network),
 its launch host's prefix and settings, its declared hardware; without, this machine's
 provisioned prefix. A point the cluster cannot provide prints its reason.
+
+The commands print as a shell reads them after sourcing the hosts' dlobd-env.sh: a `$VAR` of a
+setting that only the hosts know stays expandable. With `--write DIR` each point's attempt folder
+under DIR gets the files its command names (a TF cluster's tasks.json, prototxts, hostfiles) and
+`command.sh`, which sources dlobd-env.sh, exports the command's own environment and runs it there;
+a command holding a value only the launch can know (a port a host chooses) gets none, saying why.
 """
 
 from __future__ import annotations
@@ -176,25 +182,93 @@ def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
     return out
 
 
+# A `$NAME` (a setting of dlobd-env.sh) that the shell must expand, and a value only the launch knows
+SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z_]")
+LAUNCH_VALUE = re.compile(r"<[a-z][^<>]* [^<>]*>")
+
+
+def shell_word(arg) -> str:
+    """`arg` quoted for a POSIX shell, a `$VAR` in it left for the shell to expand."""
+    text = str(arg)
+    if not SHELL_VARIABLE.search(text):
+        return shlex.quote(text)
+    return '"' + re.sub(r'(["\\`])', r"\\\1", text) + '"'
+
+
+def shell_line(argv) -> str:
+    return " ".join(shell_word(a) for a in argv)
+
+
+def exports(env: dict) -> str:
+    return " ".join(shell_word(f"{k}={v}") for k, v in sorted(env.items()))
+
+
 def describe(result: runner.LaunchResult) -> list[str]:
     """The lines a dry run prints for one point."""
     if result.status != "dry run":
         return [f"  {result.status}: {result.reason}"]
-    lines = [f"  $ {('cd ' + shlex.quote(result.cwd) + ' && ') if result.cwd else ''}"
-             f"{shlex.join(result.command)}"]
+    lines = [f"  $ {('cd ' + shell_word(result.cwd) + ' && ') if result.cwd else ''}"
+             f"{shell_line(result.command)}"]
+    if result.extra.get("env"):
+        lines.append(f"    environment of the command: {exports(result.extra['env'])}")
     for proc in result.extra.get("processes", []):
-        env = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted((proc.get("env") or {}).items()))
+        env = exports(proc.get("env") or {})
         ports = ", ".join(f"{what} {port}" for what, port in (proc.get("ports") or {}).items())
         chosen = f" (port {ports}, chosen {proc['ports_chosen']})" if ports else ""
         lines.append(f"    {proc['name']} on {proc['host']}{chosen}: {env + ' ' if env else ''}"
-                     f"{shlex.join(proc['command'])}")
+                     f"{shell_line(proc['command'])}")
     if result.extra.get("remote_env"):
-        lines.append("    environment on the MPI hosts: " + " ".join(
-            shlex.quote(f"{k}={v}") for k, v in sorted(result.extra["remote_env"].items())))
+        lines.append(f"    environment on the MPI hosts: {exports(result.extra['remote_env'])}")
     for name, text in result.extra.get("files", {}).items():
         lines.append(f"    file {name}: " + " | ".join(text.splitlines()))
     lines += [f"    ({note})" for note in result.extra.get("notes", [])]
     return lines
+
+
+def launch_values(result: runner.LaunchResult) -> list[str]:
+    """The values in a point's command, its processes and files that only its launch can know."""
+    texts = [*map(str, result.command or []), *map(str, result.extra.get("env", {}).values()),
+             *(str(a) for p in result.extra.get("processes", []) for a in p["command"]),
+             *result.extra.get("files", {}).values()]
+    return sorted({m for text in texts for m in LAUNCH_VALUE.findall(text)})
+
+
+def command_script(result: runner.LaunchResult, env_file: Path, title: str) -> str:
+    """command.sh of a point: its command after the hosts' dlobd-env.sh, in its own folder."""
+    lines = ["#!/bin/sh", f"# {title}: written by dlobd dry-run --write, run on the launch host", "set -e",
+             f". {shell_word(env_file)}"]
+    if result.extra.get("env"):
+        lines.append(f"export {exports(result.extra['env'])}")
+    if result.cwd:
+        lines.append(f'cd "$(dirname "$0")"')
+    return "\n".join([*lines, f"exec {shell_line(result.command)}"]) + "\n"
+
+
+def write_points(done: list, specs: dict, scale: str, runs_dir: Path, cluster: str, env_file: Path) -> list[str]:
+    """Each point's files and command.sh in its attempt folder under `runs_dir`, as its launch
+    would name them; lines saying what was written, or why a point got no command.sh."""
+    out = []
+    for eid, pid, result in done:
+        if result.status != "dry run":
+            continue
+        adir = runs.next_attempt(runs_dir, cluster, scale, eid, dict(specs[eid].points(scale))[pid])
+        if result.cwd and Path(result.cwd) != adir.resolve():
+            out.append(f"{eid} {pid}: no command.sh: its command runs in {result.cwd}, not its attempt folder")
+            continue
+        unknown = launch_values(result)
+        if unknown:
+            out.append(f"{eid} {pid}: no command.sh: {', '.join(unknown)} (known at launch only; "
+                       "dlobd_worker_ports gives the ports a range the dry run can name)")
+            continue
+        adir.mkdir(parents=True)
+        for name, text in {**result.extra.get("files", {}),
+                           "command.sh": command_script(result, env_file, f"{eid} {pid} at scale {scale}")}.items():
+            (adir / name).parent.mkdir(parents=True, exist_ok=True)
+            with open(adir / name, "x", encoding="utf-8") as fh:
+                fh.write(text)
+        (adir / "command.sh").chmod(0o755)
+        out.append(f"{eid} {pid}: {adir / 'command.sh'}")
+    return out
 
 
 def register(parser) -> None:
@@ -206,6 +280,10 @@ def register(parser) -> None:
                         help="only this experiment (repeatable; default: all)")
     parser.add_argument("--runs", default=str(ROOT / "data" / "runs"),
                         help="the runs directory the attempts would go to (read, never written)")
+    parser.add_argument("--write", type=Path, metavar="DIR",
+                        help="an empty or new folder: each point's attempt folder there gets the files its "
+                             "command names and command.sh (sources dlobd-env.sh, runs the command); "
+                             "the commands name those folders (in place of --runs)")
     parser.add_argument("--cluster", help="the cluster name runs are recorded under (default: the "
                                           "inventory's dlobd_cluster_name, else local)")
     parser.add_argument("--assume", default="", metavar="NAME=VALUE ...",
@@ -232,15 +310,23 @@ def run(args) -> int:
     if unknown:
         print(f"dlobd dry-run: no spec for {', '.join(unknown)} in {args.root}/experiments", file=sys.stderr)
         return 2
+    if args.write and args.write.exists() and any(args.write.iterdir()):
+        print(f"dlobd dry-run: --write {args.write}: not empty (the folder gets new attempt folders "
+              "only, and overwrites nothing)", file=sys.stderr)
+        return 2
+    runs_dir = args.write.resolve() if args.write else args.runs
     try:
         overrides = dspec.parse_overrides(args.assume, ASSUME_WHERE)
         with using(args):
-            done = dry_runs(specs, args.scale, args.runs, args.cluster, args.experiments, overrides)
+            done = dry_runs(specs, args.scale, runs_dir, args.cluster, args.experiments, overrides)
+            written = write_points(done, specs, args.scale, runs_dir, args.cluster or provenance.cluster_name(),
+                                   provenance.prefix() / "etc" / "dlobd-env.sh") if args.write else []
     except (inventory.InventoryError, dspec.SettingError) as exc:
         print(f"dlobd dry-run: {exc}", file=sys.stderr)
         return 2
     where = f"inventory {args.inventory}" if args.inventory else f"prefix {provenance.prefix()}"
-    print(f"dry run at scale {args.scale} for {where}: nothing is run or written")
+    print(f"dry run at scale {args.scale} for {where}: nothing is run"
+          + (f"; each point's files and command.sh written under {args.write}" if args.write else " or written"))
     if args.inventory:
         print("where each host keeps the runs' state (dlobd_local_dir):")
         print("\n".join(f"  {line}" for line in inventory.state_places(inventory.load(args.inventory, args.prefix))))
@@ -253,6 +339,9 @@ def run(args) -> int:
     counts = {s: sum(1 for *_, r in done if r.status == s) for s in ("dry run", "not runnable", "failed")}
     print(f"{len(done)} points: {counts['dry run']} with a command, {counts['not runnable']} not "
           f"runnable, {counts['failed']} launcher errors")
+    if args.write:
+        print(f"written under {args.write}:")
+        print("\n".join(f"  {line}" for line in written))
     if not args.check:
         return 1 if counts["failed"] else 0
     if not args.inventory:

@@ -457,6 +457,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                      "connection": p["connection"], "device": p["device"],
                      "batch_per_node": str(p["batch"]), **p["labels"]}
     if ctx.dry_run:
+        result.extra["files"] = dict(texts)
         result.hosts = [{"name": h, "address": h, "roles": ["workers"]} for h in hosts]
     else:
         result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),

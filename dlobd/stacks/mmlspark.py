@@ -228,13 +228,13 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         jars = sorted(str(j) for j in Path(jars_dir).glob("*.jar"))
         if not any(Path(j).name.startswith("mmlspark_") for j in jars):
             raise FileNotFoundError(f"{jars_dir}: no mmlspark_*.jar (is the mmlspark role provisioned?)")
-    env = None
-    if not ctx.dry_run:
-        env = {**hadoop.stack_env(), "PATH": f"{wrappers}:{hadoop.stack_env().get('PATH', '')}",
-               "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
-               "DLOBD_MMLSPARK_REMOTE_ENV": "; ".join(
-                   f"export {k}={shlex.quote(v) if '$' not in v else v}"
-                   for k, v in remote_env(p, cntk, mpi, wrappers).items())}
+    stack = hadoop.stack_env()
+    # a dry run's PATH is the launch host's own, which its pasted command extends
+    env = {**stack, "PATH": f"{wrappers}:{'$PATH' if ctx.dry_run else stack.get('PATH', '')}",
+           "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
+           "DLOBD_MMLSPARK_REMOTE_ENV": "; ".join(
+               f"export {k}={shlex.quote(v) if '$' not in v else v}"
+               for k, v in remote_env(p, cntk, mpi, wrappers).items())}
     argv = command(ctx, p, jars, workdir, key, python)
     result = runner.run_command(ctx, argv, env=env, cwd=str(Path(ctx.attempt_dir).resolve()),
                               yarn_tag=hadoop.app_tag(ctx))

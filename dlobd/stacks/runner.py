@@ -101,8 +101,9 @@ class LaunchResult:
 
     A dry run's result (status `dry run`) may add to `extra` what else the command would
     start or write: `processes`, [{name, host, command, env}] (the tasks a supervisor starts,
-    servers on other hosts), `files`, {name: text} (files written into the attempt), and
-    `notes` on what only the launch can know."""
+    servers on other hosts), `files`, {name: text} (files written into the attempt, by names
+    relative to it), `env` (the command's environment beyond dlobd-env.sh), and `notes` on what
+    only the launch can know."""
 
     command: list | None
     status: str
@@ -185,7 +186,11 @@ def run_command(ctx: RunContext, command: list, env: dict | None = None,
     stacks.ssh_argv ends its remote side when that pipe closes).
     """
     if ctx.dry_run:
-        return LaunchResult(list(command), "dry run", cwd=cwd)
+        result = LaunchResult(list(command), "dry run", cwd=cwd)
+        # what the command needs beyond dlobd-env.sh: a pasted command exports it first
+        stack = hadoop.stack_env()
+        result.extra["env"] = {k: v for k, v in (env or {}).items() if stack.get(k) != v}
+        return result
     out = open(ctx.attempt_dir / "stdout.log", "xb")
     err = open(ctx.attempt_dir / "stderr.log", "xb")
     with out, err:

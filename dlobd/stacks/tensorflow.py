@@ -386,6 +386,7 @@ def supervise(plan_path: Path, poll_s: float = 0.2) -> int:
     try:
         # servers first, so the training tasks find them
         for t in sorted(tasks, key=lambda t: t.trains):
+            (base / t.log).parent.mkdir(parents=True, exist_ok=True)
             with open(base / t.log, "xb") as log:
                 procs[t.name] = subprocess.Popen(t.argv, env={**os.environ, **t.env}, stdout=log,
                                                  stderr=subprocess.STDOUT, stdin=subprocess.PIPE)

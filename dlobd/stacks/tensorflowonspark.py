@@ -69,8 +69,9 @@ and `gpus`/`workers` TF workers, one executor each, in a Python Spark 2.1.0's Py
 (3.5 or 2.7, SPARK-19019) that carries TFoS 1.0.8 and TensorFlow 1.4.0: DLOBD_TFOS_PYTHON
 (dlobd_stack_settings; without it, on the spack and registry methods, the wrapper of the paper
 image's Python 2.7; role python_env checks either on every host), or DLOBD_TF_RDMA_PYTHON for
-the points of TF's verbs channel (which then needs TFoS 1.0.8 too). Without it the points are
-not runnable, naming the setting. `mode: parameter server` (fig5b) is the strategy, not an
+the points of TF's verbs channel (which then needs TFoS 1.0.8 too) and, where the site gives it,
+for the points the spec compares with them, so that both sides run one TF build (label
+tf_build). Without either the points are not runnable, naming the setting. `mode: parameter server` (fig5b) is the strategy, not an
 input mode: such points, and those without a mode, are fed from RDDs (InputMode.SPARK, the
 launcher's choice, labelled). The stacks' Python keeps the project's own helpers (the
 monitor's psutil). Spark 2.1 knows the executors' memory overhead as
@@ -490,6 +491,8 @@ class Placement:
     # address) to this network's (their cluster, IPoIB, addresses), so an IPoIB point's traffic
     # is not carried by the Ethernet
     address_map: tuple = ()
+    # which setting's Python runs the point, and why (label tf_build)
+    tf_build: str = "DLOBD_PYTHON, the stacks' Python"
 
 
 def tf_nodes(point: dict, fixed: dict) -> int:
@@ -530,14 +533,16 @@ def per_workload(value, name: str):
     return value.get(name) if isinstance(value, dict) else value
 
 
-def placement(network: str, env: dict) -> Placement:
+def placement(network: str, env: dict, rdma_twin: bool = False) -> Placement:
     """The point's network as TFoS settings (config/networks.yaml via dlobd.spec.networks).
 
     NotRunnable when the cluster lacks the network's path: RDMA is TF's grpc+verbs protocol,
     in no TF 2.x wheel (capability tf-rdma: a Python whose TensorFlow has the verbs channel,
     given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it). On the paper
-    profile (DLOBD_PROFILE=paper) the other points run DLOBD_TFOS_PYTHON (tfos_python), and
-    every point train_tf1.py (tf1), whose nodes a non-Ethernet point moves from the workers'
+    profile (DLOBD_PROFILE=paper) the other points run DLOBD_TFOS_PYTHON (tfos_python), except
+    where the spec compares them with RDMA (`rdma_twin`) and the site gives that Python: then they
+    run it too, so that the two sides differ in transport only. Every paper-profile point runs
+    train_tf1.py (tf1), whose nodes a non-Ethernet point moves from the workers'
     default-route (else Ethernet) addresses, where TFoS 1.0.8 registers them, to their cluster ones
     (address_map)."""
     transport = networks.resolve("tensorflowonspark", network)
@@ -546,18 +551,21 @@ def placement(network: str, env: dict) -> Placement:
         raise NotRunnable(f"network {network}: TensorFlow protocol {transport.settings['protocol']} "
                                f"({transport.transport}) needs what this cluster lacks: {'; '.join(lacking)}")
     tf1 = env.get("DLOBD_PROFILE") == "paper"
+    rdma_build = "DLOBD_TF_RDMA_PYTHON, the TensorFlow with the verbs channel"
     if "tf-rdma" in transport.needs:
-        python = env["DLOBD_TF_RDMA_PYTHON"]
+        python, build = env["DLOBD_TF_RDMA_PYTHON"], rdma_build
+    elif tf1 and rdma_twin and env.get("DLOBD_TF_RDMA_PYTHON"):
+        python, build = env["DLOBD_TF_RDMA_PYTHON"], f"{rdma_build}, as its RDMA twin's: they differ in transport only"
     elif tf1:
-        python = tfos_python(env)
+        python, build = tfos_python(env), f"{provenance.TFOS_PYTHON}, TensorFlow {PAPER_TENSORFLOW}"
     else:
-        python = env["DLOBD_PYTHON"]
+        python, build = env["DLOBD_PYTHON"], Placement.tf_build
     workers = provenance.workers() or ["127.0.0.1"]
     if transport.address == "loopback":
         if not all(provenance.is_local_address(w) for w in workers):
             raise NotRunnable(f"network {network}: loopback needs every executor on this host; "
                               f"the cluster's workers are {hadoop.named(workers)}")
-        return Placement(transport, "127.0.0.1", "127.0.0.1", python, tf1)
+        return Placement(transport, "127.0.0.1", "127.0.0.1", python, tf1, tf_build=build)
     server = env.get("TFOS_SERVER_HOST") or env.get("DLOBD_CLUSTER_ADDRESS")
     address_map = ()
     if tf1 and transport.address != "ethernet":
@@ -567,7 +575,7 @@ def placement(network: str, env: dict) -> Placement:
         address_map = tuple(sorted((at, w) for w, at in registered.items() if w in workers and at != w))
     # one worker: every node on its address; several: TFoS takes each executor's own address
     return Placement(transport, server, workers[0] if len(workers) == 1 else None, python, tf1,
-                     address_map)
+                     address_map, build)
 
 
 def tfos_python(env: dict) -> str:
@@ -760,9 +768,15 @@ def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, wher
     return command + subset_and_address(ctx, name, where, local_data)
 
 
+def rdma_twin(ctx: runner.RunContext) -> bool:
+    """Whether the spec compares the point's network with TF's RDMA channel at its scale."""
+    values = (ctx.spec.get("scales", {}).get(ctx.scale, {}).get("matrix") or {}).get("network") or []
+    return any("tf-rdma" in networks.resolve("tensorflowonspark", str(v)).needs for v in values)
+
+
 def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     env = hadoop.stack_env()
-    where = placement(str(ctx.point.get("network", "loopback")), env)
+    where = placement(str(ctx.point.get("network", "loopback")), env, rdma_twin(ctx))
     _, _, dataset = workload(ctx)
     # NotRunnable (from here or the command) before any staging
     labels = tf1_layout(ctx)["labels"] if where.tf1 else {}
@@ -782,7 +796,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     result = runner.run_command(ctx, command, env=env, cwd=str(ctx.attempt_dir),
                               yarn_tag=hadoop.app_tag(ctx))
     result.labels.update({"data": runner.data_label(dataset),
-                          "protocol": where.transport.settings["protocol"],
+                          "protocol": where.transport.settings["protocol"], "tf_build": where.tf_build,
                           "tf_nodes": str(tf_nodes(ctx.point, ctx.fixed)), **labels})
     if where.tf1:
         # the run's provenance reads the stacks' Python, which carries neither

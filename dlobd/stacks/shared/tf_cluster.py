@@ -94,11 +94,13 @@ def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.La
     """Run the tasks of one TF cluster under the supervisor, the run's one command; a dry run
     lists the tasks it would start (as the plan file names them) and writes nothing."""
     adir = Path(ctx.attempt_dir).resolve()
+    plan = json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n"
     if not ctx.dry_run:
-        (adir / "tasks").mkdir()
-        (adir / PLAN_FILE).write_text(json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n")
+        (adir / PLAN_FILE).write_text(plan)
     result = runner.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
                                     str(adir / PLAN_FILE)], env=env, cwd=str(adir))
+    if ctx.dry_run:
+        result.extra["files"] = {PLAN_FILE: plan}
     # run.json keeps them too: where each task ran and how its port was chosen
     result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env,
                                   "ports": {} if t.port is None else {"server": t.port},
