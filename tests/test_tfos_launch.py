@@ -434,7 +434,8 @@ def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):
 
 
 def test_a_paper_point_without_the_site_python_is_not_runnable_naming_the_setting(tmp_path, monkeypatch):
-    env = {k: v for k, v in PAPER_ENV.items() if k != "DLOBD_TFOS_PYTHON"}
+    # neither the paper Python nor the RDMA twin's build, which an IPoIB point would run instead
+    env = {k: v for k, v in PAPER_ENV.items() if k not in ("DLOBD_TFOS_PYTHON", "DLOBD_TF_RDMA_PYTHON")}
     monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(env))
     monkeypatch.setattr(capabilities, "network_missing", lambda stack, network: [])  # IPoIB: an HCA this machine lacks
     ctx = paper_context(tmp_path, "dlobd-fig5b", {"workload": "mnist", "network": "ipoib", "gpus": 2})
