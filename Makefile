@@ -178,9 +178,10 @@ SCALE ?= local
 # the name new runs are recorded under (data/runs/<CLUSTER>/...); empty: the inventory's dlobd_cluster_name
 CLUSTER ?=
 .PHONY: experiments
-experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing
+experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing (WRITE=DIR: each point's files and command.sh there)
 	@if [ -n "$(DRY_RUN)" ]; then \
 	  $(BIN)/dlobd dry-run --scale $(SCALE) --inventory $(INVENTORY) $(if $(CLUSTER),--cluster $(CLUSTER)) --runs $(RUNS) \
+	    $(if $(WRITE),--write $(WRITE)) \
 	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
 	else \
 	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
