@@ -80,9 +80,9 @@ lint-ansible: setup-dev ## ansible-lint (production profile) and --syntax-check 
 # The real Spack install (make test-spack), the image builds (make test-apptainer, make
 # test-paper-profile), the Slurm path from the image (make test-slurm), the CaffeOnSpark port's
 # build (make test-caffeonspark) and the emulated hosts provisioned whole (make test-emulated,
-# make test-shared-prefix) have budgets of their own, not part of make test.
+# make test-shared-prefix, make test-paper-shape) have budgets of their own, not part of make test.
 INTEGRATION_APART = test_spack_install test_apptainer_image test_caffeonspark_port test_paper_profile \
-  test_emulated_shared_prefix test_emulated_provision test_slurm
+  test_emulated_shared_prefix test_emulated_provision test_slurm test_paper_shape
 test-integration: setup-dev emulated-deps ## provision a fresh prefix, smoke-test it, run real slices of BigDL, TF and TFoS on it; the emulated hosts' harness
 	$(BIN)/pytest -m integration tests/integration $(INTEGRATION_APART:%=--ignore=tests/integration/%.py)
 
