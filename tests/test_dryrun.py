@@ -29,6 +29,7 @@ from datafiles import write_idx
 from inventories import EXAMPLE, OTHER_STACK_SETTINGS, write_other, write_plain
 import stackfakes
 from dlobd.stacks import runner
+from dlobd.stacks.shared import tf_cluster
 
 WORKERS = "127.0.0.2 127.0.0.3"
 
@@ -557,8 +558,7 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
     for (eid, pid), r in done.items():
         assert r.status == "dry run", (eid, pid, r.reason)
         python = "/sw/tf1-verbs/bin/python"
-        assert r.labels["tf_build"].startswith("DLOBD_TF_RDMA_PYTHON, the TensorFlow with the verbs channel")
-        assert r.labels["tf_build"].endswith("differ in transport only") == ("network-rdma" not in pid)
+        assert r.labels["tf_build"] == tf_cluster.RDMA_BUILD
         at = r.command.index(train_tf1)
         assert r.command[0] == "$SPARK_HOME/bin/spark-submit" and f"spark.pyspark.python={python}" in r.command
         assert f"spark.executorEnv.PYSPARK_PYTHON={python}" in r.command
@@ -604,7 +604,7 @@ def test_tfos_paper_points_run_tfos_1_in_the_site_python(tmp_path):
         "TF_CNN_BENCHMARKS_HOME": "/sw/tf-benchmarks", "DLOBD_TFOS_PYTHON": "/sw/py35-tf14/bin/python"})
     ipoib = inventory_dry_runs(without, tmp_path / "w", ["dlobd-fig9"])["dlobd-fig9", "framework-tensorflowonspark_network-ipoib"]
     assert "spark.pyspark.python=/sw/py35-tf14/bin/python" in ipoib.command
-    assert ipoib.labels["tf_build"] == "DLOBD_TFOS_PYTHON, TensorFlow 1.4.0"
+    assert ipoib.labels["tf_build"] == tf_cluster.TFOS_BUILD
 
 
 @pytest.mark.parametrize("method", ["spack", "apptainer"])

@@ -348,7 +348,11 @@ def test_every_paper_point_runs_train_tf1_in_the_site_python(tmp_path, monkeypat
     cmd = tfos.build_command(ctx, "spark-submit", URI, where, LOCAL)
     conf = confs(cmd)
     rdma = point["network"] == "rdma"
-    python = "/opt/tf1-verbs/bin/python" if rdma else "/opt/py35-tf14/bin/python"
+    # the site's RDMA build runs both sides of the comparison; without it, DLOBD_TFOS_PYTHON the IPoIB side
+    python = "/opt/tf1-verbs/bin/python"
+    if not rdma:
+        without = {k: v for k, v in PAPER_ENV.items() if k != "DLOBD_TF_RDMA_PYTHON"}
+        assert tfos.placement(point["network"], without).python == "/opt/py35-tf14/bin/python"
     assert cmd[:5] == ["spark-submit", "--master", "yarn", "--deploy-mode", "client"]
     assert cmd[cmd.index("spark.ui.enabled=false") + 1] == str(tfos.TRAIN_TF1)
     assert str(tfos.TRAIN) not in cmd

@@ -277,8 +277,9 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     if extra_files:
         result.extra["hostfile"] = next(iter(extra_files.values()))
     if ctx.dry_run:
-        result.extra["files"] = {**texts, **{str(Path(path).relative_to(adir)) if Path(path).is_relative_to(adir)
-                                             else str(path): text for path, text in (extra_files or {}).items()}}
+        # its hostfile is in the attempt, as its prototxts
+        result.extra["files"] = {**texts, **{str(Path(path).relative_to(adir)): text
+                                             for path, text in (extra_files or {}).items()}}
     result.hosts = [{"name": h, "address": h, "roles": [f"gpu x{n}"]} for h, n in p["placement"]]
     return result
 

@@ -70,8 +70,8 @@ and `gpus`/`workers` TF workers, one executor each, in a Python Spark 2.1.0's Py
 (dlobd_stack_settings; without it, on the spack and registry methods, the wrapper of the paper
 image's Python 2.7; role python_env checks either on every host), or DLOBD_TF_RDMA_PYTHON for
 the points of TF's verbs channel (which then needs TFoS 1.0.8 too) and, where the site gives it,
-for the points the spec compares with them, so that both sides run one TF build (label
-tf_build). Without either the points are not runnable, naming the setting. `mode: parameter server` (fig5b) is the strategy, not an
+for the other points too, as native TF's (tf_cluster.transport): one TF build on both sides of a
+comparison (label tf_build). Without either the points are not runnable, naming the setting. `mode: parameter server` (fig5b) is the strategy, not an
 input mode: such points, and those without a mode, are fed from RDDs (InputMode.SPARK, the
 launcher's choice, labelled). The stacks' Python keeps the project's own helpers (the
 monitor's psutil). Spark 2.1 knows the executors' memory overhead as
@@ -97,6 +97,7 @@ from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.spec import networks
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
+from dlobd.stacks.shared import tf_cluster
 from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
 
 LOG_FILES = ("stdout.log", "stderr.log", "executors/*/stdout", "executors/*/stderr",
@@ -491,8 +492,8 @@ class Placement:
     # address) to this network's (their cluster, IPoIB, addresses), so an IPoIB point's traffic
     # is not carried by the Ethernet
     address_map: tuple = ()
-    # which setting's Python runs the point, and why (label tf_build)
-    tf_build: str = "DLOBD_PYTHON, the stacks' Python"
+    # which setting's Python runs the point (label tf_build)
+    tf_build: str = "DLOBD_PYTHON: the stacks' Python"
 
 
 def tf_nodes(point: dict, fixed: dict) -> int:
@@ -533,15 +534,15 @@ def per_workload(value, name: str):
     return value.get(name) if isinstance(value, dict) else value
 
 
-def placement(network: str, env: dict, rdma_twin: bool = False) -> Placement:
+def placement(network: str, env: dict) -> Placement:
     """The point's network as TFoS settings (config/networks.yaml via dlobd.spec.networks).
 
     NotRunnable when the cluster lacks the network's path: RDMA is TF's grpc+verbs protocol,
     in no TF 2.x wheel (capability tf-rdma: a Python whose TensorFlow has the verbs channel,
     given as DLOBD_TF_RDMA_PYTHON; the driver and the executors then run it). On the paper
-    profile (DLOBD_PROFILE=paper) the other points run DLOBD_TFOS_PYTHON (tfos_python), except
-    where the spec compares them with RDMA (`rdma_twin`) and the site gives that Python: then they
-    run it too, so that the two sides differ in transport only. Every paper-profile point runs
+    profile (DLOBD_PROFILE=paper) the other points run that Python too where the site gives it,
+    as native TF's do (tf_cluster.transport: the two sides of a comparison differ in transport
+    only), else DLOBD_TFOS_PYTHON (tfos_python). Every paper-profile point runs
     train_tf1.py (tf1), whose nodes a non-Ethernet point moves from the workers'
     default-route (else Ethernet) addresses, where TFoS 1.0.8 registers them, to their cluster ones
     (address_map)."""
@@ -551,13 +552,10 @@ def placement(network: str, env: dict, rdma_twin: bool = False) -> Placement:
         raise NotRunnable(f"network {network}: TensorFlow protocol {transport.settings['protocol']} "
                                f"({transport.transport}) needs what this cluster lacks: {'; '.join(lacking)}")
     tf1 = env.get("DLOBD_PROFILE") == "paper"
-    rdma_build = "DLOBD_TF_RDMA_PYTHON, the TensorFlow with the verbs channel"
-    if "tf-rdma" in transport.needs:
-        python, build = env["DLOBD_TF_RDMA_PYTHON"], rdma_build
-    elif tf1 and rdma_twin and env.get("DLOBD_TF_RDMA_PYTHON"):
-        python, build = env["DLOBD_TF_RDMA_PYTHON"], f"{rdma_build}, as its RDMA twin's: they differ in transport only"
+    if "tf-rdma" in transport.needs or tf1 and env.get("DLOBD_TF_RDMA_PYTHON"):
+        python, build = env["DLOBD_TF_RDMA_PYTHON"], tf_cluster.RDMA_BUILD
     elif tf1:
-        python, build = tfos_python(env), f"{provenance.TFOS_PYTHON}, TensorFlow {PAPER_TENSORFLOW}"
+        python, build = tfos_python(env), tf_cluster.TFOS_BUILD
     else:
         python, build = env["DLOBD_PYTHON"], Placement.tf_build
     workers = provenance.workers() or ["127.0.0.1"]
@@ -768,15 +766,9 @@ def build_command(ctx: runner.RunContext, spark_submit: str, data_uri: str, wher
     return command + subset_and_address(ctx, name, where, local_data)
 
 
-def rdma_twin(ctx: runner.RunContext) -> bool:
-    """Whether the spec compares the point's network with TF's RDMA channel at its scale."""
-    values = (ctx.spec.get("scales", {}).get(ctx.scale, {}).get("matrix") or {}).get("network") or []
-    return any("tf-rdma" in networks.resolve("tensorflowonspark", str(v)).needs for v in values)
-
-
 def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     env = hadoop.stack_env()
-    where = placement(str(ctx.point.get("network", "loopback")), env, rdma_twin(ctx))
+    where = placement(str(ctx.point.get("network", "loopback")), env)
     _, _, dataset = workload(ctx)
     # NotRunnable (from here or the command) before any staging
     labels = tf1_layout(ctx)["labels"] if where.tf1 else {}

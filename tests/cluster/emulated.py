@@ -771,10 +771,11 @@ def relink(state_dir: Path, value: str, inventory: Path) -> Plan:
     if not inventory.is_file():
         raise HarnessError(f"inventory {inventory} is missing: pass the cluster's --inventory")
     tier, network = resolve_tier(value)
-    if plan_of(state).site == "paper-shape":
+    running = plan_of(state)
+    if running.site == "paper-shape":
         raise HarnessError("a paper-shape site keeps its links: the cluster links stand in for IPoIB, "
                            "the management network is its Ethernet")
-    plan = replace(plan_of(state), tier=tier, network=network)
+    plan = replace(running, tier=tier, network=network)
     relinked = relinked_inventory(yaml.safe_load(inventory.read_text()), plan)
     shaped = {(i["dev"], i["netns"]) for i in state.data["made"] if i["kind"] == "qdisc"}
     for h in plan.hosts:
