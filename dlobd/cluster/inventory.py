@@ -89,8 +89,8 @@ STACK_SETTINGS = {
                          "or fetches it, role python_env places it on every host with a wrapper), and the "
                          "apptainer method the Python 2.7 of its own image, the paper image (those of "
                          "network=rdma run DLOBD_TF_RDMA_PYTHON, which then needs "
-                         "tensorflowonspark 1.0.8 too, and so do the points compared with them, one TF "
-                         "build on both sides); the paper profile's PageRank without HiBench "
+                         "tensorflowonspark 1.0.8 too, and so do the other points, one TF build on both "
+                         "sides of a comparison); the paper profile's PageRank without HiBench "
                          "(workloads/pagerank/spark_pagerank.py) runs its PySpark in it too, and is not "
                          "runnable without it",
     "HIBENCH_HOME": "Intel HiBench built with its Spark PageRank (github.com/Intel-bigdata/HiBench)",
