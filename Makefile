@@ -340,9 +340,14 @@ browser-deps: ## install chromium and chromium-driver when missing (needs root a
 build-deps: setup ## install the Debian packages the project's benchmarks build against (needs root and apt)
 	$(PLAYBOOK) playbooks/build-deps.yml
 
+# In TEST_WORKERS processes (pytest-xdist), a test file to each: most unit tests wait on a child
+# (ansible-playbook, make, a compiler), so two share the 2 cores of a CI machine well; a file's
+# module fixtures (a playbook run of 21 scenarios, a rebuilt report) run once. The slowest 15
+# print at the end.
+TEST_WORKERS ?= 2
 .PHONY: test-unit
 test-unit: setup-dev browser-deps build-deps slurm-deps ## unit tests (no cluster needed), the report in a headless browser
-	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" tests
+	SPACK_BUILD=$(SPACK_BUILD) $(BIN)/pytest -m "not integration" -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 ## ---------------------------------------------------------------- Apptainer images (containers/)
 

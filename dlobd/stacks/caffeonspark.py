@@ -71,7 +71,6 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-import jinja2
 
 from dlobd import NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
@@ -85,7 +84,7 @@ from dlobd.stacks import (
     setting,
     yarn_application_span,
 )
-from dlobd.stacks.shared.caffe_nets import NETS, models
+from dlobd.stacks.shared.caffe_nets import models, templates
 from dlobd.stacks.shared.caffe_solver import GLOG, THREAD, GlogClock, SolverLines
 
 LOG_FILES = ("stderr.log", "containers/*/stderr")
@@ -209,11 +208,6 @@ parse_records = yarn_application_span
 
 # ---------------------------------------------------------------------------- launcher
 
-def _templates() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(NETS)),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
-
 def plan_point(ctx: runner.RunContext) -> dict:
     """Model, device, nodes, batch, network and connection of one point, checked; raises
     NotRunnable for what the cluster lacks, ValueError for a bad point."""
@@ -334,7 +328,7 @@ def hdfs_uri(path: str) -> str:
 def render(ctx: runner.RunContext, p: dict, uris: dict) -> dict:
     """The solver and net of a point as text: {file name: text}."""
     m = models()[p["model"]]
-    env = _templates()
+    env = templates()
     net = env.get_template(m["template"]).render(
         train_source=uris["train"], test_source=uris["test"], batch=p["batch"], test_batch=m["test_batch"],
         input=m["input"], classes=int(ctx.fixed.get("classes", 10)))

@@ -44,7 +44,6 @@ import json
 import re
 from pathlib import Path
 
-import jinja2
 
 from dlobd import NOT_OBTAINABLE, NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
@@ -52,7 +51,7 @@ from dlobd.cluster.remote import ssh_argv
 from dlobd.spec.metrics import row
 from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
 from dlobd.stacks.shared import cntk_install
-from dlobd.stacks.shared.caffe_nets import NETS, models
+from dlobd.stacks.shared.caffe_nets import models, templates
 from dlobd.stacks.shared.caffe_solver import GLOG, GlogClock, SolverLines
 from dlobd.stacks.shared.cntk_log import CntkEpochs
 from dlobd.stacks.shared.mpi import hostfile_text, mpirun_prefix, rank_placement
@@ -222,8 +221,7 @@ def data_sources(p: dict) -> dict:
 
 def render(p: dict, sources: dict) -> dict:
     m = models()[p["model"]]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(NETS)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
+    env = templates()
     per_rank = max(1, p["global_batch"] // p["gpus"])
     net = env.get_template(m["template"]).render(
         data_kind=sources["kind"], train_source=sources["train"], test_source=sources["test"],
