@@ -355,7 +355,7 @@ def test_repeats_of_a_point_are_drawn_as_mean_with_their_spread(tmp_path):
     (bar,) = [c for c in ax.collections if c.get_segments()]      # the error bar's line
     (segment,) = bar.get_segments()
     assert [y for _, y in segment] == pytest.approx([90.0, 120.0])
-    assert "3 repeats a point: mean, bars min–max" in _texts(fig)
+    assert "3 runs a point: mean, bars min–max" in _texts(fig)
 
 
 def test_a_paper_scale_figure_names_what_its_runs_assumed():

@@ -192,6 +192,41 @@ def test_no_paper_value_a_voided_claim_reads_is_drawn_beside_a_counterpart(rebui
     assert sorted(marked) == ["scaffe-fig12"] * 2 + ["scaffe-table2"] * 14
 
 
+def test_a_data_set_its_runs_generated_is_named_synthetic_where_the_figures_name_it(rebuilt, tmp_path):
+    """dlobd-fig5b's CIFAR-10 runs read generated images, its MNIST runs the real set: the panel
+    titles and the resource-use legend say which, where the name alone reads as the data set."""
+    results = rebuilt["tmp"] / "results" / "local"
+    s = SPECS["dlobd-fig5b"]
+    table = pd.read_csv(results / "dlobd-fig5b.csv")
+    fig = figures.build(s.data, "local", s.scale("local"), table)
+    titles = {ax.get_title() for ax in fig.axes} - {""}
+    assert {"workload=cifar10 (synthetic)", "workload=mnist"} <= titles, titles
+    legend = [t.get_text() for t in figures.draw_utilisation(s.data, "local", table, tmp_path / "u.png")
+              .legends[0].texts]
+    assert any(t.startswith("gpus=1, network=loopback, workload=cifar10 (synthetic)") for t in legend), legend
+    assert any("workload=mnist" in t and "synthetic" not in t for t in legend), legend
+
+
+@pytest.mark.parametrize("eid, label", [
+    ("rdmatf-fig5", "lowest CPU utilisation during training (%, log)"),
+    ("dlobd-fig8b", "GPU memory of the job (GB, log)"),
+])
+def test_a_panel_of_the_paper_s_stated_values_names_its_quantity(rebuilt, eid, label):
+    """Not only 'GB (log)': the quantity the paper states, from the value or the figure."""
+    table = pd.read_csv(rebuilt["tmp"] / "results" / "local" / f"{eid}.csv")
+    fig = figures.build(SPECS[eid].data, "local", SPECS[eid].scale("local"), table)
+    stated = [" ".join(ax.get_ylabel().split()) for ax in fig.axes if ax.get_ylabel().endswith("log)")]
+    assert stated == [label]
+
+
+def test_a_figure_says_how_many_runs_and_repeats_its_bars_cover(rebuilt):
+    """tfgrpc-fig9's bars span the 3 repeats inside one run: they say so, and so that they hold
+    no spread between runs (tfgrpc-fig8 and fig9 once ran the same point 60 % apart)."""
+    table = pd.read_csv(rebuilt["tmp"] / "results" / "local" / "tfgrpc-fig9.csv")
+    fig = figures.build(SPECS["tfgrpc-fig9"].data, "local", SPECS["tfgrpc-fig9"].scale("local"), table)
+    assert {ax.get_title(loc="right") for ax in fig.axes} >= {"1 run a point, 3 repeats in it: mean, bars min–max"}
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """Debian's Chromium, headless, driven by Selenium through Debian's chromedriver (`make
@@ -343,6 +378,9 @@ def test_page_headers_and_thumbnails_name_what_ran_here(rebuilt):
     # the project's own Keras trainer stands in for tf_cnn_benchmarks
     page = (report_dir / "experiments" / "dlobd-fig11-local.html").read_text()
     assert "with <b>tensorflow 2.15.1</b> (paper: resnet50, tf_cnn_benchmarks)" in page
+    # the model the local scale describes, where the paper states none
+    page = (report_dir / "experiments" / "scaffe-table2-local.html").read_text()
+    assert "ran: <b>least-squares regression, 4 Mi parameters</b> on least-squares-synthetic" in page
     index = (report_dir / "index.html").read_text()
     thumb = index[index.index('id="dlobd-fig6c-local"'):]
     assert "ran: <b>lenet5</b> on mnist" in thumb[:thumb.index("</div>")]

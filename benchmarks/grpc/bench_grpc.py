@@ -6,10 +6,13 @@ Runs, interleaved (the order rotates each repeat) and repeated, since the machin
   p2p-latency    gRPC round trips of a payload of one Small (10 B) buffer
   tcp-stream     a raw TCP stream of 10 MiB writes
   p2p-bandwidth  gRPC calls carrying ten Large (1 MiB) buffers, acknowledged by the PS
+  p2p-latency-<scheme>  the points of tfgrpc-fig8/9 on loopback: ten buffers of the
+                 uniform, random and skew payload schemes
 The gRPC benchmarks run as unary RPCs (`rpc: unary`, one call per payload, as TensorFlow's
 RecvTensor) and as messages of one open stream (`rpc: streaming`). No process is pinned.
 Prints `name: value` lines: the median over the repeats of each measurement with its
-`<name>_min_max`, the ratios of medians (each with the min-max of the per-repeat ratios)
+`<name>_min_max` and `<name>_spread_pct` (max - min over the median: how far two runs of
+the same point apart in time can differ on this machine), the ratios of medians (each with the min-max of the per-repeat ratios)
 and their goals: p2p-latency within 1.15x the floor, streaming within 2x the TCP round
 trip, Large-payload bandwidth at least 0.70 of the TCP stream; unary against TCP is reported
 (it is the gRPC build's cost, README "The floor"). Also the gRPC version both programs ran
@@ -41,6 +44,9 @@ CASES = [  # name, program (suite or floor), its command and options
     ("p2p_bandwidth_large", "suite", ["run", *SUITE, "--benchmark", "p2p-bandwidth", *LARGE]),
     ("p2p_bandwidth_large_streaming", "suite",
      ["run", *SUITE, "--benchmark", "p2p-bandwidth", *LARGE, *STREAMING]),
+    *((f"p2p_latency_{scheme}", "suite",
+       ["run", *SUITE, "--benchmark", "p2p-latency", "--scheme", scheme, "--buffers", "10"])
+      for scheme in ("uniform", "random", "skew")),
 ]
 SUFFIXES = {"latency_p50_us": "p50_us", "latency_us": "mean_us", "bandwidth_mb_per_s": "mb_per_s"}
 # ratio name -> (numerator, denominator, metric, goal text, goal met)
@@ -115,6 +121,7 @@ def main() -> int:
                 key = f"{name}_{suffix}"
                 lines[key] = statistics.median(values)
                 lines[f"{key}_min_max"] = f"{min(values):.3f} {max(values):.3f}"
+                lines[f"{key}_spread_pct"] = 100 * (max(values) - min(values)) / lines[key]
     for ratio, (num, den, metric, goal, met) in RATIOS.items():
         lines[ratio] = (statistics.median(v[metric] for v in got[num])
                         / statistics.median(v[metric] for v in got[den]))

@@ -158,12 +158,14 @@ def _stack_version(run: dict, stack: str) -> str:
 
 
 def what_ran(spec: dict, scale_data: dict, run_list: list[dict]) -> dict:
-    """What ran at the scale: the model (the scale's fixed model or its matrix's, else the paper's),
+    """What ran at the scale: the model (the scale's fixed model or its matrix's, else the one it
+    describes, else the paper's),
     the data and each stack with the version its used runs recorded (the stack axis' value, else
     the scale's stack); and the paper's model and stack where either differs."""
     fixed_model = (scale_data.get("fixed") or {}).get("model")
     models = (scale_data.get("matrix") or {}).get("model")
-    model = fixed_model or ("; ".join(map(str, models)) if models else spec.get("model"))
+    model = fixed_model or ("; ".join(map(str, models)) if models else
+                            scale_data.get("model") or spec.get("model"))
     scale_stack = scale_data.get("stack") or spec.get("stack")
     axis = spec.get("stack_axis")
     ok = [r for r in run_list if r.get("used") and r.get("status") == "ok"]

@@ -96,18 +96,12 @@ def grouped_bars(fig: Figure, ctx: Context, lines: bool = False) -> None:
         ok_runs = pframe[pframe["status"] == "ok"]
         if int(ctx.scale.get("repeats", 1)) <= 1 and (ok_runs["low"] < ok_runs["high"]).any():
             # (the footer says what the bars of repeated runs are)
-            ax.set_title(f"{_repeats_in_a_run(ctx)}: mean, bars min–max", fontsize=8, loc="right")
+            ax.set_title(ctx.bars_text(), fontsize=8, loc="right")
         axis_scales(ax, ctx)
         if ax.get_legend_handles_labels()[0]:
             ax.margins(y=0.3)  # headroom, so the legend does not cover the tallest bars
             ax.legend(fontsize=7, title=legend_title(ctx, series), title_fontsize=7)
         _value_axis(ax, ctx)
-
-
-def _repeats_in_a_run(ctx: Context) -> str:
-    """What a run's mean is taken over: '3 repeats a run' (TF-gRPC-Bench's `repeats`)."""
-    repeats = (ctx.scale.get("fixed") or {}).get("repeats")
-    return f"{label_of(repeats)} repeats a run" if repeats else "a run's values"
 
 
 def scaling_lines(fig: Figure, ctx: Context) -> None:

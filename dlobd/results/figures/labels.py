@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 
 from dlobd.results import comparability
 from dlobd.results.comparability import WORKLOAD_SETTINGS
-from dlobd.results.figures.values import as_number, label_of, ordered_values, point_values, same, where
+from dlobd.results.figures.values import (
+    as_number, label_of, ordered_values, point_values, same, value_label, where)
 from dlobd.results.tidy import LAYOUT_COUNT, count_text
 from dlobd.spec import _matches, expand, load_all, substitutions
 
@@ -346,6 +347,21 @@ class Context:
         vals = {str(v) for c in cols for v in t[c].dropna().unique()}
         return any("emulated" in v for v in vals)
 
+    def bars_text(self) -> str:
+        """What a drawn mean and its bar cover, counted from the runs drawn: '3 runs a point:
+        mean, bars min–max', or '1 run a point, 3 repeats in it' where a run repeats its
+        measurement (TF-gRPC-Bench's `repeats`), which says the bars hold no run-to-run spread."""
+        ok = self.ok
+        axes = [a for a in self.matrix if a in ok.columns]
+        counts = (ok.groupby(axes, dropna=False)["run_id"].nunique() if axes
+                  else pd.Series([ok["run_id"].nunique()])) if not ok.empty else pd.Series([0])
+        low, high = int(counts.min()), int(counts.max())
+        runs = f"{low}–{high} runs" if low != high else f"{low} run{'s' if low != 1 else ''}"
+        within = (self.scale.get("fixed") or {}).get("repeats")
+        if within:
+            return f"{runs} a point, {label_of(within)} repeats in {'it' if high == 1 else 'each'}: mean, bars min–max"
+        return f"{runs} a point: mean{' of its values' if high == 1 else ''}, bars min–max"
+
     def footer(self) -> str:
         cluster_spec = self.scale.get("cluster")
         ran_on = self.clusters()
@@ -358,9 +374,8 @@ class Context:
             parts.append("SYNTHETIC DATA")
         if self.emulated():
             parts.append("EMULATED NETWORK (shaped veth links, not IPoIB/RDMA)")
-        repeats = int(self.scale.get("repeats", 1))
-        if repeats > 1:
-            parts.append(f"{repeats} repeats a point: mean, bars min–max")
+        if int(self.scale.get("repeats", 1)) > 1:
+            parts.append(self.bars_text())
         substituted = substitutions.footer(self.spec, self.scale_name, ran=self.ran())
         if substituted:
             parts.append(substituted)
@@ -463,7 +478,8 @@ def lines_left_out(ctx: Context, values: pd.DataFrame, pkeys: list[tuple], serie
 
 def panel_title(ctx: Context, key: tuple) -> str:
     names = list(ctx.plot.get("panels") or [])
-    return ", ".join(f"{ctx.axis_name(n)}={label_of(v)}" for n, v in zip(names, key))
+    rows = select(ctx.ok, names, key)
+    return ", ".join(f"{ctx.axis_name(n)}={value_label(n, v, rows)}" for n, v in zip(names, key))
 
 
 def axis_scales(ax, ctx: Context) -> None:

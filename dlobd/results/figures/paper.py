@@ -4,6 +4,7 @@ values of the same quantity, and the times to a target accuracy."""
 from __future__ import annotations
 
 import itertools
+import re
 import textwrap
 
 import pandas as pd
@@ -367,8 +368,7 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             ax.set_title(f"each over its baseline: paper hatched{here_said}", fontsize=7.5, color=PAPER_COLOR)
         else:
             _log_y(ax)
-            units = {get_unit(ctx, p) for p in group}
-            ax.set_ylabel(", ".join(sorted(u for u in units if u)) + " (log)", fontsize=7)
+            ax.set_ylabel(stated_axis_label(ctx, group), fontsize=7)
             ax.set_title(f"paper's stated values hatched{here_said}", fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
         _fit_value_labels(fig, ax)
@@ -406,6 +406,27 @@ def _fit_value_labels(fig: Figure, ax) -> None:
         low, high = ax.get_ylim()
         ax.set_ylim(low, high * (high / low) ** share if ax.get_yscale() == "log"
                     else high + (high - low) * share)
+
+
+def stated_axis_label(ctx: Context, group: list[dict]) -> str:
+    """What a panel of stated values measures, with its units: 'GPU memory of the job (GB, log)',
+    not only 'GB (log)'. A value's own `quantity`, else its metric's label in this figure (the
+    plot's, or the one drawn beside it), else the metric's name; only the units where the
+    panel's values measure several."""
+    beside = ctx.plot.get("beside") or {}
+
+    def quantity(p: dict) -> str:
+        metric = p.get("metric") or ctx.metric["name"]
+        label = (p.get("quantity") or (ctx.y_label() if metric == ctx.metric["name"] else None)
+                 or (beside.get("y_label") if metric == beside.get("metric") else None)
+                 or metric.replace("_", " "))
+        return re.sub(r"\s*\([^()]*\)$", "", label)   # the unit, said once after the names
+
+    names = set(quantity(p) for p in group)
+    units = ", ".join([*sorted({u for u in (get_unit(ctx, p) for p in group) if u}), "log"])
+    # one quantity is named, wrapped to the panel's height at 7 pt; several keep the units alone
+    # (the points under the bars tell them apart): their names beside the axis ran into the next panel
+    return textwrap.fill(f"{names.pop()} ({units})", 34) if len(names) == 1 else f"({units})"
 
 
 def get_unit(ctx: Context, paper_value: dict) -> str:

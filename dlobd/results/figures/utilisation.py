@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dlobd.results.figures.labels import reason_box
-from dlobd.results.figures.values import label_of
+from dlobd.results.figures.values import value_label
 from dlobd.results.figures.layout import DPI, FIGSIZE, save
 from dlobd.results.tidy import is_monitor, not_run_reason
 from dlobd.spec import point_id
@@ -47,7 +47,7 @@ def _run_labels(spec: dict, scale_name: str, mon: pd.DataFrame) -> dict[str, str
         for pair in Path(str(run_id)).parts[3].split("_"):
             axis = next((a for a in sorted(axes, key=len, reverse=True) if pair.startswith(point_id({a: ""}))), None)
             ran = rows[axis].dropna() if axis in rows else ()
-            value = label_of(ran.iloc[0]) if len(ran) else pair[len(point_id({axis: ""})):] if axis else ""
+            value = value_label(axis, ran.iloc[0], rows) if len(ran) else pair[len(point_id({axis: ""})):] if axis else ""
             pairs.append(f"{axis}={value}" if axis else pair.replace("-", "=", 1))
         out[run_id] = ", ".join(pairs)
     return out

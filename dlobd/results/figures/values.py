@@ -41,6 +41,18 @@ def label_of(v) -> str:
     return str(v)
 
 
+# the matrix axis whose values name a data set (CIFAR-10, MNIST)
+DATA_AXIS = "workload"
+
+
+def value_label(axis: str, value, rows: pd.DataFrame) -> str:
+    """A matrix value as a figure names it; a data set its runs generated reads
+    `cifar10 (synthetic)`, since the name alone reads as the real data set."""
+    synthetic = (axis == DATA_AXIS and "data_label" in rows and not rows.empty
+                 and (rows["data_label"].astype(str) == "synthetic").all())
+    return label_of(value) + (" (synthetic)" if synthetic else "")
+
+
 def reduce_values(rows: pd.DataFrame, how: str, over: str | None = None) -> float | None:
     vals = rows
     order = [c for c in ([over] if over else []) + ["epoch", "step", "wall_clock_s"]
