@@ -292,3 +292,14 @@ def test_on_the_paper_profile_grpc_runs_in_a_tf1(monkeypatch, tmp_path):
                                                                             tf_cluster.RDMA_BUILD))
     settings["DLOBD_PROFILE"] = "modern"
     assert tf.transport("loopback")[1] is None
+
+
+def test_a_gpu_point_s_build_that_cannot_import_tensorflow_is_refused_and_a_dry_run_asks_none(tmp_path):
+    """The launch asks the build's own Python: one without TensorFlow (this machine's system
+    Python) is refused with its import error; a dry run starts no Python at all."""
+    with pytest.raises(NotRunnable, match=r"^/usr/bin/python3: cannot import TensorFlow to ask whether "
+                                          r"it has CUDA: ModuleNotFoundError: No module named 'tensorflow'"):
+        tf_cluster.refuse_cpu_only("/usr/bin/python3", "DLOBD_PYTHON", {"PATH": "/usr/bin"}, dry_run=False)
+    tf_cluster.refuse_cpu_only(str(tmp_path / "no-such-python"), "DLOBD_PYTHON", {}, dry_run=True)
+    with pytest.raises(NotRunnable, match="no-such-python: cannot ask its TensorFlow"):
+        tf_cluster.refuse_cpu_only(str(tmp_path / "no-such-python"), "DLOBD_PYTHON", {}, dry_run=False)

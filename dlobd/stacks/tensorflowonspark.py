@@ -771,7 +771,10 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     where = placement(str(ctx.point.get("network", "loopback")), env)
     _, _, dataset = workload(ctx)
     # NotRunnable (from here or the command) before any staging
-    labels = tf1_layout(ctx)["labels"] if where.tf1 else {}
+    lay = tf1_layout(ctx) if where.tf1 else {}
+    if lay.get("gpus"):
+        tf_cluster.refuse_cpu_only(where.python, where.tf_build, env, ctx.dry_run)
+    labels = lay.get("labels", {})
     local = Path(env["DLOBD_DATA_DIR"]) / dataset
     # the executors read the training set from HDFS (spark mode: sc.binaryFiles/binaryRecords)
     data_uri = hadoop.hdfs_uri(f"{HDFS_DATA}/{dataset}")

@@ -12,10 +12,12 @@ import time
 import psutil
 import pytest
 
-from dlobd import spec
+from dlobd import NotRunnable, spec
+from dlobd.cluster import hadoop
 from dlobd.execution import runs
 from dlobd.results import tidy as results
 from dlobd.stacks import tensorflow as tf
+from dlobd.stacks.shared import tf_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -158,3 +160,13 @@ def test_the_time_limit_ends_every_task(stack_cluster, tmp_path):
     assert record["status"] == "hung" and "time limit of 12" in record["reason"]
     assert (attempt / "stdout.log").read_text().count("started ") == 4
     assert len(watch.pids) == 4 and watch.left_running() == {}
+
+
+def test_a_gpu_point_is_refused_in_a_tensorflow_built_without_cuda(stack_cluster):
+    """The stacks' TensorFlow on this machine (PyPI's tensorflow-cpu) asked as a GPU point's launch
+    asks it: refused, naming the build and version, rather than trained on the CPU and read as a
+    GPU's run."""
+    env = hadoop.stack_env()
+    with pytest.raises(NotRunnable, match=r"^a GPU point in DLOBD_PYTHON: its TensorFlow 2\.\d+\.\d+ \(.*\) "
+                                          "is built without CUDA and would train on the CPU"):
+        tf_cluster.refuse_cpu_only(env["DLOBD_PYTHON"], "DLOBD_PYTHON", env, dry_run=False)

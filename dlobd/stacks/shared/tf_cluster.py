@@ -4,7 +4,9 @@ supervise`, one command for runner.run_command to time and monitor). Native TF a
 tf_cnn_benchmarks launch through this.
 """
 
+import functools
 import json
+import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -84,6 +86,37 @@ def transport(network: str, stack: str = "tensorflow") -> tuple:
     if not tfos:
         raise NotRunnable(PAPER_TF)
     return link, TF1Build(tfos, TFOS_BUILD)
+
+
+# what a build's Python is asked; the same text in Python 2.7 (TF 1.4's) and 3
+TF_BUILD_PROBE = "import tensorflow as tf; print('%s %s' % (tf.__version__, tf.test.is_built_with_cuda()))"
+
+
+@functools.cache
+def _tensorflow_of(python: str, env: tuple) -> tuple[str, bool]:
+    """(version, built with CUDA) of the TensorFlow that `python` imports, asked of it."""
+    try:
+        proc = subprocess.run([python, "-c", TF_BUILD_PROBE], capture_output=True, text=True,
+                              env=dict(env), timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NotRunnable(f"{python}: cannot ask its TensorFlow whether it has CUDA: {exc}") from None
+    said = proc.stdout.split()
+    if proc.returncode != 0 or len(said) < 2:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise NotRunnable(f"{python}: cannot import TensorFlow to ask whether it has CUDA: {last}")
+    return said[-2], said[-1] == "True"
+
+
+def refuse_cpu_only(python: str, source: str, env: dict, dry_run: bool) -> None:
+    """A GPU point's TensorFlow, asked on the launch host whether it was built with CUDA: refused
+    without, since it would train on the CPU and its run would read as a GPU's. A dry run starts
+    no Python; the launch asks."""
+    if dry_run:
+        return
+    version, cuda = _tensorflow_of(python, tuple(sorted(env.items())))
+    if not cuda:
+        raise NotRunnable(f"a GPU point in {source}: its TensorFlow {version} ({python}) is built without "
+                          "CUDA and would train on the CPU; give a build with CUDA")
 
 
 PAPER_TF = (f"needs DLOBD_TF_RDMA_PYTHON or {provenance.TFOS_PYTHON}: the paper profile runs native "
