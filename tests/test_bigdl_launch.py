@@ -203,6 +203,14 @@ def test_rdma_switches_to_rdma_spark_and_only_its_transport(tmp_path, monkeypatc
     assert (hadoop.transport_conf(flavour)["spark.roce.enabled"], hadoop.transport_conf(flavour)["spark.ib.enabled"]) \
         == ("true", "false")
     assert hadoop.transport_conf("vanilla") == {}
+    # the workers' own ports decide, not the launch host's record: RoCE where they all declare
+    # Ethernet; refused, naming each, where they differ
+    monkeypatch.setenv("RDMA_SPARK_TRANSPORT", "ib")
+    monkeypatch.setenv("DLOBD_WORKERS_LINK_LAYER", "10.1.0.11=Ethernet 10.1.0.12=Ethernet")
+    assert hadoop.transport_conf(flavour)["spark.roce.enabled"] == "true"
+    monkeypatch.setenv("DLOBD_WORKERS_LINK_LAYER", "10.1.0.11=Ethernet 10.1.0.12=InfiniBand")
+    with pytest.raises(NotRunnable, match=r"the workers' HCA ports differ: 10\.1\.0\.11 Ethernet, 10\.1\.0\.12 InfiniBand"):
+        hadoop.transport_conf(flavour)
     (home / "bin" / "spark-submit").unlink()
     with pytest.raises(NotRunnable, match="no bin/spark-submit of OSU RDMA-Spark"):
         bigdl.spark_install(ctx, dict(ENV))

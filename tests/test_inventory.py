@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dlobd import ROOT
-from dlobd.cluster import inventory, provenance
+from dlobd import ROOT, NotRunnable
+from dlobd.cluster import hadoop, inventory, provenance
 from dlobd.execution import dryrun, plan
 from dlobd.spec import networks
 from dlobd import spec as dspec
@@ -243,6 +243,29 @@ def test_the_rdma_spark_and_hibench_roles_settings_reach_the_plan(tmp_path, chan
         caps = capabilities.capabilities()
     for setting, capability in (("RDMA_SPARK_HOME", "rdma-spark"), ("HIBENCH_HOME", "hibench")):
         assert caps[capability][0] == (setting in expected), caps[capability]
+
+
+def test_rdma_spark_s_transport_is_the_workers_link_layer_not_the_launch_host_s(tmp_path):
+    """A head node on InfiniBand and workers whose HCA ports are RoCE (link layer Ethernet):
+    RDMA-Spark's executors get RoCE; workers that differ are refused, each named."""
+    path = write_plain(tmp_path / "roce", dlobd_paper_stacks=["rdma_spark"],
+                       rdma_spark_tarball="/sw/rdma-spark-0.9.5-bin.tar.gz")
+    data = yaml.safe_load(path.read_text())
+    for name, host in data["all"]["hosts"].items():
+        if name != "ib-head":
+            host["dlobd_hardware"]["link_layer"] = "Ethernet"
+    path.write_text(yaml.safe_dump(data))
+    cluster = inventory.load(path)
+    assert cluster.settings["RDMA_SPARK_TRANSPORT"] == "ib"     # the head node's own port
+    with provenance.inventory_in_use(cluster):
+        assert hadoop.transport_conf("rdma-spark")["spark.roce.enabled"] == "true"
+    data["all"]["hosts"]["ib-g2"]["dlobd_hardware"]["link_layer"] = "InfiniBand"
+    mixed = tmp_path / "mixed" / "hosts.yml"
+    mixed.parent.mkdir()
+    mixed.write_text(yaml.safe_dump(data))
+    with provenance.inventory_in_use(inventory.load(mixed)):
+        with pytest.raises(NotRunnable, match=r"the workers' HCA ports differ: ib-c1 Ethernet, .*ib-g2 InfiniBand$"):
+            hadoop.rdma_transport()
 
 
 # what a cluster of 5 workers with 24 GPUs lacks for S-Caffe's larger points

@@ -128,18 +128,32 @@ def transport_conf(flavour: str) -> dict[str, str]:
     """The Spark settings that switch a submit to OSU RDMA-Spark (spark_install's flavour
     `rdma-spark`) over the host's own spark-defaults.conf, so that an RDMA point differs from its
     IPoIB twin in transport alone: RDMA-Spark's jars on YARN, its RDMA shuffle and block
-    transfer over InfiniBand or RoCE (RDMA_SPARK_TRANSPORT, which role rdma_spark records; ib
-    without it), on RDMA_SPARK_DEVICE_NUM HCAs, and its JNI libraries. {} for vanilla Spark."""
+    transfer over InfiniBand or RoCE (rdma_transport), on RDMA_SPARK_DEVICE_NUM HCAs, and its JNI
+    libraries. {} for vanilla Spark."""
     if flavour != "rdma-spark":
         return {}
     home = provenance.stack_setting("RDMA_SPARK_HOME")
     native = provenance.stack_setting("RDMA_SPARK_NATIVE_DIR") or f"{home}/lib/native/Linux-amd64-64"
-    roce = provenance.stack_setting("RDMA_SPARK_TRANSPORT") == "roce"
+    roce = rdma_transport() == "roce"
     return {"spark.yarn.jars": f"local:{home}/jars/*",
             "spark.ib.enabled": str(not roce).lower(), "hadoop.ib.enabled": str(not roce).lower(),
             "spark.roce.enabled": str(roce).lower(),
             "spark.shuffle.rdma.device.num": provenance.stack_setting("RDMA_SPARK_DEVICE_NUM") or "1",
             "spark.driver.extraLibraryPath": native, "spark.executor.extraLibraryPath": native}
+
+
+def rdma_transport() -> str:
+    """`roce` or `ib`: what the workers' HCA ports carry, by the link layer each declares
+    (provenance.link_layers); where none declares one, the launch host's record
+    (RDMA_SPARK_TRANSPORT of role rdma_spark; ib without it). NotRunnable where the workers
+    differ: one application switches on one transport for all its executors."""
+    layers = provenance.link_layers()
+    kinds = {"roce" if layer == "Ethernet" else "ib" for layer in layers.values()}
+    if len(kinds) > 1:
+        raise NotRunnable("RDMA-Spark switches on InfiniBand or RoCE for all of an application's "
+                          "executors, and the workers' HCA ports differ: " + ", ".join(
+                              f"{named([w])} {layer}" for w, layer in sorted(layers.items())))
+    return kinds.pop() if kinds else provenance.stack_setting("RDMA_SPARK_TRANSPORT") or "ib"
 
 
 def _rest(path: str, base_var: str = "DLOBD_RESOURCEMANAGER_HTTP"):

@@ -115,6 +115,13 @@ def ethernet_gbps() -> dict[str, float]:
     return {address: float(rate) for address, rate in _pairs("DLOBD_WORKERS_ETHERNET_GBPS").items() if rate}
 
 
+def link_layers() -> dict[str, str]:
+    """Worker cluster address -> the link layer of its HCA port (InfiniBand, or Ethernet for
+    RoCE), for the workers that declare one (dlobd_hardware.link_layer; DLOBD_WORKERS_LINK_LAYER
+    of dlobd-env.sh)."""
+    return _pairs("DLOBD_WORKERS_LINK_LAYER")
+
+
 def default_route_addresses() -> dict[str, str]:
     """Worker cluster address -> the address of its default route, for the workers where the two
     differ (Ansible's facts at provisioning; DLOBD_WORKERS_DEFAULT_ROUTE of dlobd-env.sh, empty
