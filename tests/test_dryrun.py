@@ -8,6 +8,7 @@ stages or starts servers on other hosts, those steps replaced by what they retur
 the same command, and the dry run writes nothing.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -931,3 +932,20 @@ def test_write_leaves_out_a_command_with_ports_chosen_at_launch(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "dlobd-fig11 network-ipoib_nodes-2: no command.sh: <port 1 chosen on 192.168.100.3>" in out.stdout
     assert not list((tmp_path / "w").rglob("command.sh"))
+
+
+def test_check_a_setting_the_shell_would_expand_to_nothing(tmp_path):
+    """`$SPARK_HOME/bin/spark-submit` and BigDL's `$DLOBD_BIGDL_JAR` are expanded by the shell on
+    the launch host: a dlobd-env.sh that sets neither would run `/bin/spark-submit`. The example's
+    passes; the same commands against a launch host whose file lacks them are refused, naming each."""
+    specs = dspec.load_all(ROOT)
+    cluster = inventory.load(EXAMPLE)
+    with provenance.inventory_in_use(cluster):
+        done = dryrun.dry_runs(specs, "paper", tmp_path / "runs", experiments=["dlobd-fig6c"])
+    assert dryrun.check(done, specs, "paper", cluster) == []
+    lacking = dataclasses.replace(cluster, settings={k: v for k, v in cluster.settings.items()
+                                                     if k not in ("SPARK_HOME", "DLOBD_BIGDL_JAR")})
+    broken = dryrun.check(done, specs, "paper", lacking)
+    assert "dlobd-fig6c network-ipoib: settings the shell expands: $SPARK_HOME, which dlobd-env.sh on " \
+           f"{cluster.launch_host} does not set" in broken, broken
+    assert any("$DLOBD_BIGDL_JAR, which dlobd-env.sh" in line for line in broken), broken

@@ -158,6 +158,26 @@ def interface_errors(result: runner.LaunchResult, cluster) -> list[str]:
     return out
 
 
+# A setting a command names for its shell to expand ($SPARK_HOME, ${LD_LIBRARY_PATH:-}); the
+# lower-case names are the supervisor's own shell variables ($task), set where they are used
+NAMED_SETTING = re.compile(r"\$\{?([A-Z_][A-Z0-9_]*)")
+# what every login shell has, whether dlobd-env.sh sets it or not
+SHELL_OWN = frozenset({"PATH", "HOME", "USER", "LD_LIBRARY_PATH", "TMPDIR"})
+
+
+def variable_errors(result: runner.LaunchResult, cluster) -> list[str]:
+    """Every setting a command, its processes and their environments name for the shell to
+    expand, against what dlobd-env.sh sets on the launch host (the hosts' files set the same
+    names) and what the command's own environment adds: one the shell would expand to nothing."""
+    env = result.extra.get("env") or {}
+    given = set(cluster.settings) | set(env) | SHELL_OWN
+    texts = [*map(str, result.command or []), *map(str, env.values()),
+             *(str(v) for p in result.extra.get("processes", []) for v in [*p["command"], *(p.get("env") or {}).values()]),
+             *map(str, (result.extra.get("remote_env") or {}).values())]
+    unset = sorted({name for text in texts for name in NAMED_SETTING.findall(text)} - given)
+    return [f"${name}, which dlobd-env.sh on {cluster.launch_host} does not set" for name in unset]
+
+
 def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
     """Every way the commands of a dry run break a rule of the inventory's cluster, as
     '<experiment> <point>: <rule>: <what>' lines (empty: every command passes)."""
@@ -174,7 +194,8 @@ def check(done: list, specs: dict, scale: str, cluster) -> list[str]:
                  "executors x cores": total_errors(argv, point),
                  "GPU hosts only": gpu_errors(result, point, specs[eid].scale(scale), cluster,
                                               specs[eid].scale(scale).get("stack", specs[eid].data["stack"])),
-                 "interfaces on their hosts": interface_errors(result, cluster)}
+                 "interfaces on their hosts": interface_errors(result, cluster),
+                 "settings the shell expands": variable_errors(result, cluster)}
         for process in result.extra.get("processes", []):
             rules.setdefault("each host's own address", []).extend(remote.identity_errors(process, hosts))
             rules.setdefault("ports chosen on their host", []).extend(remote.port_errors(process))
