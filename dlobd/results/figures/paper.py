@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator
 
-from dlobd.results.figures.labels import Context, PAPER_COLOR, text_renderer
+from dlobd.results.figures.labels import Context, PAPER_COLOR, text_renderer, upright_lines
 from dlobd.results.figures.values import ROW_X, label_of, ordered_values, run_rows, same, where
 from dlobd.results import comparability
 from dlobd.results.comparability import sample_extreme
@@ -368,7 +368,7 @@ def paper_panel(fig: Figure, ctx: Context) -> None:
             ax.set_title(f"each over its baseline: paper hatched{here_said}", fontsize=7.5, color=PAPER_COLOR)
         else:
             _log_y(ax)
-            ax.set_ylabel(stated_axis_label(ctx, group), fontsize=7)
+            ax.set_ylabel(upright_lines(ax, stated_axis_label(ctx, group)), fontsize=7)
             ax.set_title(f"paper's stated values hatched{here_said}", fontsize=7.5, color=PAPER_COLOR)
         ax.margins(y=0.25)
         _fit_value_labels(fig, ax)
@@ -417,16 +417,18 @@ def stated_axis_label(ctx: Context, group: list[dict]) -> str:
 
     def quantity(p: dict) -> str:
         metric = p.get("metric") or ctx.metric["name"]
+        # the plot's label as the figure words it: "8 steps (paper: 300)" at the local scale
         label = (p.get("quantity") or (ctx.y_label() if metric == ctx.metric["name"] else None)
                  or (beside.get("y_label") if metric == beside.get("metric") else None)
                  or metric.replace("_", " "))
-        return re.sub(r"\s*\([^()]*\)$", "", label)   # the unit, said once after the names
+        unit = get_unit(ctx, p)   # said once, after the names
+        return re.sub(rf"\s*\({re.escape(unit)}\)", "", label) if unit else label
 
     names = set(quantity(p) for p in group)
     units = ", ".join([*sorted({u for u in (get_unit(ctx, p) for p in group) if u}), "log"])
-    # one quantity is named, wrapped to the panel's height at 7 pt; several keep the units alone
-    # (the points under the bars tell them apart): their names beside the axis ran into the next panel
-    return textwrap.fill(f"{names.pop()} ({units})", 34) if len(names) == 1 else f"({units})"
+    # several keep the units alone (the points under the bars tell them apart): their names beside
+    # the axis ran into the next panel
+    return f"{names.pop()} ({units})" if len(names) == 1 else f"({units})"
 
 
 def get_unit(ctx: Context, paper_value: dict) -> str:
