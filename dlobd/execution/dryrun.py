@@ -171,8 +171,9 @@ def variable_errors(result: runner.LaunchResult, cluster) -> list[str]:
     names) and what the command's own environment adds: one the shell would expand to nothing."""
     env = result.extra.get("env") or {}
     given = set(cluster.settings) | set(env) | SHELL_OWN
+    processes = result.extra.get("processes", [])
     texts = [*map(str, result.command or []), *map(str, env.values()),
-             *(str(v) for p in result.extra.get("processes", []) for v in [*p["command"], *(p.get("env") or {}).values()]),
+             *(str(v) for p in processes for v in [*p["command"], *(p.get("env") or {}).values()]),
              *map(str, (result.extra.get("remote_env") or {}).values())]
     unset = sorted({name for text in texts for name in NAMED_SETTING.findall(text)} - given)
     return [f"${name}, which dlobd-env.sh on {cluster.launch_host} does not set" for name in unset]

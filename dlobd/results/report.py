@@ -159,9 +159,9 @@ def _stack_version(run: dict, stack: str) -> str:
 
 def what_ran(spec: dict, scale_data: dict, run_list: list[dict]) -> dict:
     """What ran at the scale: the model (the scale's fixed model or its matrix's, else the one it
-    describes, else the paper's),
-    the data and each stack with the version its used runs recorded (the stack axis' value, else
-    the scale's stack); and the paper's model and stack where either differs."""
+    describes, else the paper's), the data and each stack with the version its used runs recorded
+    (the stack axis' value, else the scale's stack); and the paper's model and stack where either
+    differs."""
     fixed_model = (scale_data.get("fixed") or {}).get("model")
     models = (scale_data.get("matrix") or {}).get("model")
     model = fixed_model or ("; ".join(map(str, models)) if models else

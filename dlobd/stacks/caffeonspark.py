@@ -71,7 +71,6 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-
 from dlobd import NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.spec.metrics import row

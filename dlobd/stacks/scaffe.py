@@ -44,7 +44,6 @@ import json
 import re
 from pathlib import Path
 
-
 from dlobd import NOT_OBTAINABLE, NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.cluster.remote import ssh_argv

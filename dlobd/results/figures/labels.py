@@ -359,7 +359,8 @@ class Context:
         runs = f"{low}–{high} runs" if low != high else f"{low} run{'s' if low != 1 else ''}"
         within = (self.scale.get("fixed") or {}).get("repeats")
         if within:
-            return f"{runs} a point, {label_of(within)} repeats in {'it' if high == 1 else 'each'}: mean, bars min–max"
+            inside = f"{label_of(within)} repeats in {'it' if high == 1 else 'each'}"
+            return f"{runs} a point, {inside}: mean, bars min–max"
         return f"{runs} a point: mean{' of its values' if high == 1 else ''}, bars min–max"
 
     def footer(self) -> str:
