@@ -493,7 +493,7 @@ class Placement:
     # is not carried by the Ethernet
     address_map: tuple = ()
     # which setting's Python runs the point (label tf_build)
-    tf_build: str = "DLOBD_PYTHON: the stacks' Python"
+    tf_build: str = tf_cluster.STACKS_BUILD
 
 
 def tf_nodes(point: dict, fixed: dict) -> int:

@@ -258,8 +258,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         raise NotRunnable(f"model {model}: not one this launcher gives tf_cnn_benchmarks ({', '.join(MODELS)})")
     lay = layout(ctx)
     if lay["device"] == "gpu":
-        tf_cluster.refuse_cpu_only(python, tf1.source if tf1 else "DLOBD_PYTHON, the stacks' Python", env,
-                                   ctx.dry_run)
+        tf_cluster.refuse_cpu_only(python, tf1.source if tf1 else tf_cluster.STACKS_BUILD, env, ctx.dry_run)
     worker_hosts, ps_hosts = (capabilities.worker_addresses(link, hosts) for hosts in hosts_for(lay))
     ports, chosen = worker_ports([*worker_hosts, *ps_hosts], ctx.dry_run)
     tasks = ([tf_cluster.Task("worker", i, h, ports[i], True, ports_chosen=chosen[h])

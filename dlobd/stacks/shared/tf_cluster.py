@@ -57,6 +57,7 @@ class TF1Build:
     source: str
 
 
+STACKS_BUILD = "DLOBD_PYTHON: the stacks' Python"
 RDMA_BUILD = "DLOBD_TF_RDMA_PYTHON: the site's TensorFlow 1.x build with the RDMA channels"
 TFOS_BUILD = (f"{provenance.TFOS_PYTHON}: TensorFlowOnSpark's Python on the paper profile, whose "
               "TensorFlow 1.4.0 from PyPI has gRPC only")
