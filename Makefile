@@ -111,6 +111,14 @@ reproduce: ## set up, provision (with CaffeOnSpark's port), start the cluster, s
 	  $(PHASE) run cluster-down -- env $(PLAYBOOK) playbooks/cluster-down.yml && exit $$status
 	@echo "report: $(abspath report/index.html)"
 
+# data/reference and data/reference-paper recorded again: a fresh clone of this commit (clean
+# tree) runs make reproduce and make reproduce-paper under RECORD_CLONE; their raw logs replace
+# both folders, each with a README written from the runs' own records. About 1.5 h.
+RECORD_CLONE ?= $(abspath ..)/dlobd-reference-$(shell git rev-parse --short HEAD 2>/dev/null)
+.PHONY: record-reference
+record-reference: setup ## record data/reference and data/reference-paper again with this commit's code (commit first)
+	$(BIN)/python benchmarks/reproduce/record_reference.py --clone $(RECORD_CLONE)
+
 # The evaluators' first tier: the report from the reference runs, then one real short job that
 # exercises Spark and a DL stack: BigDL's LeNet-5 on MNIST on YARN, dlobd-fig6c's local point (its
 # RDMA point is recorded not runnable). It provisions only what that job needs (no TensorFlow);

@@ -78,3 +78,20 @@ def test_make_test_s_phases_are_timed_apart_from_reproduce_s(tmp_path):
     assert float(lines["test_total_s"]) >= float(lines["phase_test_unit_s"])
     # a reproduce's timing is its own
     assert "no timing of a `make reproduce` yet" in phases(state, "report").stderr
+
+
+def test_the_reference_readme_is_written_from_what_the_runs_recorded():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("record_reference", ROOT / "benchmarks/reproduce/record_reference.py")
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    runs = ROOT / "data/reference/local"
+    found = record.summary(runs)
+    records = [json.loads(p.read_text()) for p in runs.rglob("run.json")]
+    assert found["attempts"] == len(records) and sum(found["statuses"].values()) == len(records)
+    assert found["statuses"]["ok"] == sum(r["status"] == "ok" for r in records)
+    commit = found["commits"][0]
+    text = record.readme("local", commit, "reproduce_total_s: 1.0\n", found)
+    assert f"commit {commit[:7]} (`{commit}`)" in text and "one `make reproduce`" in text
+    assert f"{found['attempts']} attempts of {found['points']} points at the local scale" in text
+    assert "reproduce_total_s: 1.0" in text and "- hadoop: " in text and "{" not in text

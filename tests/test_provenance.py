@@ -122,3 +122,19 @@ def test_an_mpi_wrapper_in_the_prefix_is_asked(image_prefix):
 def test_a_java_that_fails_gives_no_version(image_prefix):
     os.remove(image_prefix / "libexec/apptainer/jvm/bin/java")
     assert provenance.versions()["java"] is None
+
+
+def test_changed_since_names_the_files_that_differ_from_a_commit_and_none_for_an_unknown_one(tmp_path):
+    import subprocess
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "spec.yaml").write_text("a: 1\n")
+    (tmp_path / "figure.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "recorded"], check=True)
+    recorded = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "figure.py").write_text("x = 2\n")        # a change elsewhere than the runs' sources
+    assert provenance.changed_since(recorded, ("spec.yaml",), tmp_path) == ()
+    (tmp_path / "spec.yaml").write_text("a: 2\n")         # uncommitted: still a change
+    assert provenance.changed_since(recorded, ("spec.yaml", "gone.py"), tmp_path) == ("spec.yaml",)
+    assert provenance.changed_since("0" * 40, ("spec.yaml",), tmp_path) is None

@@ -321,6 +321,21 @@ def test_the_report_reads_right_in_a_real_browser(rebuilt, browser):
     assert browser.current_url == page.as_uri()
 
 
+def changed_since_recorded() -> list[str]:
+    """The experiments with reference runs where their spec, the spec of the experiment the runs
+    are of, or their stack's module differ in this checkout from the commit the runs ran."""
+    out = []
+    for eid, s in SPECS.items():
+        owner = s.runs_from("local") or s.source_spec.id
+        records = [json.loads(p.read_text()) for p in (REFERENCE / "local" / "local" / owner).glob("*/attempt-*/run.json")]
+        sources = {f"experiments/{eid}.yaml", f"experiments/{owner}.yaml", f"dlobd/stacks/{s.data['stack']}.py"}
+        if any(subprocess.run(["git", "-C", str(ROOT), "diff", "--name-only", c, "--", *sources],
+                              capture_output=True, text=True, check=True).stdout
+               for c in {r["git"]["commit"] for r in records}):
+            out.append(eid)
+    return out
+
+
 def test_each_section_carries_its_caveats_and_the_top_summarises_the_runs(rebuilt):
     page = (rebuilt["tmp"] / "report" / "index.html").read_text()
     # natural order: Fig. 4 before Fig. 11
@@ -330,8 +345,10 @@ def test_each_section_carries_its_caveats_and_the_top_summarises_the_runs(rebuil
     assert "MPICH stands in for MVAPICH2" in section                     # the spec's notes
     assert "AMD EPYC, 2 cores" in section and "data origin:" in section   # run.json's hardware
     assert "scaffe-c03" in section and "not comparable here" in section  # its claims, verdicts
-    # the reference runs were recorded at an older commit than the report's: flagged
-    assert 'class="stale"' in page
+    # a page is flagged where its spec or stack changed since the runs' commit, by git's own diff
+    flagged = set(re.findall(r'<a href="experiments/([a-z0-9-]+)-local.html">', page[page.index('class="stale"'):].split("</p>")[0])
+                  if 'class="stale"' in page else [])
+    assert flagged == set(changed_since_recorded())
     table = page[page.index('id="verdict-table"'):]
     order = re.findall(r'<tr data-paper="[^"]*" data-verdict="([^"]*)"', table)
     ranks = [report.VERDICT_ORDER.index(v) for v in order]

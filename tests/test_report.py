@@ -294,3 +294,18 @@ def test_a_scale_s_profile_notes_show_beside_the_runs_of_that_profile_only():
     assert report.scale_notes(scale, [unlabelled, {**paper_run, "used": False}]) == [
         "shrunk", "on the modern profile's software: TFoS 2.2.5: no parameter server"]
     assert report.scale_notes(scale, []) == ["shrunk"]
+
+
+def test_runs_are_stale_only_where_their_spec_or_stack_changed_since_they_were_recorded():
+    import subprocess
+    sources = ["experiments/dlobd-fig6c.yaml", "dlobd/stacks/bigdl.py"]
+    log = ["git", "-C", str(ROOT), "log", "--format=%H"]
+    last = subprocess.run([*log, "-1", "--", *sources], capture_output=True, text=True, check=True).stdout.strip()
+    before = subprocess.run([*log, "-1", f"{last}^"], capture_output=True, text=True, check=True).stdout.strip()
+    changed_at_last = subprocess.run(["git", "-C", str(ROOT), "diff", "--name-only", before, last, "--", *sources],
+                                     capture_output=True, text=True, check=True).stdout.split()
+    entry = {"id": "dlobd-fig6c", "stack": "bigdl", "commits": [last, before, "0" * 40],
+             "runs": [{"run_id": "local/local/dlobd-fig6c/network-ipoib/attempt-001", "used": True}]}
+    assert report.stale_runs(entry) == [
+        {"commit": before, "changed": tuple(changed_at_last)},
+        {"commit": "0" * 40, "changed": None}]

@@ -387,6 +387,13 @@ def git_state() -> dict:
                    "--untracked-files=no"])
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
+@functools.lru_cache(maxsize=None)
+def changed_since(commit: str, paths: tuple[str, ...], root: Path = ROOT) -> tuple[str, ...] | None:
+    """Which of `paths` (relative to the project root) differ between `commit` and the checkout as it
+    is now; None when git cannot tell: no git, or a commit this checkout's history lacks."""
+    out = _run(["git", "-C", str(root), "diff", "--name-only", commit, "--", *paths])
+    return None if out is None else tuple(out.splitlines())
+
 def system() -> dict:
     return {
         "kernel": platform.release(),

@@ -292,6 +292,19 @@ def profile_points(profiles_csvs) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
+def stale_runs(entry: dict) -> list[dict]:
+    """The commits an experiment's runs were recorded at where what they ran has changed since:
+    its spec, the specs of the experiments the runs are of (`runs_from`, `data_from`), its stack's
+    launcher and parser. Each {'commit', 'changed': the files, or None where git cannot tell}. Runs
+    recorded before a change elsewhere (a figure, the docs) still measure what today's code runs."""
+    sources = {f"experiments/{e}.yaml" for e in
+               {entry["id"], *(Path(r["run_id"]).parts[2] for r in entry["runs"] if r.get("used"))}}
+    if entry["stack"]:
+        sources.add(f"dlobd/stacks/{entry['stack']}.py")
+    found = ({"commit": c, "changed": provenance.changed_since(c, tuple(sorted(sources)))} for c in entry["commits"])
+    return [f for f in found if f["changed"] is None or f["changed"]]
+
+
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,
                  data_ids: dict, runs_dir, profiles: tuple | None = None, pdfs: bool = False) -> Path:
     """The index and a page per experiment; `profiles` (the profiles rule's tables, the paper
@@ -311,7 +324,7 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
     by_point = profile_points(profiles[0]) if profiles else {}
     for e in entries:
         e["profiles"] = by_point.get((e["scale"], data_ids.get(e["id"], e["id"])), [])
-        e["other_commits"] = [c for c in e["commits"] if c != git.get("commit")]
+        e["stale"] = stale_runs(e)
         e["claims"] = [r for r in verdicts if r["experiment"] == e["id"] and r["scale"] == e["scale"]]
     all_runs = [r for e in entries for r in e["runs"] if r.get("used")]
     env = _env()
@@ -333,7 +346,7 @@ def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdic
         clusters=sorted({r.get("cluster") or "?" for r in all_runs}),
         paths={stack: sum(e["counts"].get("ok", 0) for e in entries if e["stack"] == stack)
                for stack in sorted({e["stack"] for e in entries if e["counts"].get("ok")})},
-        stale=[e["id"] for e in entries if e["other_commits"]],
+        stale=[e["id"] for e in entries if e["stale"]],
         verdicts=verdicts,
         known_ids=set(specs),
         experiments=entries,
