@@ -1,6 +1,7 @@
 """The native TensorFlow launcher: task layout, TF_CONFIG, command lines (local and over
 ssh), the network axis, and the supervisor on real (small, non-TF) processes."""
 
+import dataclasses
 import json
 import shlex
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dlobd.cluster import provenance
@@ -303,3 +305,56 @@ def test_a_gpu_point_s_build_that_cannot_import_tensorflow_is_refused_and_a_dry_
     tf_cluster.refuse_cpu_only(str(tmp_path / "no-such-python"), "DLOBD_PYTHON", {}, dry_run=True)
     with pytest.raises(NotRunnable, match="no-such-python: cannot ask its TensorFlow"):
         tf_cluster.refuse_cpu_only(str(tmp_path / "no-such-python"), "DLOBD_PYTHON", {}, dry_run=False)
+
+
+# ---------------------------------------------------------------- TF's MPI channel: one mpirun
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_grpc_mpi_tasks_run_as_the_ranks_of_one_mpirun(tmp_path, monkeypatch, capsys, mpi_name):
+    """A real mpirun of each MPI family starts a parameter server and two workers on this host as
+    ranks, each in the stack environment of dlobd-env.sh; each rank's lines reach its task's log
+    untagged; the run ends when the workers have, and mpirun ends the server with it."""
+    prefix = tmp_path / "prefix"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc" / "dlobd-env.sh").write_text("export FROM_ENV_FILE=sourced\n")
+    monkeypatch.setenv("DLOBD_PREFIX", str(prefix))
+    marker = f"serving-{tmp_path.name}"
+    programs = {("ps", 0): f"import time, sys; print('{marker}', flush=True); time.sleep(120)",
+                ("worker", 0): "import os; print('w0', os.environ['FROM_ENV_FILE'], os.environ['OWN'])",
+                ("worker", 1): "import os, time; time.sleep(1); print('w1', os.getcwd())"}
+    tasks = [tf_cluster.Task(job, i, "localhost", 0, job == "worker") for job, i in programs]
+    for t in tasks:
+        tf_cluster.place(t, [sys.executable, "-c", programs[(t.job, t.index)]], {"OWN": t.name},
+                         str(tmp_path), rank=True)
+    entry, hostfile = tf_cluster.mpmd(mpi_name, tasks, tmp_path / tf_cluster.HOSTFILE, check=True)
+    assert hostfile == ("localhost slots=3\n" if mpi_name == "openmpi" else "localhost:3\n")
+    (tmp_path / tf_cluster.HOSTFILE).write_text(hostfile)
+    (tmp_path / tf.PLAN_FILE).write_text(json.dumps({"tasks": [dataclasses.asdict(t) for t in tasks],
+                                                     "mpi": entry}))
+    assert tf.supervise(tmp_path / tf.PLAN_FILE) == 0
+    out = capsys.readouterr().out
+    assert "started 3 tasks as the ranks of one mpirun" in out and "every training task exited 0" in out
+    logs = tmp_path / "tasks"
+    assert (logs / "worker-0.log").read_text() == "w0 sourced worker:0\n"
+    assert (logs / "worker-1.log").read_text() == f"w1 {tmp_path}\n"
+    assert marker in (logs / "ps-0.log").read_text()
+    time.sleep(1)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+
+
+def test_a_failing_rank_is_named_and_ends_the_mpirun(tmp_path, monkeypatch, capsys):
+    prefix = tmp_path / "prefix"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc" / "dlobd-env.sh").write_text("")
+    monkeypatch.setenv("DLOBD_PREFIX", str(prefix))
+    tasks = [tf_cluster.Task("ps", 0, "localhost", 0, False), tf_cluster.Task("worker", 0, "localhost", 0, True)]
+    for t, code in zip(tasks, ["import time; time.sleep(120)", "import sys; sys.exit(3)"]):
+        tf_cluster.place(t, [sys.executable, "-c", code], {}, str(tmp_path), rank=True)
+    entry, hostfile = tf_cluster.mpmd("openmpi", tasks, tmp_path / tf_cluster.HOSTFILE, check=True)
+    (tmp_path / tf_cluster.HOSTFILE).write_text(hostfile)
+    (tmp_path / tf.PLAN_FILE).write_text(json.dumps({"tasks": [dataclasses.asdict(t) for t in tasks], "mpi": entry}))
+    start = time.monotonic()
+    assert tf.supervise(tmp_path / tf.PLAN_FILE) == 1
+    assert time.monotonic() - start < 30
+    assert tf.SUPERVISOR_FAILED + "worker:0 exited with status 3 (log tasks/worker-0.log)" in capsys.readouterr().out

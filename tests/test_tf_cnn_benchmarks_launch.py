@@ -45,7 +45,7 @@ def write_inventory(root: Path, settings: dict) -> Path:
 def cluster(tmp_path_factory):
     return inventory.load(write_inventory(tmp_path_factory.mktemp("inv"), {
         "TF_CNN_BENCHMARKS_HOME": HOME, "DLOBD_TF_RDMA_PYTHON": "/sw/tf1/bin/python",
-        "RDMA_GRPC_HOME": "/sw/rdma-grpc"}))
+        "RDMA_GRPC_HOME": "/sw/rdma-grpc", "MVAPICH2_HOME": "/sw/mvapich2"}))
 
 
 def flags(argv: list[str]) -> dict:
@@ -57,6 +57,16 @@ def remote(argv: list[str]) -> tuple[str, list[str]]:
     assert argv[0] == "ssh"
     words = shlex.split(argv[-1])
     return argv[-2], words[words.index("dlobd-task") + 1:]
+
+
+def rank(process: dict) -> tuple[str, list[str]]:
+    """(host, the task's own argv) of a rank of the run's one mpirun (tf_cluster.place, rank)."""
+    argv = process["command"]
+    assert argv[:2] == ["bash", "-c"] and argv[3] == "dlobd-rank" and argv[5] == "/stack/etc/dlobd-env.sh"
+    own = argv[argv.index("env") + 1:]
+    while "=" in own[0]:
+        own = own[1:]
+    return process["host"], own
 
 
 CASES = [(eid, pid, point) for eid, s in sorted(SPECS.items()) for pid, point in s.points("paper")]
@@ -75,11 +85,18 @@ def test_command_of_every_paper_point(cluster, tmp_path, eid, pid, point):
         result = runs.launch(spec.data, "paper", point, tmp_path / "runs", dry_run=True)
     assert result.status == "dry run", result.reason
     assert result.command[-2:] == ["supervise", str(Path(result.cwd) / "tasks.json")]
-    tasks = {p["name"]: remote(p["command"]) for p in result.extra["processes"]}
+    network = point.get("network", "ipoib")
+    tasks = {p["name"]: (rank(p) if network == "mpi" else remote(p["command"])) for p in result.extra["processes"]}
     n_workers = int(params.get("workers", params.get("nodes")))
     n_ps = int(params.get("parameter_servers", 1))
     assert sorted(tasks) == sorted([f"worker:{i}" for i in range(n_workers)] + [f"ps:{i}" for i in range(n_ps)])
-    network = point.get("network", "ipoib")
+    if network == "mpi":  # one mpirun of the TF build's MPI (MVAPICH2 by default), one rank per task
+        mpirun = shlex.split(result.extra["mpirun"])
+        assert mpirun[:3] == ["/sw/mvapich2/bin/mpirun", "-f", str(Path(result.cwd) / "mpi-hosts")]
+        assert mpirun.count("-np") == len(tasks) and mpirun.count(":") == len(tasks) - 1
+        hosts = list(dict.fromkeys(h for h, _ in tasks.values()))
+        assert result.extra["files"]["mpi-hosts"] == "".join(
+            f"{h}:{sum(x == h for x, _ in tasks.values())}\n" for h in hosts)
     # the paper profile's stacks' Python has no TensorFlow: gRPC too runs in the site's TF 1.x build
     python = "/sw/tf1/bin/python"
     worker_hosts = GPU_HOSTS[:n_workers]  # one worker per GPU node
@@ -126,3 +143,23 @@ def test_too_few_gpu_workers_are_named(tmp_path, cluster):
     with provenance.inventory_in_use(small), pytest.raises(
             NotRunnable, match="8 worker task.s., one per node, need as many workers of group gpu; the cluster has 3"):
         tfcnn.launch(ctx)
+
+
+def test_an_mpi_point_without_the_builds_mpi_names_both_ways_out(tmp_path, cluster):
+    spec = SPECS["dlobd-fig11"]
+    point = {"network": "mpi", "nodes": 2}
+    ctx = runner.RunContext(spec=spec.data, scale="paper", cluster="local", point=point, attempt_dir=tmp_path / "a",
+                            runs_dir=tmp_path, fixed=spec.scale("paper")["fixed"], dry_run=True)
+    for settings, said in [({}, "set MVAPICH2_HOME"), ({"DLOBD_TF_RDMA_MPI": "intelmpi"}, "DLOBD_TF_RDMA_MPI=intelmpi")]:
+        lacking = {k: v for k, v in cluster.settings.items() if k != "MVAPICH2_HOME"}
+        site = inventory.Cluster(cluster.source, cluster.hosts, cluster.groups, cluster.launch_host, {**lacking, **settings})
+        with provenance.inventory_in_use(site), pytest.raises(NotRunnable) as found:
+            tfcnn.launch(ctx)
+        assert said in str(found.value) and "DLOBD_TF_RDMA_MPI" in str(found.value)
+    # Debian's OpenMPI, named: its mpirun with a --host per rank
+    site = inventory.Cluster(cluster.source, cluster.hosts, cluster.groups, cluster.launch_host,
+                             {**cluster.settings, "DLOBD_TF_RDMA_MPI": "openmpi"})
+    with provenance.inventory_in_use(site):
+        result = tfcnn.launch(ctx)
+    words = shlex.split(result.extra["mpirun"])
+    assert words.count("--host") == words.count("-np") == 3  # 2 workers and a parameter server

@@ -77,6 +77,10 @@ STACK_SETTINGS = {
                             "for grpc+rdma); network=verbs, rdma, mpi, grpc+rdma of TensorFlow, "
                             "TensorFlowOnSpark and tf_cnn_benchmarks, and on the paper profile "
                             "native TensorFlow's gRPC points too (its stacks' Python has no TensorFlow)",
+    "DLOBD_TF_RDMA_MPI": "the MPI that DLOBD_TF_RDMA_PYTHON's TensorFlow is linked against for its "
+                         "MPI channel: openmpi, mpich, mvapich2 (default, the papers' MVAPICH2-2.3b; "
+                         "its MVAPICH2_HOME) or mvapich2-gdr; network=mpi (grpc+mpi) of TensorFlow and "
+                         "tf_cnn_benchmarks starts every task as a rank of one mpirun of it",
     provenance.TFOS_PYTHON: "the paper profile's Python of TensorFlowOnSpark 1.0.8 (driver and "
                          "executors): a Python 3.5 or 2.7, the newest Spark 2.1.0's PySpark runs on, "
                          "with `pip install tensorflow-gpu==1.4.0` and then `pip install --no-deps "

@@ -161,8 +161,9 @@ def interface_errors(result: runner.LaunchResult, cluster) -> list[str]:
 # A setting a command names for its shell to expand ($SPARK_HOME, ${LD_LIBRARY_PATH:-}); the
 # lower-case names are the supervisor's own shell variables ($task), set where they are used
 NAMED_SETTING = re.compile(r"\$\{?([A-Z_][A-Z0-9_]*)")
-# what every login shell has, whether dlobd-env.sh sets it or not
-SHELL_OWN = frozenset({"PATH", "HOME", "USER", "LD_LIBRARY_PATH", "TMPDIR"})
+# what every login shell has, whether dlobd-env.sh sets it or not, and bash's own (an MPI rank's
+# exit status through its output filter)
+SHELL_OWN = frozenset({"PATH", "HOME", "USER", "LD_LIBRARY_PATH", "TMPDIR", "PIPESTATUS"})
 
 
 def variable_errors(result: runner.LaunchResult, cluster) -> list[str]:

@@ -66,9 +66,13 @@ from dlobd.cluster.remote import worker_ports
 from dlobd.stacks import NO_LINES, LogError, ParseResult, runner, text_lines
 from dlobd.stacks.shared.dlobd_lines import finish, read_dlobd_lines
 from dlobd.stacks.shared.tf_cluster import (
+    MPI_PROTOCOL,
     PLAN_FILE,
+    RANK_EXIT,
+    RANK_SEPARATOR,
     SUPERVISOR_FAILED,
     Task,
+    mpi_of,
     place,
     run_tasks,
     transport,
@@ -276,7 +280,7 @@ def place_all(tasks: list[Task], argv: list[str], protocol: str, cwd: str) -> li
         env = {"TF_CPP_MIN_LOG_LEVEL": "1"}
         if t.job != "local":
             env["TF_CONFIG"] = json.dumps(tf_config(tasks, t, protocol), separators=(",", ":"))
-        place(t, list(argv), env, cwd)  # a list of its own per task
+        place(t, list(argv), env, cwd, rank=protocol == MPI_PROTOCOL)  # a list of its own per task
     return tasks
 
 
@@ -323,7 +327,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         t.ports_chosen = chosen.get(t.host)  # None for a local run's task, which serves none
     if strategy == "local":
         labels["strategy"] = "local: one process without a TF cluster, the paper's single-node TensorFlow"
-    result = run_tasks(ctx, tasks, env)
+    result = run_tasks(ctx, tasks, env, mpi_of(protocol))
     if ctx.dry_run:
         if labels:
             result.labels = labels
@@ -374,17 +378,54 @@ def _stop(procs: dict) -> None:
         _say(f"stopped {name} ({_ended(p.returncode)})")
 
 
-def supervise(plan_path: Path, poll_s: float = 0.2) -> int:
-    """Run the tasks of a plan; 0 when every training task exited 0, else 1 naming the task."""
-    plan_path = Path(plan_path)
-    tasks = [Task(**t) for t in json.loads(plan_path.read_text())["tasks"]]
-    base = plan_path.parent
-    procs: dict[str, subprocess.Popen] = {}
-    # a SIGTERM to the supervisor ends its tasks too (SIGKILL of the group needs no help)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+def _ranks(mpi: dict, tasks: list[Task], base: Path) -> str | None:
+    """Start the tasks as the ranks of one mpirun; each rank's lines go to its task's log, until
+    every training task has said it exited 0 (then mpirun, with the servers in it, is ended) or
+    one says otherwise. None, else what failed."""
+    by_name = {t.name: t for t in tasks}
+    for t in tasks:
+        (base / t.log).parent.mkdir(parents=True, exist_ok=True)
+    logs = {t.name: open(base / t.log, "xb") for t in tasks}
+    proc = subprocess.Popen(mpi["command"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+    _say(f"started {len(tasks)} tasks as the ranks of one mpirun (pid {proc.pid}): "
+         + ", ".join(f"{i} {name} on {by_name[name].host}" for i, name in enumerate(mpi["ranks"])))
+    exits: dict[str, int] = {}
     failure = None
     try:
-        # servers first, so the training tasks find them
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            name, separator, text = line.partition(RANK_SEPARATOR)
+            if not separator or name not in by_name:
+                sys.stdout.write(line)  # mpirun's own
+                continue
+            if not text.startswith(RANK_EXIT):
+                logs[name].write(text.encode())
+                continue
+            t, exits[name] = by_name[name], int(text[len(RANK_EXIT):])
+            _say(f"{name} {_ended(exits[name])}")
+            training_done = all(exits.get(x.name) == 0 for x in tasks if x.trains)
+            if exits[name]:
+                failure = f"{name} {_ended(exits[name])} (log {t.log})"
+            elif not t.trains and not training_done:
+                failure = f"{name} {_ended(0)} before training ended (log {t.log})"
+            if failure or training_done:
+                break
+        else:
+            failure = f"mpirun {_ended(proc.wait())} before every training task ended"
+    finally:
+        _stop({"mpirun": proc})
+        for log in logs.values():
+            log.close()
+    return failure
+
+
+def _processes(tasks: list[Task], base: Path, poll_s: float) -> str | None:
+    """Start each task as a process of its own (over ssh where it runs elsewhere), servers first
+    so the training tasks find them; wait until every training task exited 0, then end the
+    servers. None, else what failed."""
+    procs: dict[str, subprocess.Popen] = {}
+    failure = None
+    try:
         for t in sorted(tasks, key=lambda t: t.trains):
             (base / t.log).parent.mkdir(parents=True, exist_ok=True)
             with open(base / t.log, "xb") as log:
@@ -409,6 +450,21 @@ def supervise(plan_path: Path, poll_s: float = 0.2) -> int:
             time.sleep(poll_s)
     finally:
         _stop(procs)
+    return failure
+
+
+def supervise(plan_path: Path, poll_s: float = 0.2) -> int:
+    """Run the tasks of a plan, as processes or as the ranks of one mpirun (the plan's 'mpi');
+    0 when every training task exited 0, else 1 naming the task."""
+    plan_path = Path(plan_path)
+    plan = json.loads(plan_path.read_text())
+    tasks = [Task(**t) for t in plan["tasks"]]
+    # a SIGTERM to the supervisor ends its tasks too (SIGKILL of the group needs no help)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if plan.get("mpi"):
+        failure = _ranks(plan["mpi"], tasks, plan_path.parent)
+    else:
+        failure = _processes(tasks, plan_path.parent, poll_s)
     if failure:
         print(SUPERVISOR_FAILED + failure, flush=True)
         return 1

@@ -271,12 +271,13 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
               f"--model={model}", f"--batch_size={lay['batch']}", f"--num_gpus={lay['gpus']}",
               f"--device={lay['device']}"]
     adir = str(Path(ctx.attempt_dir).resolve())
+    mpi_name = tf_cluster.mpi_of(link.settings["protocol"])
     for t in tasks:
         # parameter servers hold the variables on CPU, as tfgrpc-fig4 states (ps_device: cpu)
         own = {"CUDA_VISIBLE_DEVICES": ""} if t.job == "ps" else {}
         tf_cluster.place(t, [python, str(found), f"--job_name={t.job}", f"--task_index={t.index}", *common],
-                         {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir)
-    result = tf_cluster.run_tasks(ctx, tasks, env)
+                         {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir, rank=mpi_name is not None)
+    result = tf_cluster.run_tasks(ctx, tasks, env, mpi_name)
     result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
                      "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),
                      "parameter_servers": str(lay["ps"]),

@@ -1,5 +1,5 @@
 """MPI jobs of the stacks that start ranks themselves (the hierarchical-reduce benchmark,
-S-Caffe): which MPI (Debian's OpenMPI and MPICH, or a site's MVAPICH2), ranks spread over the
+S-Caffe, TensorFlow's MPI channel): which MPI (Debian's OpenMPI and MPICH, or a site's MVAPICH2), ranks spread over the
 hosts, the host file in each MPI's format and the `mpirun` that reads it.
 """
 
@@ -53,10 +53,10 @@ def rank_placement(hosts: list[str], processes: int) -> list[tuple[str, int]]:
     return [(h, n) for h, n in placement if n]
 
 
-def mpirun_prefix(mpi: str, processes: int, hostfile: Path | None = None, check: bool = True) -> list[str]:
-    """mpirun for `processes` ranks: on the hosts of `hostfile`, else on this host allowing
-    more ranks than cores."""
-    cmd = [mpi_tool(mpi, "mpirun", check), "-np", str(processes)]
+def mpirun_prefix(mpi: str, processes: int | None, hostfile: Path | None = None, check: bool = True) -> list[str]:
+    """mpirun for `processes` ranks (None: the application contexts that follow say): on the
+    hosts of `hostfile`, else on this host allowing more ranks than cores."""
+    cmd = [mpi_tool(mpi, "mpirun", check), *(["-np", str(processes)] if processes else [])]
     if mpi == "openmpi":
         cmd[1:1] = ["--hostfile", str(hostfile)] if hostfile else ["--oversubscribe"]
         cmd[1:1] = ["--bind-to", "none"]

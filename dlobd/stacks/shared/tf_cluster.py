@@ -6,6 +6,7 @@ tf_cnn_benchmarks launch through this.
 
 import functools
 import json
+import shlex
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -13,12 +14,23 @@ from pathlib import Path
 
 from dlobd import NotRunnable
 from dlobd.cluster import capabilities, provenance
-from dlobd.cluster.remote import LOCAL_HOSTS, ssh_argv
+from dlobd.cluster.remote import LOCAL_HOSTS, env_file, ssh_argv
 from dlobd.spec import networks
 from dlobd.stacks import runner
+from dlobd.stacks.shared import mpi
 
 PLAN_FILE = "tasks.json"
+HOSTFILE = "mpi-hosts"
 SUPERVISOR_FAILED = "tensorflow-supervisor: failed: "
+# TF's MPI channel: every task must be a rank of one mpirun, of the MPI the build is linked against
+MPI_PROTOCOL = "grpc+mpi"
+TF_MPI = "DLOBD_TF_RDMA_MPI"
+TF_MPI_DEFAULT = "mvapich2"   # the papers' MVAPICH2-2.3b
+# A rank's lines reach mpirun's output as "<task>| <line>", each line written whole (MPIs tag
+# what they read, not lines, where a task writes a line in parts); its last line says its exit
+# status: mpirun ends only when every rank has, and a parameter server serves until it is ended.
+RANK_SEPARATOR = "| "
+RANK_EXIT = "dlobd-rank-exit: "
 
 
 @dataclass
@@ -41,13 +53,53 @@ class Task:
         return f"tasks/{self.job}-{self.index}.log"
 
 
-def place(task: Task, argv: list[str], env: dict, cwd: str) -> None:
+def place(task: Task, argv: list[str], env: dict, cwd: str, rank: bool = False) -> None:
     """A task's command where it runs: here with `env` added to the supervisor's environment,
-    or on another host over ssh in that host's stack environment with `env` on the command line."""
-    if task.host in LOCAL_HOSTS:
+    or on another host over ssh in that host's stack environment with `env` on the command line.
+    As a rank of the run's one mpirun (`rank`): on its host in that host's stack environment
+    (mpirun passes the launch host's to none but its own ranks), `env` over it, and a last line
+    with its exit status."""
+    if rank:
+        script = (f'mkdir -p "$1" && cd "$1" && . "$2" || exit 1; shift 2; '
+                  f'"$@" 2>&1 | sed -u "s/^/{task.name}{RANK_SEPARATOR}/"; code=${{PIPESTATUS[0]}}; '
+                  f'echo "{task.name}{RANK_SEPARATOR}{RANK_EXIT}$code"; exit "$code"')
+        task.argv = ["bash", "-c", script, "dlobd-rank", cwd, str(env_file()), "env",
+                     *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
+        task.env = {}
+    elif task.host in LOCAL_HOSTS:
         task.argv, task.env = argv, env
     else:
         task.argv, task.env = ssh_argv(task.host, cwd, env, argv), {}
+
+
+def mpi_of(protocol: str) -> str | None:
+    """The MPI whose one mpirun starts every task of a point over TF's MPI channel (the TF build's,
+    DLOBD_TF_RDMA_MPI, else MVAPICH2 as in the papers); None for the other protocols."""
+    if protocol != MPI_PROTOCOL:
+        return None
+    name = provenance.stack_setting(TF_MPI) or TF_MPI_DEFAULT
+    if name not in mpi.MPIS:
+        raise NotRunnable(f"{TF_MPI}={name}: not an MPI the launchers start ({', '.join(mpi.MPIS)})")
+    return name
+
+
+def mpmd(name: str, tasks: list[Task], hostfile: Path, check: bool) -> tuple[dict, str]:
+    """One mpirun starting every task (placed as a rank) as a rank of its own command, grouped by
+    host in the order the hosts first appear: (the plan's 'mpi' entry: the command and the tasks
+    in rank order; the host file's text). OpenMPI places each rank by its own --host, Hydra
+    (MPICH, MVAPICH2) by the host file's order."""
+    hosts = list(dict.fromkeys(t.host for t in tasks))
+    ranks = sorted(tasks, key=lambda t: hosts.index(t.host))
+    per_host = {h: sum(t.host == h for t in tasks) for h in hosts}
+    try:
+        command = mpi.mpirun_prefix(name, None, hostfile, check)
+    except NotRunnable as exc:
+        raise NotRunnable(f"{MPI_PROTOCOL} starts every task under one mpirun of the MPI the TF build is "
+                          f"linked against ({TF_MPI}, default {TF_MPI_DEFAULT}): {exc}") from None
+    for i, t in enumerate(ranks):
+        where = ["--host", f"{t.host}:{per_host[t.host]}"] if name == "openmpi" else []
+        command += [*([":"] if i else []), "-np", "1", *where, *t.argv]
+    return {"command": command, "ranks": [t.name for t in ranks]}, mpi.hostfile_text(name, list(per_host.items()))
 
 
 @dataclass(frozen=True)
@@ -124,17 +176,25 @@ PAPER_TF = (f"needs DLOBD_TF_RDMA_PYTHON or {provenance.TFOS_PYTHON}: the paper 
             "TensorFlow in a TF 1.x (dlobd_stack_settings); its stacks' Python has no TensorFlow")
 
 
-def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict) -> runner.LaunchResult:
-    """Run the tasks of one TF cluster under the supervisor, the run's one command; a dry run
-    lists the tasks it would start (as the plan file names them) and writes nothing."""
+def run_tasks(ctx: runner.RunContext, tasks: list[Task], env: dict, mpi_name: str | None = None) -> runner.LaunchResult:
+    """Run the tasks of one TF cluster under the supervisor, the run's one command; with an MPI
+    (mpi_of) the supervisor starts them as the ranks of one mpirun, the tasks placed as ranks. A
+    dry run lists what it would start (as the plan file names it) and writes nothing."""
     adir = Path(ctx.attempt_dir).resolve()
-    plan = json.dumps({"tasks": [asdict(t) for t in tasks]}, indent=1) + "\n"
+    content = {"tasks": [asdict(t) for t in tasks]}
+    files = {}
+    if mpi_name:
+        content["mpi"], files[HOSTFILE] = mpmd(mpi_name, tasks, adir / HOSTFILE, not ctx.dry_run)
+    files[PLAN_FILE] = json.dumps(content, indent=1) + "\n"
     if not ctx.dry_run:
-        (adir / PLAN_FILE).write_text(plan)
+        for name, text in files.items():
+            (adir / name).write_text(text)
     result = runner.run_command(ctx, [sys.executable, "-m", "dlobd.stacks.tensorflow", "supervise",
                                     str(adir / PLAN_FILE)], env=env, cwd=str(adir))
+    if mpi_name:
+        result.extra["mpirun"] = shlex.join(content["mpi"]["command"])
     if ctx.dry_run:
-        result.extra["files"] = {PLAN_FILE: plan}
+        result.extra["files"] = files
     # run.json keeps them too: where each task ran and how its port was chosen
     result.extra["processes"] = [{"name": t.name, "host": t.host, "command": t.argv, "env": t.env,
                                   "ports": {} if t.port is None else {"server": t.port},
