@@ -909,6 +909,14 @@ def test_write_gives_every_point_of_the_example_its_files_and_command(tmp_path):
     tasks = json.loads((fig11 / "tasks.json").read_text())["tasks"]
     assert tasks and all(str(t["port"]).isdigit() for t in tasks if t["port"] is not None)
     assert f"dlobd.stacks.tensorflow supervise {fig11 / 'tasks.json'}" in (fig11 / "command.sh").read_text()
+    # over TF's MPI channel: the host file the one mpirun reads, in the order of its ranks
+    mpi = fig11.parent.parent / "network-mpi_nodes-2" / "attempt-001"
+    plan = json.loads((mpi / "tasks.json").read_text())["mpi"]
+    assert plan["command"][:3] == ["/opt/mvapich2/bin/mpirun", "-f", str(mpi / "mpi-hosts")]
+    hosts = [next(t["host"] for t in json.loads((mpi / "tasks.json").read_text())["tasks"] if t["job"] + ":" + str(t["index"]) == name)
+             for name in plan["ranks"]]
+    assert (mpi / "mpi-hosts").read_text() == "".join(f"{h}:{hosts.count(h)}\n" for h in dict.fromkeys(hosts))
+    assert "the supervisor starts them as the ranks of one mpirun: /opt/mvapich2/bin/mpirun" in out.stdout
     fig5a = next((tmp_path / "w" / "example-ib" / "paper" / "dlobd-fig5a").glob("*/attempt-001"))
     assert {p.name for p in fig5a.iterdir()} >= {"command.sh", "net.prototxt", "solver.prototxt"}
     assert str(fig5a / "solver.prototxt") in (fig5a / "command.sh").read_text()

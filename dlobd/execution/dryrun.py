@@ -242,6 +242,8 @@ def describe(result: runner.LaunchResult) -> list[str]:
                      f"{shell_line(proc['command'])}")
     if result.extra.get("remote_env"):
         lines.append(f"    environment on the MPI hosts: {exports(result.extra['remote_env'])}")
+    if result.extra.get("mpirun"):
+        lines.append(f"    the supervisor starts them as the ranks of one mpirun: {result.extra['mpirun']}")
     for name, text in result.extra.get("files", {}).items():
         lines.append(f"    file {name}: " + " | ".join(text.splitlines()))
     lines += [f"    ({note})" for note in result.extra.get("notes", [])]
