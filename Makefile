@@ -113,11 +113,13 @@ reproduce: ## set up, provision (with CaffeOnSpark's port), start the cluster, s
 
 # data/reference and data/reference-paper recorded again: a fresh clone of this commit (clean
 # tree) runs make reproduce and make reproduce-paper under RECORD_CLONE; their raw logs replace
-# both folders, each with a README written from the runs' own records. About 1.5 h.
+# both folders, each with a README written from the runs' own records. About 1.5 h;
+# RECORD_PROFILES=paper records data/reference-paper alone (local: data/reference alone).
 RECORD_CLONE ?= $(abspath ..)/dlobd-reference-$(shell git rev-parse --short HEAD 2>/dev/null)
+RECORD_PROFILES ?= local paper
 .PHONY: record-reference
 record-reference: setup ## record data/reference and data/reference-paper again with this commit's code (commit first)
-	$(BIN)/python benchmarks/reproduce/record_reference.py --clone $(RECORD_CLONE)
+	$(BIN)/python benchmarks/reproduce/record_reference.py --clone $(RECORD_CLONE) --profiles $(RECORD_PROFILES)
 
 # The evaluators' first tier: the report from the reference runs, then one real short job that
 # exercises Spark and a DL stack: BigDL's LeNet-5 on MNIST on YARN, dlobd-fig6c's local point (its

@@ -167,7 +167,7 @@ REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "loc
 def test_the_samples_that_measure_no_job_give_no_row(tmp_path, log):
     # dlobd-fig9's TensorFlow run as sampled: 8 samples, the first at 0.014 s with psutil's
     # first 100.0 %, the last at 7.001 s after the job exited (0 processes, 0.0 MB)
-    real = REFERENCE / "dlobd-fig9/framework-tensorflow_network-loopback/attempt-001/monitor/vm.csv"
+    real = Path(__file__).parent / "data/logs/real/monitor/dlobd-fig9-tensorflow-f513b91.csv"
     raw = pd.read_csv(real)
     assert (raw["cpu_util_pct"].iloc[0], raw["rss_mb"].iloc[-1], raw["processes"].iloc[-1]) == (100.0, 0.0, 0)
     mon = _parsed_with_monitor(tmp_path, log, "vm.csv", real.read_text())
@@ -247,7 +247,7 @@ def test_experiment_without_runs_is_an_empty_table(tmp_path):
     ("slides-pagerank-32nodes/datasize-huge_network-loopback", "1 executor × 2 cores on 1 host", 1, 1),
     ("slides-pagerank-64nodes/datasize-huge_network-loopback", "2 executors × 1 core on 1 host", 1, 2),
     ("scaffe-fig11/algorithm-binomial", "8 MPI ranks on 1 host", 1, 8),  # mpirun -np 8
-    ("tfgrpc-fig13/network-loopback_payload-scheme-random", "3 workers + 2 PS on 1 host", 1, 5),
+    ("tfgrpc-fig14/network-loopback_payload-scheme-random", "3 workers + 2 PS on 1 host", 1, 5),
 ])
 def test_a_runs_layout_comes_from_its_record(point, layout, hosts, processes):
     record = json.loads((REFERENCE / point / "attempt-001" / "run.json").read_text())
