@@ -39,7 +39,8 @@ def _minute(iso: str) -> str:
 
 def summary(runs: Path) -> dict:
     """What the runs recorded: the commits, the span of their times, the machine, the statuses."""
-    records = [json.loads(p.read_text()) for p in sorted(runs.rglob("run.json"))]
+    paths = sorted(runs.rglob("run.json"))
+    records = [json.loads(p.read_text()) for p in paths]
     if not records:
         raise SystemExit(f"{runs}: no run.json: the run recorded nothing")
     system = records[0].get("system") or {}
@@ -50,7 +51,7 @@ def summary(runs: Path) -> dict:
         "machine": f"{system.get('cpu_model')}, {system.get('cpus')} cores, "
                    f"{round((system.get('memory_mb') or 0) / 1024)} GiB, kernel {system.get('kernel')}",
         "attempts": len(records),
-        "points": len({p.parent.parent for p in runs.rglob("run.json")}),
+        "points": len({p.parent.parent for p in paths}),
         "statuses": dict(collections.Counter(r["status"] for r in records).most_common()),
         "experiments": sorted({r["experiment"] for r in records}),
         "software": {name: sorted({" ".join(str(v).split()) for r in records if (v := (r.get("versions") or {}).get(name))})
