@@ -500,6 +500,27 @@ def test_a_real_run_of_the_modern_port_two_executors_over_ethernet():
     assert saved.endswith("/lenet.caffemodel")
 
 
+def test_the_training_time_runs_to_the_last_iteration_a_log_marks():
+    # rank 0 displays iterations 0 to 300 (display 100) and snapshots the model after iteration
+    # 400 (17:55:40.740959), the end of its training; rank 1 saves nothing: its span ends at its
+    # last displayed iteration (17:55:02.124702)
+    times = {}
+    for rank in (0, 1):
+        result = caffeonspark.parse((REAL / "containers" / f"executor-{rank}" / "stderr").read_text())
+        (times[rank],) = [r["value"] for r in result.rows if r["metric"] == "train_time_s"]
+    assert times == {0: pytest.approx(180.444604), 1: pytest.approx(141.617774)}
+    lines = (REAL / "containers" / "executor-0" / "stderr").read_text().splitlines(keepends=True)
+    # without its snapshot, rank 0's ends at iteration 300 (17:55:02.132447); with iteration 0
+    # its only displayed one and no snapshot, nothing marks an end: no row rather than 0 s
+    unsnapped = [line for line in lines if "Snapshotting to binary proto file" not in line]
+    result = caffeonspark.parse("".join(unsnapped))
+    assert [r["value"] for r in result.rows if r["metric"] == "train_time_s"] == [pytest.approx(141.836092)]
+    first_only = [line for line in unsnapped if not re.search(r"\] Iteration [1-9]\d*, loss", line)]
+    result = caffeonspark.parse("".join(first_only))
+    assert result.finished and [r["step"] for r in result.rows if r["metric"] == "loss"] == [0]
+    assert not [r for r in result.rows if r["metric"] == "train_time_s"]
+
+
 # ---------------------------------------------------------------- real logs of other releases
 
 def test_a_drivers_failed_start_is_its_format_not_finished_and_once():

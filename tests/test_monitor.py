@@ -193,7 +193,8 @@ def test_a_host_without_nvidia_smi_writes_no_gpu_column_and_says_so_once(tmp_pat
 
 def test_the_first_sample_has_no_cpu_reading(tmp_path):
     # psutil's first cpu_percent spans the milliseconds since the sampler started (100 % in 95 of
-    # data/reference's 103 files): the first row leaves the cell empty, the next ones measure
+    # the 103 monitor files of the make reproduce of 2026-11-26): the first row leaves the cell
+    # empty, the next ones measure
     job = subprocess.Popen([sys.executable, "-c", BUSY.format(s=1.5)])
     done = sampler("--out", "-", "--pid", str(job.pid), "--interval", "0.5")
     job.wait()

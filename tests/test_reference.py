@@ -32,8 +32,9 @@ MUST_HAVE_RUN = [
     "dlobd-fig4a", "dlobd-fig4b", "dlobd-fig5a", "dlobd-fig8a", "dlobd-fig8b",
 ]
 # kept small for git; the BigDL LeNet-5 runs bring about 10 MB of Spark event log each (one
-# record per task of 200 iterations), the 3 repeats of the throughput points the rest of the growth
-SIZE_LIMIT_MB = 60
+# record per task of 200 iterations), the 3 repeats of the throughput points the rest of the growth,
+# and the CaffeOnSpark MKL points (recorded since f17ff6a) 1 MB more
+SIZE_LIMIT_MB = 64
 
 
 def digest(root: Path) -> dict:
@@ -111,12 +112,13 @@ def test_verdicts_of_the_local_experiments_are_computed(rebuilt):
         assert len(verdicts) == len(SPECS[e].data.get("claims", []))
         assert set(verdicts["verdict"]) <= {"holds", "differs", "not comparable here", "not run",
                                             "not checkable"}
-    # most of these claims compare RDMA with TCP, which cannot run here; the rest are computed
-    # (two of them, dlobd-c38 and rdmatf-c08, read at a scale that voids their premise)
+    # most of these claims compare RDMA with TCP, which cannot run here; the rest are computed:
+    # TFoS's phases (dlobd-c52 to c54), MKL against OpenBLAS (dlobd-c06, c14, c27, c50), and two,
+    # dlobd-c38 and rdmatf-c08, read at a scale that voids their premise
     verdicts = pd.concat(pd.read_csv(tmp / "results" / "local" / "verdicts" / f"{e}.csv")
                          for e in MUST_HAVE_RUN)["verdict"]
-    assert verdicts.isin(["holds", "differs"]).sum() == 3
-    assert verdicts.isin(["holds", "differs", "not comparable here"]).sum() == 5
+    assert verdicts.isin(["holds", "differs"]).sum() == 7
+    assert verdicts.isin(["holds", "differs", "not comparable here"]).sum() == 9
 
 
 def test_report_names_scale_cluster_and_data_and_the_raw_logs_stay_untouched(rebuilt):
@@ -161,9 +163,11 @@ def test_verdict_counts_on_the_reference_runs_are_the_honest_ones(rebuilt):
     frame = pd.concat(pd.read_csv(p) for p in
                       sorted((rebuilt["tmp"] / "results" / "local" / "verdicts").glob("*.csv")))
     # scaffe-c26 (the chunked chain beats the binomial tree above 8 MB) held in a run of
-    # 2026-11-22 and differs in this one, as in a quiet run of 2026-11-24 (8 oversubscribed ranks)
+    # 2026-11-22 and differs in this one, as in a quiet run of 2026-11-24 (8 oversubscribed ranks);
+    # the five MKL claims (dlobd-c06, c14, c27, c50, slides-c16) differ: on this AMD EPYC, one
+    # thread each, MKL's build takes 1 % longer than OpenBLAS's on fig4a and 14 % less on fig4b
     assert frame["verdict"].value_counts().to_dict() == {
-        "differs": 7, "not comparable here": 8, "not run": 131, "not checkable": 26}
+        "differs": 12, "not comparable here": 8, "not run": 126, "not checkable": 26}
     assert set(frame.loc[frame["verdict"] == "not comparable here", "claim_id"]) == NOT_COMPARABLE
     c08 = frame.set_index("claim_id").loc["rdmatf-c08"]
     assert c08["substituted"] == "network=rdma (here: loopback)" and "share 2 cores" in c08["reason"]

@@ -167,7 +167,7 @@ REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "loc
 def test_the_samples_that_measure_no_job_give_no_row(tmp_path, log):
     # dlobd-fig9's TensorFlow run as sampled: 8 samples, the first at 0.014 s with psutil's
     # first 100.0 %, the last at 7.001 s after the job exited (0 processes, 0.0 MB)
-    real = Path(__file__).parent / "data/logs/real/monitor/dlobd-fig9-tensorflow-f513b91.csv"
+    real = Path(__file__).parent / "data/logs/monitor/dlobd-fig9-tensorflow-f513b91.csv"
     raw = pd.read_csv(real)
     assert (raw["cpu_util_pct"].iloc[0], raw["rss_mb"].iloc[-1], raw["processes"].iloc[-1]) == (100.0, 0.0, 0)
     mon = _parsed_with_monitor(tmp_path, log, "vm.csv", real.read_text())
@@ -203,6 +203,20 @@ def test_a_trace_ends_before_the_job_s_processes_exit(tmp_path, log):
     mon = _parsed_with_monitor(tmp_path, log, "vm.csv", monitor)
     assert list(mon.loc[mon["metric"] == "host_mem_mb", "value"]) == [100.0, 3000.0, 3900.0, 4385.0]
     assert mon.loc[mon["log"] == "monitor/vm.csv", "wall_clock_s"].max() == 3.0
+
+
+def test_a_process_exited_all_run_does_not_end_the_trace_at_its_start(tmp_path, log):
+    # dlobd-fig8a's CaffeOnSpark run as sampled: one process of its tree stays a zombie from the
+    # second sample on (exited 1 in 229 of 232 samples); its closing sample has 8 exited, 0 MB
+    real = Path(__file__).parent / "data/logs/monitor/dlobd-fig8a-caffeonspark-f17ff6a.csv"
+    raw = pd.read_csv(real)
+    assert (raw["exited"] == 1).sum() == 229 and raw["rss_mb"].iloc[-1] == 0.0
+    mon = _parsed_with_monitor(tmp_path, log, "vm.csv", real.read_text())
+    memory = mon[mon["metric"] == "host_mem_mb"]
+    assert list(memory["value"]) == list(raw["rss_mb"].iloc[:-1])
+    assert list(mon.loc[mon["metric"] == "cpu_util_pct", "value"]) == list(raw["cpu_util_pct"].iloc[1:-1])
+    rates = mon[mon["metric"] == "net_mb_per_s"]
+    assert rates["wall_clock_s"].max() == raw["time_s"].iloc[-2] and rates["value"].max() > 0
 
 
 def test_results_table_has_the_contract_columns(tmp_path, log):

@@ -118,9 +118,11 @@ def _job_samples(frame: pd.DataFrame) -> int:
     zombies at the sample), not from the values. The job's last samples, in which its processes
     exit one after another, each find one exited or none left; a process that exits mid-run
     (a Python worker Spark replaces) is followed by samples that find none. A file from before
-    `exited` is cut after its last sample that saw job processes holding memory. A `--match`
-    sampler may see no process before YARN starts the containers: those samples stand. All of
-    them when none saw the job."""
+    `exited` is cut after its last sample that saw job processes holding memory. A process that
+    stays exited all run (a zombie its parent never reaps) counts in every
+    sample: the closing exits are those above the run's usual count, the most
+    common among the samples that saw the job. A `--match` sampler may see no process before
+    YARN starts the containers: those samples stand. All of them when none saw the job."""
     live = pd.Series(True, index=frame.index)
     for column in ("rss_mb", "processes"):  # (a file from before `processes` lacks it)
         if column in frame.columns:
@@ -130,7 +132,9 @@ def _job_samples(frame: pd.DataFrame) -> int:
         return len(frame)
     end = int(seen[-1]) + 1
     if "exited" in frame.columns:
-        whole = (pd.to_numeric(frame["exited"], errors="coerce").fillna(0) == 0) & live
+        exited = pd.to_numeric(frame["exited"], errors="coerce").fillna(0)
+        usual = exited[live].mode().min()
+        whole = (exited <= usual) & live
         kept = whole.iloc[:end].to_numpy().nonzero()[0]
         end = int(kept[-1]) + 1 if len(kept) else end
     return end

@@ -205,7 +205,8 @@ class Context:
     def counted(self, axis: str) -> str | None:
         """What an axis of machines (nodes, workers, GPUs) counts where the drawn runs had more
         of them than hosts: the processes whose number is the axis's value in every run's layout,
-        'worker processes' (2 workers + 1 PS + 1 chief on 1 host at nodes=2), 'executors'."""
+        'worker processes' (2 workers + 1 PS + 1 chief on 1 host at nodes=2), 'executors'. A run of
+        one process alone (rdmatf-fig1's single node: '1 process on 1 host') is its one worker."""
         return self._process_axes.get(axis)
 
     @functools.cached_property
@@ -215,12 +216,15 @@ class Context:
             return {}
         runs = runs[runs["layout"].notna()]
         counts = [{noun: n for n, noun in LAYOUT_COUNT.findall(text)} for text in runs["layout"]]
+        nouns = list(dict.fromkeys(noun for c in counts for noun in c if noun in PROCESS_NAMES))
+        nouns.sort(key=lambda noun: noun == "process")
         hosts = pd.to_numeric(runs["hosts"], errors="coerce")
         out = {}
         for axis in MACHINE_AXES:
             if axis in runs and (pd.to_numeric(runs[axis], errors="coerce") > hosts).any():
-                out[axis] = next((PROCESS_NAMES[noun] for noun in counts[0] if noun in PROCESS_NAMES
-                                  and all(same(c.get(noun), v) for c, v in zip(counts, runs[axis]))), None)
+                out[axis] = next((PROCESS_NAMES[noun] for noun in nouns
+                                  if all(same(c.get(noun, c.get("process")), v) for c, v in zip(counts, runs[axis]))),
+                                 None)
         return {axis: name for axis, name in out.items() if name}
 
     def hosts_text(self) -> str:

@@ -24,6 +24,9 @@ THREAD = re.compile(r"^\S+ \S+\s+(\d+) ")
 TESTING = re.compile(r"^Iteration (\d+), Testing net \(#(\d+)\)")
 TEST_OUT = re.compile(r"^\s*Test net output #\d+: (\S+) = (" + NUM + r")")
 DONE = re.compile(r"^Optimization Done\.")
+# a model snapshot names the iterations done; the one after the last iteration is the end of
+# training where the last iteration was not displayed (`display` not dividing `max_iter`)
+SNAPSHOT = re.compile(r"^Snapshotting to binary proto file \S*_iter_(\d+)\.caffemodel")
 TEST_METRIC = {"accuracy": "top1_accuracy", "acc": "top1_accuracy", "accuracy_top1": "top1_accuracy",
                "accuracy_top5": "top5_accuracy", "top5": "top5_accuracy", "loss": "test_loss"}
 
@@ -67,7 +70,7 @@ class SolverLines:
         self.task = task
         self.start = None      # time of the first Iteration line (training or test pass)
         self.last_iter = -1
-        self.last_stamp = None  # time of the last displayed training iteration
+        self.last_stamp = None  # time of the last displayed training iteration, or later snapshot
         self.testing = None    # iteration of the test pass being reported
         self.done = False
         self.tool_done_next = False  # the solver's 'Optimization Done.' was the last solver line
@@ -112,6 +115,8 @@ class SolverLines:
                                 wall_clock_s=(stamp - self.start).total_seconds(), task=self.task))
             else:
                 self.result.meta.setdefault("unmapped_test_outputs", set()).add(t[1])
+        elif (t := SNAPSHOT.match(message)) and self.start is not None and int(t[1]) > self.last_iter:
+            self.last_stamp = stamp
         elif DONE.match(message):
             # `caffe train` logs it twice, one run: the solver's at the end of Solve(), then the
             # tool's (tools/caffe.cpp) once Solve() returned, with no solver line between
@@ -127,8 +132,10 @@ class SolverLines:
         return True
 
     def training_span_s(self) -> float | None:
-        """Seconds from the first Iteration line to the last displayed training iteration."""
-        if self.start is None or self.last_stamp is None:
+        """Seconds from the first Iteration line to the last displayed training iteration or a
+        snapshot after it; None when nothing marks an iteration after the first (one displayed
+        iteration and no snapshot: no span)."""
+        if self.start is None or self.last_stamp is None or self.last_stamp == self.start:
             return None
         return (self.last_stamp - self.start).total_seconds()
 
