@@ -187,12 +187,20 @@ experiment: setup ## run one experiment's points on the running cluster, then it
 SCALE ?= local
 # the name new runs are recorded under (data/runs/<CLUSTER>/...); empty: the inventory's dlobd_cluster_name
 CLUSTER ?=
+# REHEARSE=1: each point as the scale lays it out, its work cut to the spec's scales.<SCALE>.rehearsal,
+# once; the runs under REHEARSAL_OUT (never results), then which points passed
+REHEARSAL_OUT ?= data/rehearsal
 .PHONY: experiments
-experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing (WRITE=DIR: each point's files and command.sh there)
+experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing (WRITE=DIR: each point's files and command.sh there); REHEARSE=1: each point with its work cut, a check before spending node-hours
 	@if [ -n "$(DRY_RUN)" ]; then \
 	  $(BIN)/dlobd dry-run --scale $(SCALE) --inventory $(INVENTORY) $(if $(CLUSTER),--cluster $(CLUSTER)) --runs $(RUNS) \
-	    $(if $(WRITE),--write $(WRITE)) \
+	    $(if $(WRITE),--write $(WRITE)) $(if $(REHEARSE),--rehearse) \
 	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
+	elif [ -n "$(REHEARSE)" ]; then \
+	  $(SNAKEMAKE) --keep-going --config runs_dir=$(REHEARSAL_OUT)/runs state_dir=$(REHEARSAL_OUT)/state \
+	    launch=True rehearse=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
+	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]') -- runs; \
+	  $(BIN)/dlobd rehearsal --runs $(REHEARSAL_OUT)/runs --scale $(SCALE); \
 	else \
 	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
 	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]'); \

@@ -13,6 +13,7 @@ COMMANDS = {
     "parse": ("dlobd.stacks", "parse one native log of a stack into tidy rows (CSV)"),
     "plan": ("dlobd.execution.plan", "list which experiments can run on this cluster, and why not"),
     "dry-run": ("dlobd.execution.dryrun", "print the exact command of every point of a scale, run nothing"),
+    "rehearsal": ("dlobd.execution.rehearsal", "what a rehearsal found: each point run with its work cut, passed or not"),
     "claims": ("dlobd.results.claims", "evaluate the claims of experiments over their results"),
     "guide": ("dlobd.results.guide", "write docs/new-cluster.md from the specs and the inventory settings"),
     "appendix": ("dlobd.results.appendix", "write docs/artifact-evaluation.md from the specs, reference runs and verdicts"),

@@ -18,6 +18,7 @@ NOT_IN_CHECKOUT = (
     "data/results", "data/state",                  # the pipeline's tables and markers
     "data/emulated",      # make emulated-experiments' output
     "data/kick-tires",    # make kick-tires' job output and its reference figures' log
+    "data/rehearsal",     # make experiments REHEARSE=1: a rehearsal's runs and markers
     "data/runs-paper", "data/paper-profile",       # make reproduce-paper's runs and output
     "data/mnist", "data/fashion-mnist",            # the prefix's data sets
     "data/pagerank-hibench-shaped-synthetic",      # the prefix's generated graphs

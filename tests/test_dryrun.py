@@ -957,3 +957,34 @@ def test_check_a_setting_the_shell_would_expand_to_nothing(tmp_path):
     assert "dlobd-fig6c network-ipoib: settings the shell expands: $SPARK_HOME, which dlobd-env.sh on " \
            f"{cluster.launch_host} does not set" in broken, broken
     assert any("$DLOBD_BIGDL_JAR, which dlobd-env.sh" in line for line in broken), broken
+
+
+def test_a_rehearsal_of_the_example_runs_every_point_at_its_layout_with_the_work_cut(tmp_path):
+    """`make experiments REHEARSE=1` on example-ib, as its dry run shows it: each point with a
+    command has one in the rehearsal, labelled with its cut; the executors, tasks and hosts stay
+    as the scale lays them out, the work (epochs, iterations, seconds) is cut."""
+    specs = dspec.load_all(ROOT)
+    with provenance.inventory_in_use(inventory.load(EXAMPLE)):
+        plain, rehearsed = ({(e, p): r for e, p, r in dryrun.dry_runs(specs, "paper", tmp_path / "runs", rehearse=rehearse)}
+                            for rehearse in (False, True))
+    ran = {k for k, r in plain.items() if r.status == "dry run"}
+    assert ran == {k for k, r in rehearsed.items() if r.status == "dry run"} and len(ran) > 100
+    assert all("rehearsal" in rehearsed[k].labels for k in ran)
+    bigdl = ("dlobd-fig6c", "network-ipoib")
+    full, cut = plain[bigdl].command, rehearsed[bigdl].command
+    # the first 1,536 of CIFAR-10's records, copied into the attempt, one epoch: all else as it is
+    subset = cut[cut.index("-f") + 1]
+    assert subset.endswith("/dlobd-fig6c/network-ipoib/attempt-001/data")
+    assert with_option(with_option(full, "-e", "1"), "-f", subset) == cut and full[full.index("-e") + 1] == "18"
+    assert rehearsed[bigdl].labels["rehearsal"] == {"epochs": "18 -> 1", "train_images": "the launcher default -> 1536",
+                                                   "test_images": "the launcher default -> 768"}
+    # the gRPC client, over ssh on its host: one timed second once, where the paper timed 10 s 5 times
+    grpc = ("tfgrpc-fig7", "network-ipoib")
+    full, cut = " ".join(plain[grpc].command), " ".join(rehearsed[grpc].command)
+    assert "--warmup 2 --duration 10 --repeats 5" in full and "--warmup 0.5 --duration 1 --repeats 1" in cut
+    assert full.replace("--warmup 2 --duration 10 --repeats 5", "--warmup 0.5 --duration 1 --repeats 1") == cut
+    assert plain[grpc].extra["processes"] == rehearsed[grpc].extra["processes"]  # its server as it is
+    # CaffeOnSpark's solver of CIFAR-10 Quick: ten iterations where it would run the model's own
+    caffe = next(k for k in sorted(ran) if k[0] == "dlobd-fig4a")
+    solvers = [r.extra["files"]["solver.prototxt"] for r in (plain[caffe], rehearsed[caffe])]
+    assert "max_iter: 10\n" not in solvers[0] and "max_iter: 10\n" in solvers[1]

@@ -282,3 +282,11 @@ def test_the_drawing_server_exits_without_tearing_down_its_modules(tmp_path):
             "import dlobd.results.drawingserver")
     assert subprocess.run(_child(code), cwd=ROOT, timeout=120).returncode == 0
     assert not marker.exists()
+
+
+def test_a_rehearsal_launches_each_point_once(tmp_path):
+    # slides-inception3-4nodes runs each of its local points 3 times; a rehearsal runs them once
+    config = ['experiments=["slides-inception3-4nodes"]', "launch=True"]
+    counts = [job_counts(snakemake(tmp_path, "--dry-run", "--quiet", "rules", config=[*config, *more]))["run"]
+              for more in ([], ["rehearse=True"])]
+    assert counts == ["3", "1"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from dlobd import spec
 from dlobd.execution import runs
@@ -326,17 +327,29 @@ def test_the_report_reads_right_in_a_real_browser(rebuilt, browser):
 
 
 def changed_since_recorded() -> list[str]:
-    """The experiments with reference runs where their spec, the spec of the experiment the runs
-    are of, or their stack's module differ in this checkout from the commit the runs ran."""
+    """The experiments with reference runs where their stack's module, or the local scale's view of
+    their spec or of the spec the runs are of (every field but the other scales), differ in this
+    checkout from the commit the runs ran."""
+    def git(*args) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+
+    def local_view(text: str | None):
+        data = yaml.safe_load(text) if text is not None else None
+        return data and {**data, "scales": {"local": data["scales"].get("local")}}
+
     out = []
     for eid, s in SPECS.items():
         owner = s.runs_from("local") or s.source_spec.id
         records = [json.loads(p.read_text()) for p in (REFERENCE / "local" / "local" / owner).glob("*/attempt-*/run.json")]
-        sources = {f"experiments/{eid}.yaml", f"experiments/{owner}.yaml", f"dlobd/stacks/{s.data['stack']}.py"}
-        if any(subprocess.run(["git", "-C", str(ROOT), "diff", "--name-only", c, "--", *sources],
-                              capture_output=True, text=True, check=True).stdout
-               for c in {r["git"]["commit"] for r in records}):
-            out.append(eid)
+        for commit in {r["git"]["commit"] for r in records}:
+            module = f"dlobd/stacks/{s.data['stack']}.py"
+            specs = {f"experiments/{eid}.yaml", f"experiments/{owner}.yaml"}
+            then = {path: git("show", f"{commit}:{path}") for path in specs}
+            if git("diff", "--quiet", commit, "--", module).returncode or any(
+                    local_view(then[path].stdout if then[path].returncode == 0 else None)
+                    != local_view((ROOT / path).read_text() if (ROOT / path).is_file() else None) for path in specs):
+                out.append(eid)
+                break
     return out
 
 

@@ -261,3 +261,47 @@ def test_an_inventory_value_the_experiment_does_not_assume_is_refused(tmp_path, 
 def test_an_inventory_value_for_an_experiment_that_does_not_exist_is_named():
     with pytest.raises(runs.dspec.SettingError, match=r"'dlobd-fig77' is no experiment \(no experiments/dlobd-fig77.yaml\)"):
         runs.dspec.check_site_overrides({"dlobd-fig77": {"batch": 1}}, {"dlobd-fig7b": ASSUMING})
+
+
+REHEARSING = {**ASSUMING, "scales": {"local": {**ASSUMING["scales"]["local"],
+                                               "rehearsal": {"epochs": 1, "train_images": 256, "why": "one short epoch"}}}}
+
+
+def test_a_rehearsal_runs_the_point_with_its_work_cut_and_labels_each_cut(tmp_path, monkeypatch):
+    seen = {}
+
+    def launch(ctx):
+        seen.update(ctx.fixed, limit=ctx.time_limit_s)
+        return runner.run_command(ctx, [sys.executable, "-c", "pass"])
+
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    a = runs.launch(REHEARSING, "local", {"network": "loopback", "cores": 2}, tmp_path, rehearse=True)
+    rec = json.loads((a / "run.json").read_text())
+    # the layout (the assumed batch) as the scale runs it; the work cut; the scale's own limit, below the cap
+    assert seen == {"epochs": 1, "batch": 768, "train_images": 256, "limit": 30}
+    assert rec["status"] == "ok" and rec["labels"]["rehearsal"] == {
+        "epochs": "2 -> 1", "train_images": "the launcher default -> 256"}
+    assert rec["labels"]["assumed"] == {"batch": "768, assumed, not stated by the paper (Fig. 7(a))"}
+    # a scale that says no cut is not rehearsed: its whole work would run
+    b = runs.launch(ASSUMING, "local", {"network": "loopback", "cores": 2}, tmp_path / "none", rehearse=True)
+    rec = json.loads((b / "run.json").read_text())
+    assert rec["status"] == "not runnable" and rec["labels"]["rehearsal"] == {}
+    assert rec["reason"] == ("no rehearsal cut: scales.local.rehearsal of experiments/dlobd-fig7b.yaml gives none, "
+                             "and the point's whole work would run")
+
+
+def test_a_rehearsal_is_never_chosen_over_a_measurement_and_gives_no_values(tmp_path):
+    from dlobd.results import tidy
+
+    point = {"n": 1}
+    measured = runs.new_attempt(tmp_path, "local", "local", "x", point)
+    runs.write_run_json(measured, _record(status="failed", reason="boom"))
+    rehearsed = runs.new_attempt(tmp_path, "local", "local", "x", point)
+    runs.write_run_json(rehearsed, _record(labels={"rehearsal": {"epochs": "18 -> 1"}}))
+    (chosen,) = runs.select(runs.experiment_attempts(tmp_path, "local", "x"))
+    assert chosen.path == measured
+    # a point with nothing but its rehearsal: chosen, and read as what it is
+    only = runs.read_attempt(rehearsed, tmp_path)
+    assert runs.select([only]) == [only]
+    assert tidy.parse_attempt(only, "bigdl") == (
+        [], "rehearsal", "a rehearsal (epochs 18 -> 1; it ended ok): not a measurement")

@@ -577,3 +577,20 @@ def test_an_assumed_value_stands_in_only_for_what_the_paper_leaves_unstated(tree
     tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(assumed={"batch": 768}))
     assert tree.errors("dlobd-fig7b") == [
         "experiments/dlobd-fig7b.yaml: scales.paper.assumed: 'why' is a required property"]
+
+
+def test_a_rehearsal_cuts_only_the_work_and_only_downward(tree):
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(
+        rehearsal={"epochs": 20, "executor_cores": 1, "cores": 2, "train_images": 1536, "why": "x"}))
+    assert tree.errors("dlobd-fig7b") == [
+        "experiments/dlobd-fig7b.yaml: scales.paper.rehearsal.epochs: 20 is more than the scale's 18: "
+        "a rehearsal cuts the work",
+        "experiments/dlobd-fig7b.yaml: scales.paper.rehearsal.executor_cores: 'executor_cores' does not size the "
+        f"work (a rehearsal cuts only {', '.join(spec.WORK_SETTINGS)}): the layout stays the scale's",
+        "experiments/dlobd-fig7b.yaml: scales.paper.rehearsal.cores: 'cores' does not size the work (a rehearsal "
+        f"cuts only {', '.join(spec.WORK_SETTINGS)}): the layout stays the scale's"]
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(rehearsal={"epochs": 1}))
+    assert tree.errors("dlobd-fig7b") == [
+        "experiments/dlobd-fig7b.yaml: scales.paper.rehearsal: 'why' is a required property"]
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(rehearsal={"epochs": 1, "why": "one epoch"}))
+    assert tree.errors("dlobd-fig7b") == []

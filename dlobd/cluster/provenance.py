@@ -394,6 +394,12 @@ def changed_since(commit: str, paths: tuple[str, ...], root: Path = ROOT) -> tup
     out = _run(["git", "-C", str(root), "diff", "--name-only", commit, "--", *paths])
     return None if out is None else tuple(out.splitlines())
 
+@functools.lru_cache(maxsize=None)
+def file_at(commit: str, path: str, root: Path = ROOT) -> str | None:
+    """The text of `path` (relative to the project root) at `commit`; None where it did not exist
+    there or git cannot tell."""
+    return _run(["git", "-C", str(root), "show", f"{commit}:{path}"])
+
 def system() -> dict:
     return {
         "kernel": platform.release(),

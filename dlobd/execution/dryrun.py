@@ -32,12 +32,13 @@ from dlobd.stacks import runner
 ASSUME_WHERE = "the command line (dlobd dry-run --assume)"
 
 
-def dry_runs(specs: dict, scale: str, runs_dir, cluster: str | None = None,
-             experiments=None, overrides: dict | None = None) -> list[tuple[str, str, runner.LaunchResult]]:
+def dry_runs(specs: dict, scale: str, runs_dir, cluster: str | None = None, experiments=None,
+             overrides: dict | None = None, rehearse: bool = False) -> list[tuple[str, str, runner.LaunchResult]]:
     """(experiment, point id, LaunchResult) of every point the pipeline would launch at
     `scale` (specs whose data come from another spec's runs launch nothing: that spec's
     points are launched instead), with `overrides` in place of values the scale assumes and
-    under `cluster` (default: the inventory's dlobd_cluster_name)."""
+    under `cluster` (default: the inventory's dlobd_cluster_name); `rehearse`: as a rehearsal
+    launches them (the work cut, each point once)."""
     dspec.check_site_overrides(dspec.site_overrides(provenance.stack_setting(dspec.SITE_ASSUME)),
                                {i: s.data for i, s in specs.items()})
     cluster = cluster or provenance.cluster_name()
@@ -55,8 +56,10 @@ def dry_runs(specs: dict, scale: str, runs_dir, cluster: str | None = None,
         if overrides:
             dspec.check_overrides(spec.data, scale, overrides, ASSUME_WHERE)
         for pid, point in points:
-            out.append((eid, pid, runs.launch(spec.data, scale, point, runs_dir, cluster=cluster,
-                                              dry_run=True, overrides=overrides, where=ASSUME_WHERE)))
+            if rehearse and int(point.get("repeat", 1)) > 1:
+                continue
+            out.append((eid, pid, runs.launch(spec.data, scale, point, runs_dir, cluster=cluster, dry_run=True,
+                                              overrides=overrides, where=ASSUME_WHERE, rehearse=rehearse)))
     return out
 
 
@@ -232,6 +235,8 @@ def describe(result: runner.LaunchResult) -> list[str]:
         return [f"  {result.status}: {result.reason}"]
     lines = [f"  $ {('cd ' + shell_word(result.cwd) + ' && ') if result.cwd else ''}"
              f"{shell_line(result.command)}"]
+    if result.labels.get("rehearsal"):
+        lines.append("    rehearsal, the work cut: " + ", ".join(f"{k} {v}" for k, v in result.labels["rehearsal"].items()))
     if result.extra.get("env"):
         lines.append(f"    environment of the command: {exports(result.extra['env'])}")
     for proc in result.extra.get("processes", []):
@@ -314,6 +319,9 @@ def register(parser) -> None:
     parser.add_argument("--assume", default="", metavar="NAME=VALUE ...",
                         help="values in place of those the experiments assume where their paper states "
                              "none, e.g. 'batch=384' (as make experiment ASSUME=)")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="the commands of a rehearsal (make experiments REHEARSE=1): each point once, "
+                             "its work cut to the scale's `rehearsal` values")
     parser.add_argument("--root", default=str(ROOT), help="project root holding experiments/")
     parser.add_argument("--check", action="store_true",
                         help="with --inventory: test every command against its cluster (containers within a "
@@ -343,7 +351,7 @@ def run(args) -> int:
     try:
         overrides = dspec.parse_overrides(args.assume, ASSUME_WHERE)
         with using(args):
-            done = dry_runs(specs, args.scale, runs_dir, args.cluster, args.experiments, overrides)
+            done = dry_runs(specs, args.scale, runs_dir, args.cluster, args.experiments, overrides, args.rehearse)
             written = write_points(done, specs, args.scale, runs_dir, args.cluster or provenance.cluster_name(),
                                    provenance.prefix() / "etc" / "dlobd-env.sh") if args.write else []
     except (inventory.InventoryError, dspec.SettingError) as exc:

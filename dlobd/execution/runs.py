@@ -22,6 +22,8 @@ from dlobd.stacks.runner import RUN_JSON, LaunchResult, RunContext, data_label, 
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "hung", "not runnable", "unparseable")
+# a rehearsal's time limit: its work is cut to seconds, the rest is the cluster's start-up
+REHEARSAL_LIMIT_S = 900
 _ATTEMPT_RE = re.compile(r"^attempt-(\d{3,})$")
 
 
@@ -160,8 +162,15 @@ def experiment_attempts(runs_dir, scale: str, experiment: str, points=None) -> l
     return out
 
 
+def is_rehearsal(attempt: Attempt) -> bool:
+    """A run whose work a rehearsal cut (run.json's label `rehearsal`): it shows that the point
+    runs, and measures nothing."""
+    return "rehearsal" in (attempt.record.get("labels") or {})
+
+
 def select(attempt_list: list[Attempt]) -> list[Attempt]:
-    """Per (cluster, point): the newest `ok` attempt, else the newest attempt."""
+    """Per (cluster, point): the newest `ok` attempt, else the newest attempt; a rehearsal only
+    where the point has nothing else."""
     groups: dict[tuple, list[Attempt]] = {}
     for a in attempt_list:
         key = tuple(Path(a.run_id).parts[:4])  # cluster, scale, experiment, point
@@ -169,6 +178,7 @@ def select(attempt_list: list[Attempt]) -> list[Attempt]:
     chosen = []
     for key in sorted(groups):
         group = sorted(groups[key], key=lambda a: a.number)
+        group = [a for a in group if not is_rehearsal(a)] or group
         ok = [a for a in group if a.record["status"] == "ok"]
         chosen.append(ok[-1] if ok else group[-1])
     return chosen
@@ -266,7 +276,8 @@ def _call(module, ctx: RunContext) -> LaunchResult:
 
 
 def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local",
-           dry_run: bool = False, overrides: dict | None = None, where: str = "the command line"):
+           dry_run: bool = False, overrides: dict | None = None, where: str = "the command line",
+           rehearse: bool = False):
     """Run one matrix point through its stack's launcher and write run.json.
 
     The launcher gets the scale's `fixed` with the values the scale assumes where its paper
@@ -282,6 +293,10 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     With `dry_run` nothing is run or written (no attempt directory, no run.json): returns the
     LaunchResult, status `dry run` with the exact command, `not runnable` with the reason, or
     `failed` with the launcher's error.
+
+    With `rehearse` the point runs as the scale lays it out with its work cut to the scale's
+    `rehearsal` values (run.json's label `rehearsal` says each cut): a check that it runs, never a
+    result (select passes it over). A scale without a rehearsal cut is not runnable so.
     """
     stack_name, module, reason = _launcher(spec_data, scale, point)
     given, wheres = site_settings(spec_data, scale)
@@ -289,11 +304,20 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     wheres.update({name: where for name in overrides or {}})
     fixed, setting_labels = dspec.settings(spec_data, scale, given, wheres)
     scale_data = spec_data["scales"][scale]
+    time_limit_s = scale_data.get("time_limit_s")
+    if rehearse:
+        cut = dspec.rehearsal(scale_data)
+        if "rehearsal" not in scale_data:
+            reason = reason or (f"no rehearsal cut: scales.{scale}.rehearsal of experiments/{spec_data['id']}.yaml "
+                                "gives none, and the point's whole work would run")
+        setting_labels["rehearsal"] = {k: f"{fixed.get(k, 'the launcher default')} -> {v}" for k, v in cut.items()}
+        fixed.update(cut)
+        time_limit_s = min(time_limit_s or REHEARSAL_LIMIT_S, REHEARSAL_LIMIT_S)
 
     def context(attempt_dir: Path) -> RunContext:
         return RunContext(spec=spec_data, scale=scale, cluster=cluster, point=dict(point),
                           attempt_dir=attempt_dir, runs_dir=Path(runs_dir),
-                          fixed=dict(fixed), time_limit_s=scale_data.get("time_limit_s"),
+                          fixed=dict(fixed), time_limit_s=time_limit_s,
                           dry_run=dry_run, overridden=wheres)
 
     if dry_run:
@@ -345,10 +369,10 @@ def site_settings(spec_data: dict, scale: str) -> tuple[dict, dict]:
 
 
 def _settings_labels(supervisor: dict, launcher: dict) -> dict:
-    """The `assumed` and `overridden` labels: the supervisor's, with what the launcher chose
-    over them (an assumed count cut to the cluster)."""
+    """The `assumed`, `overridden` and `rehearsal` labels: the supervisor's, with what the
+    launcher chose over them (an assumed count cut to the cluster)."""
     return {key: {**supervisor.get(key, {}), **launcher.get(key, {})}
-            for key in ("assumed", "overridden") if key in supervisor or key in launcher}
+            for key in ("assumed", "overridden", "rehearsal") if key in supervisor or key in launcher}
 
 
 def _labels(spec_data: dict, scale: str, point: dict) -> dict:

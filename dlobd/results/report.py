@@ -19,7 +19,10 @@ from pathlib import Path
 
 import jinja2
 import pandas as pd
+import yaml
 
+from dlobd import ROOT
+from dlobd import spec as dspec
 from dlobd.cluster import calibrate, fabric, provenance
 from dlobd.results import expected, tidy
 from dlobd.results.comparability import NOT_COMPARABLE
@@ -292,17 +295,33 @@ def profile_points(profiles_csvs) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
-def stale_runs(entry: dict) -> list[dict]:
+def stale_runs(entry: dict, root: Path = ROOT) -> list[dict]:
     """The commits an experiment's runs were recorded at where what they ran has changed since:
-    its spec, the specs of the experiments the runs are of (`runs_from`, `data_from`), its stack's
-    launcher and parser. Each {'commit', 'changed': the files, or None where git cannot tell}. Runs
-    recorded before a change elsewhere (a figure, the docs) still measure what today's code runs."""
+    its spec, the specs of the experiments the runs are of (`runs_from`, `data_from`), as the
+    runs' scale sees them (an edit of another scale's part changes nothing they ran), and its
+    stack's launcher and parser. Each {'commit', 'changed': the files, or None where git cannot
+    tell}. Runs recorded before a change elsewhere (a figure, the docs) still measure what today's
+    code runs."""
     sources = {f"experiments/{e}.yaml" for e in
                {entry["id"], *(Path(r["run_id"]).parts[2] for r in entry["runs"] if r.get("used"))}}
     if entry["stack"]:
         sources.add(f"dlobd/stacks/{entry['stack']}.py")
-    found = ({"commit": c, "changed": provenance.changed_since(c, tuple(sorted(sources)))} for c in entry["commits"])
+    found = []
+    for commit in entry["commits"]:
+        changed = provenance.changed_since(commit, tuple(sorted(sources)), root)
+        if changed is not None:
+            changed = tuple(path for path in changed
+                            if not path.startswith("experiments/") or _spec_changed(commit, path, entry["scale"], root))
+        found.append({"commit": commit, "changed": changed})
     return [f for f in found if f["changed"] is None or f["changed"]]
+
+
+def _spec_changed(commit: str, path: str, scale: str, root: Path) -> bool:
+    """Whether a spec file differs, as `scale`'s runs see it, between `commit` and the checkout."""
+    then = provenance.file_at(commit, path, root)
+    now = root / path
+    return (dspec.scale_view(yaml.safe_load(then) if then is not None else None, scale)
+            != dspec.scale_view(yaml.safe_load(now.read_text()) if now.is_file() else None, scale))
 
 
 def write_report(out_html, specs: dict, scales, figures_dir, results_dir, verdict_ids,

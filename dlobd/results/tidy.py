@@ -34,9 +34,13 @@ def parse_attempt(attempt: runs.Attempt, stack: str) -> tuple[list[dict], str, s
     """Rows, status and reason of one attempt.
 
     A run that did not end `ok` keeps its own status. An `ok` run whose logs the stack's
-    parser cannot read becomes `unparseable` with the parser's reason: no number is invented.
+    parser cannot read becomes `unparseable` with the parser's reason: no number is invented. A
+    rehearsal (its work cut) gives no values whatever its end: status `rehearsal`.
     """
     status = attempt.record["status"]
+    if runs.is_rehearsal(attempt):
+        cuts = ", ".join(f"{k} {v}" for k, v in attempt.record["labels"]["rehearsal"].items())
+        return [], "rehearsal", f"a rehearsal ({cuts or 'no cut'}; it ended {status}): not a measurement"
     if status != "ok":
         return [], status, attempt.record.get("reason")
     try:

@@ -14,6 +14,7 @@ API used by the pipeline:
   sorted by point id), ``.stack(scale)`` (the stack module at that scale), ``.claims``,
   ``.runs_from(scale)`` and ``.shared_points(scale)`` (a scale whose runs are another spec's:
   its point ids -> that spec's point ids with equal ``launch_settings``).
+- ``scale_view(data, scale)``: the spec as one scale's runs see it (the other scales left out).
 - ``claims_files(root) -> dict[path, dict]``: the claims-only files ``claims/*-text.yaml``.
 - ``point_id(point) -> str``: the directory name of a matrix point.
 - ``validate(root, files=None) -> (errors, summary)``: schema + cross-checks; every error
@@ -330,6 +331,16 @@ class Spec:
         return self.data.get("claims", [])
 
 
+def scale_view(spec_data: dict | None, scale: str) -> dict | None:
+    """The spec as one scale's measured runs see it: every field but the other scales and the
+    scale's rehearsal cut (an edit of the paper scale changes nothing the local runs ran). None
+    for no spec."""
+    if spec_data is None:
+        return None
+    own = {k: v for k, v in ((spec_data.get("scales") or {}).get(scale) or {}).items() if k != "rehearsal"}
+    return {**spec_data, "scales": {scale: own or None}}
+
+
 def launch_settings(spec_data: dict, scale: str, point: dict) -> dict:
     """What a launcher is given for one point, as text: its stack, model, data set, time limit,
     the capabilities it needs and its settings (the scale's `fixed` with the point over them).
@@ -578,6 +589,31 @@ def _check_assumed(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
             errors.add(spec.path, f"{where}.{key}", "a count within the cluster is a positive whole number")
 
 
+# the settings that size a point's work, which a rehearsal may cut (scales.<scale>.rehearsal)
+WORK_SETTINGS = ("epochs", "iterations", "steps", "warmup", "warmup_steps", "warmup_s", "duration_s",
+                 "repeats", "train_images", "test_images", "pages")
+
+
+def rehearsal(scale: dict) -> dict:
+    """The rehearsal's cut of a scale's work: setting -> value (without `why`); {} for none."""
+    return {k: v for k, v in (scale.get("rehearsal") or {}).items() if k != "why"}
+
+
+def _check_rehearsal(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
+    """A rehearsal cuts the work only: settings that size it, each below what the scale runs."""
+    where = f"scales.{name}.rehearsal"
+    stated = {**assumed(scale), **(scale.get("fixed") or {})}
+    for key, value in rehearsal(scale).items():
+        if key not in WORK_SETTINGS:
+            errors.add(spec.path, f"{where}.{key}", f"{key!r} does not size the work (a rehearsal cuts only "
+                                                    f"{', '.join(WORK_SETTINGS)}): the layout stays the scale's")
+        elif key in (scale.get("matrix") or {}):
+            errors.add(spec.path, f"{where}.{key}", f"{key!r} is a matrix axis: a rehearsal runs the scale's points")
+        elif isinstance(stated.get(key), (int, float)) and value > stated[key]:
+            errors.add(spec.path, f"{where}.{key}", f"{value} is more than the scale's {_fmt(stated[key])}: "
+                                                    "a rehearsal cuts the work")
+
+
 def _check_whole_scale_needs(spec: Spec, name: str, scale: dict, errors: _Errors) -> None:
     """A need of the whole scale that only some of its network values have (config/networks.yaml)
     would make a cluster without it run none of the points, those that never use it included."""
@@ -810,6 +846,7 @@ def validate(root: Path | str = ROOT, files: list | None = None, directory: str 
             for name, scale in data["scales"].items():
                 _check_scale(spec, name, scale, errors)
                 _check_assumed(spec, name, scale, errors)
+                _check_rehearsal(spec, name, scale, errors)
                 if "runs_from" in scale:
                     _check_runs_from(spec, name, scale["runs_from"], registry, errors)
         for i, claim in enumerate(data.get("claims", [])):

@@ -1,7 +1,8 @@
 """Short real BigDL points on the test cluster: VGG-16 on cifar10-synthetic through
-spark-submit on YARN (runs.launch -> bigdl.launch -> raw logs -> parser), the same point
-with a time limit too short for it (`hung`, with its YARN application killed), and LeNet-5
-on the real MNIST, which must learn: the local stand-in of the accuracy curves."""
+spark-submit on YARN (runs.launch -> bigdl.launch -> raw logs -> parser), launched as a
+rehearsal of a longer run; the same point with a time limit too short for it (`hung`, with its
+YARN application killed), and LeNet-5 on the real MNIST, which must learn: the local stand-in
+of the accuracy curves."""
 
 import copy
 import csv
@@ -13,7 +14,8 @@ import pytest
 
 from dlobd import spec, stacks
 from dlobd.cluster import hadoop
-from dlobd.execution import runs
+from dlobd.execution import rehearsal, runs
+from dlobd.results import tidy
 from dlobd.stacks import bigdl
 
 pytestmark = pytest.mark.integration
@@ -35,10 +37,18 @@ def tiny_spec(time_limit_s: float, epochs: int = EPOCHS) -> dict:
     return data
 
 
-def test_short_vgg_point_on_yarn(stack_cluster, tmp_path):
-    attempt = runs.launch(tiny_spec(300), "local", POINT, tmp_path / "runs")
+def test_short_vgg_point_on_yarn_as_a_rehearsal(stack_cluster, tmp_path):
+    """Launched as a rehearsal (make experiments REHEARSE=1): the scale's 1,000 epochs cut to 2 by
+    its `rehearsal`, the rest as the scale runs it; the run passes the rehearsal and gives no result."""
+    data = tiny_spec(300, epochs=1000)
+    data["scales"]["local"]["rehearsal"] = {"epochs": EPOCHS, "why": "two epochs"}
+    attempt = runs.launch(data, "local", POINT, tmp_path / "runs", rehearse=True)
     record = json.loads((attempt / "run.json").read_text())
     assert record["status"] == "ok", (record["reason"], (attempt / "stderr.log").read_text()[-3000:])
+    assert record["labels"]["rehearsal"] == {"epochs": f"1000 -> {EPOCHS}"}
+    lines, failing = rehearsal.summary(tmp_path / "runs", "local")
+    assert failing == 0 and lines[1].startswith(f"  passed        {record['run_id']} (epochs 1000 -> {EPOCHS})")
+    assert tidy.parse_attempt(runs.read_attempt(attempt, tmp_path / "runs"), "bigdl")[:2] == ([], "rehearsal")
     assert record["versions"]["stack"] == "bigdl 2.4.0"
     assert record["labels"]["data"] == "synthetic" and record["labels"]["spark"] == "vanilla"
     assert "--master" in record["command"] and "yarn" in record["command"]

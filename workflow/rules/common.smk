@@ -118,8 +118,10 @@ def launch_points(scale, experiment):
         return []
     if scale_of(experiment, scale) is None or SPECS[experiment].runs_from(scale):
         return []
-    # points of a scale marked not runnable are launched too: they get a `not runnable` record
-    return [(CLUSTER, pid) for pid, _ in SPECS[experiment].points(scale)]
+    # points of a scale marked not runnable are launched too: they get a `not runnable` record;
+    # a rehearsal runs each point once
+    return [(CLUSTER, pid) for pid, point in SPECS[experiment].points(scale)
+            if not config["rehearse"] or int(point.get("repeat", 1)) == 1]
 
 
 def reconsider_not_runnable():
@@ -251,7 +253,7 @@ def step_run(wildcards, output, log):
         raise ValueError(f"{wildcards.experiment}: no point {wildcards.point!r} at scale {wildcards.scale}")
     attempt = druns.launch(merged_spec(wildcards.experiment), wildcards.scale,
                            points[wildcards.point], RUNS, cluster=wildcards.cluster,
-                           overrides=ASSUME, where=ASSUME_WHERE)
+                           overrides=ASSUME, where=ASSUME_WHERE, rehearse=config["rehearse"])
     record = druns.read_attempt(attempt, RUNS).record
     # step_s: the step's wall time, against which `make bench-reproduce` sets the job's own
     summary = {"attempt": str(attempt), "status": record["status"], "reason": record.get("reason"),

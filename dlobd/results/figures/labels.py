@@ -20,7 +20,8 @@ from dlobd.results.tidy import LAYOUT_COUNT, count_text
 from dlobd.spec import _matches, expand, load_all, substitutions
 
 
-STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable"}
+STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable",
+               "rehearsal": "rehearsal"}
 PAPER_COLOR = "#c0392b"
 # the axes that count machines in a paper; here they may count processes on fewer hosts, and
 # what a layout's count names then ('worker' -> 'worker processes')
