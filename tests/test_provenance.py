@@ -138,3 +138,26 @@ def test_changed_since_names_the_files_that_differ_from_a_commit_and_none_for_an
     (tmp_path / "spec.yaml").write_text("a: 2\n")         # uncommitted: still a change
     assert provenance.changed_since(recorded, ("spec.yaml", "gone.py"), tmp_path) == ("spec.yaml",)
     assert provenance.changed_since("0" * 40, ("spec.yaml",), tmp_path) is None
+
+
+def test_daemon_cpus_gives_each_daemon_of_the_prefix_the_cpus_it_may_run_on(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.setenv("DLOBD_PREFIX", str(tmp_path / "stack"))
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    # a NodeManager of this prefix started pinned to one CPU, one of another prefix as it is
+    pinned = subprocess.Popen([*sleeper, "-Ddlobd.daemon=nodemanager", f"-Dhadoop.home.dir={tmp_path}/stack/hadoop"],
+                              preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    other = subprocess.Popen([*sleeper, "-Ddlobd.daemon=datanode", "-Dhadoop.home.dir=/elsewhere/hadoop"])
+    try:
+        deadline = time.monotonic() + 10
+        while not provenance.daemon_cpus() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert provenance.daemon_cpus() == {"nodemanager": 1}
+        assert provenance.system()["daemon_cpus"] == {"nodemanager": 1}
+    finally:
+        for proc in (pinned, other):
+            proc.kill()
+            proc.wait()

@@ -400,12 +400,28 @@ def file_at(commit: str, path: str, root: Path = ROOT) -> str | None:
     there or git cannot tell."""
     return _run(["git", "-C", str(root), "show", f"{commit}:{path}"])
 
+def daemon_cpus() -> dict[str, int]:
+    """How many CPUs each Hadoop daemon of this prefix on this host may run on (its CPU affinity,
+    by the daemon's name): YARN's containers inherit the NodeManager's, so a daemon started pinned
+    runs every job on fewer CPUs than the host has."""
+    found, where = {}, str(prefix())
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        names = [a.split("=", 1)[1] for a in cmdline if a.startswith("-Ddlobd.daemon=")]
+        if names and any(where in a for a in cmdline):
+            try:
+                found[names[0]] = len(proc.cpu_affinity())
+            except psutil.Error:
+                continue  # gone, or not ours to read
+    return found
+
 def system() -> dict:
     return {
         "kernel": platform.release(),
         "os": platform.platform(),
         "cpu_model": cpu_model(),
         "cpus": psutil.cpu_count(logical=True),
+        "daemon_cpus": daemon_cpus(),
         "memory_mb": psutil.virtual_memory().total // (1024 * 1024),
         "nics": nics(),
     }

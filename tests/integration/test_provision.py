@@ -54,6 +54,18 @@ def test_daemons_listen_on_the_cluster_address_only(cluster):
     assert [(n, a) for n, a in listening if a.ip.removeprefix("::ffff:") != "127.0.0.1"] == []
 
 
+def test_the_daemons_may_run_on_every_cpu(cluster, monkeypatch):
+    """Mitogen, which runs the playbooks' tasks, pins its processes to CPUs, and a daemon a task
+    starts inherits the pin; every YARN container inherits the NodeManager's. Started by
+    cluster-up, each daemon may run on every CPU this process may, and the runs record it."""
+    from dlobd.cluster import provenance
+
+    every = sorted(os.sched_getaffinity(0))
+    assert {name: p.cpu_affinity() for name, p in cluster.daemons().items()} == {name: every for name in DAEMONS}
+    monkeypatch.setenv("DLOBD_PREFIX", str(cluster.prefix))
+    assert provenance.daemon_cpus() == {name: len(every) for name in DAEMONS}
+
+
 def test_status_reports_every_worker(cluster):
     run = cluster.playbook("cluster-status.yml")
     assert run.rc == 0, run.out[-3000:]
