@@ -400,19 +400,27 @@ def file_at(commit: str, path: str, root: Path = ROOT) -> str | None:
     there or git cannot tell."""
     return _run(["git", "-C", str(root), "show", f"{commit}:{path}"])
 
+def daemons(where: Path) -> dict[str, psutil.Process]:
+    """The running Hadoop daemons of the prefix `where` on this host, by name (the
+    `-Ddlobd.daemon=` its sbin/dlobd-daemon gives each)."""
+    found = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        names = [a.split("=", 1)[1] for a in cmdline if a.startswith("-Ddlobd.daemon=")]
+        if names and any(str(where) in a for a in cmdline):
+            found[names[0]] = proc
+    return found
+
 def daemon_cpus() -> dict[str, int]:
     """How many CPUs each Hadoop daemon of this prefix on this host may run on (its CPU affinity,
     by the daemon's name): YARN's containers inherit the NodeManager's, so a daemon started pinned
     runs every job on fewer CPUs than the host has."""
-    found, where = {}, str(prefix())
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info["cmdline"] or []
-        names = [a.split("=", 1)[1] for a in cmdline if a.startswith("-Ddlobd.daemon=")]
-        if names and any(where in a for a in cmdline):
-            try:
-                found[names[0]] = len(proc.cpu_affinity())
-            except psutil.Error:
-                continue  # gone, or not ours to read
+    found = {}
+    for name, proc in daemons(prefix()).items():
+        try:
+            found[name] = len(proc.cpu_affinity())
+        except psutil.Error:
+            continue  # gone, or not ours to read
     return found
 
 def system() -> dict:

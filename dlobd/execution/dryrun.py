@@ -56,7 +56,7 @@ def dry_runs(specs: dict, scale: str, runs_dir, cluster: str | None = None, expe
         if overrides:
             dspec.check_overrides(spec.data, scale, overrides, ASSUME_WHERE)
         for pid, point in points:
-            if rehearse and int(point.get("repeat", 1)) > 1:
+            if rehearse and not runs.rehearsed_point(point):
                 continue
             out.append((eid, pid, runs.launch(spec.data, scale, point, runs_dir, cluster=cluster, dry_run=True,
                                               overrides=overrides, where=ASSUME_WHERE, rehearse=rehearse)))
@@ -235,8 +235,8 @@ def describe(result: runner.LaunchResult) -> list[str]:
         return [f"  {result.status}: {result.reason}"]
     lines = [f"  $ {('cd ' + shell_word(result.cwd) + ' && ') if result.cwd else ''}"
              f"{shell_line(result.command)}"]
-    if result.labels.get("rehearsal"):
-        lines.append("    rehearsal, the work cut: " + ", ".join(f"{k} {v}" for k, v in result.labels["rehearsal"].items()))
+    if runs.cuts_text(result.labels):
+        lines.append(f"    rehearsal, the work cut: {runs.cuts_text(result.labels)}")
     if result.extra.get("env"):
         lines.append(f"    environment of the command: {exports(result.extra['env'])}")
     for proc in result.extra.get("processes", []):

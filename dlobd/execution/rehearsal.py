@@ -56,7 +56,7 @@ def summary(runs_dir, scale: str, root: Path = ROOT) -> tuple[list[str], int]:
     lines = [f"rehearsal at scale {scale} under {runs_dir}: {len(passed)} of {len(launched)} launched "
              f"points passed; {len(found) - len(launched)} not runnable on this cluster"]
     for attempt, outcome, why in found:
-        cuts = ", ".join(f"{k} {v}" for k, v in attempt.record["labels"]["rehearsal"].items())
+        cuts = runs.cuts_text(attempt.record["labels"])
         lines.append(f"  {outcome:13} {attempt.run_id}" + (f" ({cuts})" if cuts else "")
                      + (f": {why}" if why else ""))
     return lines, len(launched) - len(passed)

@@ -168,6 +168,16 @@ def is_rehearsal(attempt: Attempt) -> bool:
     return "rehearsal" in (attempt.record.get("labels") or {})
 
 
+def rehearsed_point(point: dict) -> bool:
+    """Whether a rehearsal launches this point: each point once, its first repeat."""
+    return int(point.get("repeat", 1)) == 1
+
+
+def cuts_text(labels: dict) -> str:
+    """A run's rehearsal cut as text ('epochs 18 -> 1, train_images ...'); '' for none."""
+    return ", ".join(f"{k} {v}" for k, v in (labels.get("rehearsal") or {}).items())
+
+
 def select(attempt_list: list[Attempt]) -> list[Attempt]:
     """Per (cluster, point): the newest `ok` attempt, else the newest attempt; a rehearsal only
     where the point has nothing else."""

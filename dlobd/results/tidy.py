@@ -39,8 +39,8 @@ def parse_attempt(attempt: runs.Attempt, stack: str) -> tuple[list[dict], str, s
     """
     status = attempt.record["status"]
     if runs.is_rehearsal(attempt):
-        cuts = ", ".join(f"{k} {v}" for k, v in attempt.record["labels"]["rehearsal"].items())
-        return [], "rehearsal", f"a rehearsal ({cuts or 'no cut'}; it ended {status}): not a measurement"
+        cuts = runs.cuts_text(attempt.record["labels"]) or "no cut"
+        return [], "rehearsal", f"a rehearsal ({cuts}; it ended {status}): not a measurement"
     if status != "ok":
         return [], status, attempt.record.get("reason")
     try:

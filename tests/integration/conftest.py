@@ -130,13 +130,7 @@ class Provisioned:
 
     def daemons(self) -> dict[str, psutil.Process]:
         """The running daemons of this prefix, by name."""
-        found = {}
-        for proc in psutil.process_iter(["cmdline"]):
-            cmdline = proc.info["cmdline"] or []
-            names = [a.split("=", 1)[1] for a in cmdline if a.startswith("-Ddlobd.daemon=")]
-            if names and any(str(self.prefix) in a for a in cmdline):
-                found[names[0]] = proc
-        return found
+        return provenance.daemons(self.prefix)
 
 
 @pytest.fixture(scope="session")

@@ -121,7 +121,7 @@ def launch_points(scale, experiment):
     # points of a scale marked not runnable are launched too: they get a `not runnable` record;
     # a rehearsal runs each point once
     return [(CLUSTER, pid) for pid, point in SPECS[experiment].points(scale)
-            if not config["rehearse"] or int(point.get("repeat", 1)) == 1]
+            if not config["rehearse"] or druns.rehearsed_point(point)]
 
 
 def reconsider_not_runnable():
