@@ -8,6 +8,8 @@ import pytest
 
 from dlobd.cluster import provenance
 
+DATA = Path(__file__).parent / "data"
+
 
 def test_workers_are_read_from_the_space_separated_env_file_list(monkeypatch):
     monkeypatch.setattr(provenance, "prefix_env", lambda: {"DLOBD_WORKERS": "10.9.0.2 10.9.0.3"})
@@ -161,3 +163,10 @@ def test_daemon_cpus_gives_each_daemon_of_the_prefix_the_cpus_it_may_run_on(tmp_
         for proc in (pinned, other):
             proc.kill()
             proc.wait()
+
+
+def test_cpu_isa_names_the_vector_instruction_sets_of_a_real_cpuinfo(tmp_path):
+    # this project's machine of 2026-11-30: an AMD EPYC with AVX2 and no AVX-512
+    assert provenance.cpu_isa(DATA / "cpuinfo/amd-epyc-avx2.txt") == ["sse4_2", "avx", "avx2", "fma"]
+    assert provenance.cpu_isa(tmp_path / "absent") is None
+    assert provenance.system()["cpu_isa"] == provenance.cpu_isa()

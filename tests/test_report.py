@@ -206,16 +206,21 @@ def test_hardware_lines_name_cpu_cores_memory_links_and_the_fabric(tmp_path):
         {"port": 1, "state": "ACTIVE", "rate_gbps": 100.0, "link_layer": "InfiniBand", "netdev": "ib0",
          "ipv4": ["192.168.100.2"]}]}]
     runs_list = [
-        {"used": True, "system": {"cpu_model": "AMD EPYC", "cpus": 2, "memory_mb": 24105},
+        {"used": True, "system": {"cpu_model": "AMD EPYC", "cpu_isa": ["sse4_2", "avx", "avx2", "fma"],
+                                  "cpus": 2, "memory_mb": 24105},
          "hosts": [{"name": "w1", "address": "10.77.0.2", "link": "emulated eth-1g"}],
          "fabric": {"vm": no_hca_fingerprint(tmp_path), "node02": ib, "node03": ib, "node04": None}},
         {"used": False, "system": {"cpu_model": "other", "cpus": 64}},      # superseded: not shown
     ]
     [line] = report.hardware(runs_list)
     # hosts with the same hardware share a line; their own addresses are left out there
-    assert line == ("AMD EPYC, 2 cores, 24 GiB; 1 host(s); links: emulated eth-1g; "
+    assert line == ("AMD EPYC (AVX2), 2 cores, 24 GiB; 1 host(s); links: emulated eth-1g; "
                     "fabric: vm: no InfiniBand HCA; no GPU · node02, node03: mlx5_0 port 1 ACTIVE "
                     "100 Gb/s InfiniBand, ib0; no GPU · node04: not recorded")
+    # runs from before run.json recorded the vector sets, and one with AVX-512
+    assert report.hardware([{"used": True, "system": {"cpu_model": "AMD EPYC", "cpus": 2}}])[0].startswith(
+        "AMD EPYC, 2 cores; ")
+    assert report.widest_isa(["avx2", "fma", "avx512f", "avx512_vnni"]) == "AVX-512"
     assert sorted(["dlobd-fig11", "dlobd-fig4a"], key=report.natural_key) == ["dlobd-fig4a", "dlobd-fig11"]
 
 

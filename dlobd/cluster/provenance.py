@@ -380,6 +380,23 @@ def cpu_model() -> str | None:
         pass
     return platform.processor() or None
 
+# The vector instruction sets that set a CPU-bound job's speed: TensorFlow's oneDNN and Caffe's BLAS
+# pick kernels by them, so one CPU model string can hide a twofold difference (AVX-512 or not).
+VECTOR_ISA = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+
+def cpu_isa(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
+    """Which of VECTOR_ISA this host's CPU offers, in that order; None where the flags are not
+    readable."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return [isa for isa in VECTOR_ISA if isa in flags]
+    return None
+
 @functools.lru_cache(maxsize=1)
 def git_state() -> dict:
     commit = _run(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
@@ -428,6 +445,7 @@ def system() -> dict:
         "kernel": platform.release(),
         "os": platform.platform(),
         "cpu_model": cpu_model(),
+        "cpu_isa": cpu_isa(),
         "cpus": psutil.cpu_count(logical=True),
         "daemon_cpus": daemon_cpus(),
         "memory_mb": psutil.virtual_memory().total // (1024 * 1024),

@@ -115,8 +115,20 @@ def verdict_rows(results_dir, scales, verdict_ids, specs) -> list[dict]:
                                        natural_key(r["experiment"]), natural_key(r["claim_id"])))
 
 
+# A CPU's widest vector instruction set, by the flag that tells it (provenance.VECTOR_ISA), widest first.
+ISA_NAMES = (("amx_tile", "AMX"), ("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+             ("sse4_2", "SSE4.2"))
+
+
+def widest_isa(isa: list[str]) -> str:
+    """The widest vector set of a run.json's `system.cpu_isa`, by name: runs on two CPUs of one
+    model can differ twofold where one has AVX-512 and the other AVX2 only."""
+    return next((name for flag, name in ISA_NAMES if flag in isa), "no SSE4.2")
+
+
 def hardware(run_list: list[dict]) -> list[str]:
-    """The hardware the used runs recorded, one line per distinct kind: CPU model, cores,
+    """The hardware the used runs recorded, one line per distinct kind: CPU model and its widest
+    vector set, cores,
     memory, hosts, links, and each host's HCAs and GPUs where run.json has their fingerprint
     (the NICs, which other tests' bridges come and go on, stay in each run's provenance)."""
     seen = []
@@ -126,9 +138,11 @@ def hardware(run_list: list[dict]) -> list[str]:
         system = r.get("system") or {}
         hosts = r.get("hosts") or []
         links = sorted({h["link"] for h in hosts if h.get("link")})
-        parts = [f"{system.get('cpu_model') or 'CPU not recorded'}, {system.get('cpus', '?')} cores, "
-                 f"{round(system['memory_mb'] / 1024)} GiB" if system.get("memory_mb") else
-                 f"{system.get('cpu_model') or 'CPU not recorded'}, {system.get('cpus', '?')} cores",
+        cpu = system.get("cpu_model") or "CPU not recorded"
+        if system.get("cpu_isa") is not None:
+            cpu += f" ({widest_isa(system['cpu_isa'])})"
+        parts = [f"{cpu}, {system.get('cpus', '?')} cores"
+                 + (f", {round(system['memory_mb'] / 1024)} GiB" if system.get("memory_mb") else ""),
                  f"{len(hosts) or 1} host(s)",
                  "links: " + (", ".join(links) if links else "loopback only (one host)")]
         if r.get("fabric"):
