@@ -19,6 +19,8 @@ from pathlib import Path
 
 import jinja2
 
+from dlobd.results.report import widest_isa
+
 ROOT = Path(__file__).resolve().parents[2]
 # profile: (target, the clone's runs folder, the phase-timing report target, the folder it replaces)
 PROFILES = {
@@ -48,7 +50,9 @@ def summary(runs: Path) -> dict:
         "commits": sorted({(r.get("git") or {}).get("commit") or "none" for r in records}),
         "dirty": any((r.get("git") or {}).get("dirty") for r in records),
         "first": _minute(min(r["start"] for r in records)), "last": _minute(max(r["end"] or r["start"] for r in records)),
-        "machine": f"{system.get('cpu_model')}, {system.get('cpus')} cores, "
+        "machine": f"{system.get('cpu_model')}"
+                   + (f" ({widest_isa(system['cpu_isa'])})" if system.get("cpu_isa") is not None else "")
+                   + f", {system.get('cpus')} cores, "
                    f"{round((system.get('memory_mb') or 0) / 1024)} GiB, kernel {system.get('kernel')}",
         "attempts": len(records),
         "points": len({p.parent.parent for p in paths}),
