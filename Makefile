@@ -552,6 +552,41 @@ emulated-experiments: setup ## run EMULATED_EXPERIMENTS from the emulated cluste
 test-paper-shape: setup-dev emulated-deps ## as root: an emulated site shaped like a real one (SITE=paper-shape: declared 48-core workers, the ResourceManager on a smaller host, ib0/ib1, a management network) provisioned and started; containers sized and refused as there
 	$(BIN)/pytest -m integration tests/integration/test_paper_shape.py -q
 
+# The paper scale rehearsed on an emulated site shaped like a real one: the paper-shape site
+# (3 workers of 48 declared cores, one in group gpu on ib1, the ResourceManager on a smaller host,
+# a 10 Gb/s management network, one prefix) provisioned with the paper profile's image (PAPER_DEF,
+# the apptainer method; its build's --skip-tags skipped here too), then `make experiments SCALE=paper
+# REHEARSE=1` from its master: every point of REHEARSE_IDS (default: every experiment) once, at the
+# paper scale's layout, its work cut; IPoIB's points on the site's ib0/ib1, which it declares as a
+# rehearsal's stand-in for IPoIB (dlobd_rehearsal_standins). The runs go to REHEARSAL_SITE_OUT, then
+# `dlobd rehearsal` lists which points passed; the hosts are removed at the end, also after a failure.
+REHEARSAL_SITE_STATE ?= $(HOME)/dlobd-rehearsal-site
+REHEARSAL_SITE_OUT ?= data/rehearsal-paper-shape
+REHEARSAL_SITE_SUBNET ?= 10.78.40.0/24
+REHEARSAL_SITE_MANAGEMENT_SUBNET ?= 10.78.41.0/24
+REHEARSE_IDS ?=
+REHEARSAL_SITE := $(BIN)/python tests/cluster/emulated.py --state-dir $(REHEARSAL_SITE_STATE)
+REHEARSAL_SITE_INVENTORY := $(REHEARSAL_SITE_STATE)-hosts.yml
+REHEARSAL_SITE_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(REHEARSAL_SITE_INVENTORY)
+PAPER_IMAGE_SKIP_TAGS = $(shell sed -n 's/.*--skip-tags[ =]\([a-z_,]*\).*/\1/p' $(PAPER_DEF))
+
+.PHONY: rehearse-paper-shape
+rehearse-paper-shape: setup emulated-deps apptainer-deps ## as root: the paper scale rehearsed (REHEARSE=1) on the paper-shape emulated site with the paper image; REHEARSE_IDS= to pick experiments
+	$(BIN)/dlobd image --images $(IMAGES) build $(PAPER_DEF)
+	mkdir -p $(REHEARSAL_SITE_OUT)
+	{ echo "dlobd_install_method: apptainer"; echo "apptainer_image_shared: true"; \
+	  echo "apptainer_image: $$($(BIN)/dlobd image --images $(IMAGES) path $(PAPER_DEF))"; \
+	  $(if $(APPTAINER),echo "apptainer_binary: $(APPTAINER)";) \
+	  $(if $(DLOBD_APPTAINER_TARBALL),echo "apptainer_tarball: $(DLOBD_APPTAINER_TARBALL)";) } > $(REHEARSAL_SITE_OUT)/image-vars.yml
+	$(REHEARSAL_SITE) up --site paper-shape --workers 3 --gpu-workers 1 --subnet $(REHEARSAL_SITE_SUBNET) \
+	  --management-subnet $(REHEARSAL_SITE_MANAGEMENT_SUBNET) --inventory $(REHEARSAL_SITE_INVENTORY) \
+	  --vars $(PAPER_DEF:.def=.vars.yml) --vars $(REHEARSAL_SITE_OUT)/image-vars.yml
+	status=0; { $(REHEARSAL_SITE_PLAYBOOK) playbooks/site.yml $(if $(PAPER_IMAGE_SKIP_TAGS),--skip-tags $(PAPER_IMAGE_SKIP_TAGS)) \
+	    && $(REHEARSAL_SITE_PLAYBOOK) playbooks/cluster-up.yml \
+	    && $(REHEARSAL_SITE) exec -- env DLOBD_PREFIX=$(REHEARSAL_SITE_STATE)/stack $(SUBMAKE) experiments SCALE=paper \
+	      REHEARSE=1 REHEARSAL_OUT=$(abspath $(REHEARSAL_SITE_OUT)) CLUSTER=paper-shape ID="$(REHEARSE_IDS)"; } || status=$$?; \
+	  $(REHEARSAL_SITE_PLAYBOOK) playbooks/cluster-down.yml; $(REHEARSAL_SITE) down; exit $$status
+
 test-shared-prefix: setup-dev emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both, GPU-labelled executors on the gpu worker
 	$(BIN)/pytest -m integration tests/integration/test_emulated_shared_prefix.py -q
 

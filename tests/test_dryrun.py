@@ -972,11 +972,12 @@ def test_a_rehearsal_of_the_example_runs_every_point_at_its_layout_with_the_work
     assert all("rehearsal" in rehearsed[k].labels for k in ran)
     bigdl = ("dlobd-fig6c", "network-ipoib")
     full, cut = plain[bigdl].command, rehearsed[bigdl].command
-    # the first 1,536 of CIFAR-10's records, copied into the attempt, one epoch: all else as it is
+    # the first 1,536 of the synthetic CIFAR-10's records, copied into the attempt, one epoch: all else as it is
     subset = cut[cut.index("-f") + 1]
     assert subset.endswith("/dlobd-fig6c/network-ipoib/attempt-001/data")
     assert with_option(with_option(full, "-e", "1"), "-f", subset) == cut and full[full.index("-e") + 1] == "18"
-    assert rehearsed[bigdl].labels["rehearsal"] == {"epochs": "18 -> 1", "train_images": "the launcher default -> 1536",
+    assert rehearsed[bigdl].labels["rehearsal"] == {"dataset": "cifar10 -> cifar10-synthetic", "epochs": "18 -> 1",
+                                                   "train_images": "the launcher default -> 1536",
                                                    "test_images": "the launcher default -> 768"}
     # the gRPC client, over ssh on its host: one timed second once, where the paper timed 10 s 5 times
     grpc = ("tfgrpc-fig7", "network-ipoib")

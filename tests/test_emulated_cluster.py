@@ -301,6 +301,9 @@ def test_a_paper_shape_site_is_laid_out_like_a_real_one(tmp_path):
     assert worker["dlobd_hardware"] == gpu["dlobd_hardware"] == {"cores": 48, "memory_gb": 64, "ethernet_gbps": 10}
     assert all(hv["dlobd_emulated_size"] and hv["dlobd_yarn_memory_fraction"] == 0.75 for hv in inv["hosts"].values())
     assert "standing in for IPoIB" in worker["dlobd_emulated_link"] and "eth-10g" in worker["dlobd_emulated_link"]
+    # what its rehearsals may count as IPoIB: the veths named ib0/ib1, never an HCA
+    assert inv["vars"]["dlobd_rehearsal_standins"] == {
+        "infiniband": "ib0/ib1 are veths of the emulated site carrying TCP: IPoIB's addresses and interface names, no HCA"}
     config = emulated.sshd_config(plan.hosts[1], tmp_path, tmp_path / "keys")
     assert "ListenAddress 10.77.0.2:22\nListenAddress 10.78.0.2:22\n" in config
     assert emulated.plan_of(emulated.State(tmp_path / "state.json", {"plan": emulated.asdict(plan)})) == plan
@@ -345,3 +348,74 @@ def test_the_paper_scale_on_a_paper_shape_site_passes_the_check_and_sizes_from_i
     assert points["rdmatf-fig1 network-eth-1g_workers-2:"].startswith(
         "  not runnable: network eth-1g: its points need a 1 Gb/s Ethernet link on every worker; "
         "dle123abc-worker1 declares 10 Gb/s")
+
+
+def test_a_rehearsal_on_a_paper_shape_site_places_ipoib_points_on_its_stand_in_and_says_so(tmp_path):
+    """The site's IPoIB stand-in counts for a rehearsal (dry-run --rehearse) and for nothing else:
+    the ordinary dry run leaves rdmatf-fig5's IPoIB point not runnable, the rehearsal gives it its
+    command over the workers' ib0 addresses with the stand-in named; its RDMA point stays out."""
+    plan = emulated.make_plan(workers=3, run_id="123abc", gpu_workers=1, site="paper-shape")
+    values = emulated.render_inventory(plan, tmp_path)
+    values["all"]["vars"]["dlobd_profile"] = "paper"
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(values))
+
+    def dry_run(*extra):
+        out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(path),
+                              "--runs", str(tmp_path / "runs"), "--check", "--experiment", "rdmatf-fig5", *extra],
+                             capture_output=True, text=True, cwd=emulated.ROOT, timeout=600)
+        assert out.returncode == 0 and out.stdout.rstrip().endswith("check: every command passes"), out.stdout[-3000:]
+        lines = out.stdout.splitlines()
+        return {line: lines[i + 1:i + 4] for i, line in enumerate(lines) if line.startswith("rdmatf-fig5 ")}
+
+    ordinary, rehearsal = dry_run(), dry_run("--rehearse")
+    assert ordinary["rdmatf-fig5 network-ipoib:"][0].startswith("  not runnable: needs infiniband: worker(s) ")
+    command, cut, standing_in = rehearsal["rdmatf-fig5 network-ipoib:"]
+    assert command.startswith("  $ ") and cut == "    rehearsal, the work cut: steps 300 -> 10"
+    assert standing_in == ("    standing in: infiniband: ib0/ib1 are veths of the emulated site carrying TCP: "
+                           "IPoIB's addresses and interface names, no HCA")
+    assert rehearsal["rdmatf-fig5 network-rdma:"][0].startswith("  not runnable: needs rdma: worker(s) ")
+
+
+def test_site_vars_join_the_inventory_for_all_hosts_and_a_bad_file_is_named(tmp_path):
+    """`up --vars FILE` (e.g. a software profile's settings): each file's mapping among all hosts'
+    variables, later files over earlier ones; a file that is no mapping is refused by name."""
+    profile, image = tmp_path / "profile.yml", tmp_path / "image.yml"
+    profile.write_text("dlobd_profile: paper\ndlobd_install_method: registry\n")
+    image.write_text("dlobd_install_method: apptainer\napptainer_image: /images/paper.sif\n")
+    plan = emulated.make_plan(workers=2, run_id="123abc")
+    values = yaml.safe_load(emulated.inventory_text(plan, tmp_path, site_vars=emulated.site_vars([profile, image])))
+    assert {k: values["all"]["vars"][k] for k in ("dlobd_profile", "dlobd_install_method", "apptainer_image")} == {
+        "dlobd_profile": "paper", "dlobd_install_method": "apptainer", "apptainer_image": "/images/paper.sif"}
+    (tmp_path / "list.yml").write_text("- dlobd_profile\n")
+    with pytest.raises(HarnessError, match=r"--vars .*list.yml: expected a mapping of variable to value, found list"):
+        emulated.site_vars([tmp_path / "list.yml"])
+    with pytest.raises(HarnessError, match=r"--vars .*absent.yml: \[Errno 2\]"):
+        emulated.site_vars([tmp_path / "absent.yml"])
+
+
+def test_a_paper_image_site_has_no_grpc_benchmark_or_mpi_where_its_image_leaves_them_out(tmp_path):
+    """The paper profile from containers/paper-tfos-bigdl.def's image (the apptainer method): its
+    build skips the roles mpi and grpc_bench, so the gRPC benchmark's points are not runnable on
+    that site, with the reason, while its native TensorFlow points run (a rehearsal, on the IPoIB
+    stand-in)."""
+    plan = emulated.make_plan(workers=3, run_id="123abc", gpu_workers=1, site="paper-shape")
+    image = tmp_path / "paper-tfos-bigdl.sif"
+    image.write_bytes(b"")
+    vars_file = emulated.ROOT / "containers/paper-tfos-bigdl.vars.yml"
+    values = emulated.render_inventory(plan, tmp_path)
+    values["all"]["vars"].update(yaml.safe_load(vars_file.read_text()), dlobd_install_method="apptainer",
+                                 apptainer_image=str(image))
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(values))
+    out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(path),
+                          "--runs", str(tmp_path / "runs"), "--check", "--rehearse", "--experiment", "tfgrpc-fig9",
+                          "--experiment", "rdmatf-fig5"], capture_output=True, text=True, cwd=emulated.ROOT, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    after = {line: lines[i + 1] for i, line in enumerate(lines[:-1]) if line.endswith(":") and " " in line}
+    assert after["tfgrpc-fig9 network-eth-10g_payload-scheme-uniform:"] == (
+        "  not runnable: needs grpc-cpp: the image of containers/paper-tfos-bigdl.def leaves TF-gRPC-Bench out (its build "
+        "skips the role's tag grpc_bench): its points run on the modern profile, or on the paper profile's registry "
+        "or spack method")
+    assert after["rdmatf-fig5 network-ipoib:"].startswith("  $ ")

@@ -290,6 +290,70 @@ def test_a_rehearsal_runs_the_point_with_its_work_cut_and_labels_each_cut(tmp_pa
                              "and the point's whole work would run")
 
 
+def test_a_rehearsal_may_train_on_the_synthetic_twin_of_the_scales_data_set_and_says_so(tmp_path, monkeypatch):
+    seen = {}
+
+    def launch(ctx):
+        seen["dataset"] = ctx.spec["scales"][ctx.scale]["dataset"]
+        return runner.run_command(ctx, [sys.executable, "-c", "pass"])
+
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    twin = {**REHEARSING, "scales": {"local": {**REHEARSING["scales"]["local"], "dataset": "cifar10", "rehearsal": {
+        **REHEARSING["scales"]["local"]["rehearsal"], "dataset": "cifar10-synthetic"}}}}
+    rec = json.loads((runs.launch(twin, "local", {"network": "loopback", "cores": 2}, tmp_path, rehearse=True)
+                      / "run.json").read_text())
+    assert seen == {"dataset": "cifar10-synthetic"}
+    assert (rec["dataset"], rec["labels"]["data"]) == ("cifar10-synthetic", "synthetic")
+    assert rec["labels"]["rehearsal"] == {"dataset": "cifar10 -> cifar10-synthetic", "epochs": "2 -> 1",
+                                          "train_images": "the launcher default -> 256"}
+    # an ordinary run trains on the scale's own
+    ordinary = json.loads((runs.launch(twin, "local", {"network": "loopback", "cores": 2}, tmp_path / "ordinary")
+                           / "run.json").read_text())
+    assert ordinary["dataset"] == "cifar10" and seen == {"dataset": "cifar10"}
+
+
+def _needing(*needs):
+    return {**REHEARSING, "scales": {"local": {**REHEARSING["scales"]["local"], "needs": list(needs)}}}
+
+
+VETH = "ib0 is a veth of the emulated site: IPoIB's addresses and interface names, no HCA"
+
+
+def test_a_rehearsal_counts_the_sites_ipoib_stand_in_and_says_so_where_runs_and_rdma_never(tmp_path, monkeypatch):
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", lambda ctx: runner.run_command(ctx, [sys.executable, "-c", "pass"]),
+                        raising=False)
+    monkeypatch.setenv("DLOBD_REHEARSAL_STANDINS", json.dumps({"infiniband": VETH}))
+    point = {"network": "loopback", "cores": 2}
+
+    def record(attempt):
+        return json.loads((attempt / "run.json").read_text())
+
+    # this machine has no HCA: an ordinary run of a point that needs InfiniBand is not runnable
+    ordinary = record(runs.launch(_needing("infiniband"), "local", point, tmp_path / "ordinary"))
+    assert ordinary["status"] == "not runnable" and ordinary["reason"].startswith("needs infiniband: no InfiniBand HCA")
+    assert "standin" not in ordinary["labels"]
+    rehearsed = record(runs.launch(_needing("infiniband"), "local", point, tmp_path / "rehearsed", rehearse=True))
+    assert rehearsed["status"] == "ok" and rehearsed["labels"]["standin"] == {"infiniband": VETH}
+    # nothing stands in for RDMA; a point needing nothing lacking says no stand-in
+    rdma = record(runs.launch(_needing("infiniband", "rdma"), "local", point, tmp_path / "rdma", rehearse=True))
+    assert rdma["status"] == "not runnable" and rdma["reason"].startswith("needs rdma: no InfiniBand HCA")
+    plain = record(runs.launch(_needing(), "local", point, tmp_path / "plain", rehearse=True))
+    assert plain["status"] == "ok" and "standin" not in plain["labels"]
+
+
+@pytest.mark.parametrize("declared, message", [
+    ('{"rdma": "a veth"}', "DLOBD_REHEARSAL_STANDINS names rdma: only infiniband may stand in"),
+    ('{"infiniband": ""}', "DLOBD_REHEARSAL_STANDINS: expected a mapping of capability to words"),
+    ("infiniband", "DLOBD_REHEARSAL_STANDINS is not JSON"),
+])
+def test_a_stand_in_that_cannot_stand_in_leaves_the_rehearsal_not_runnable_and_says_why(tmp_path, monkeypatch,
+                                                                                         declared, message):
+    monkeypatch.setenv("DLOBD_REHEARSAL_STANDINS", declared)
+    rec = json.loads((runs.launch(_needing("infiniband"), "local", {"network": "loopback", "cores": 2}, tmp_path,
+                                  rehearse=True) / "run.json").read_text())
+    assert rec["status"] == "not runnable" and rec["reason"].startswith(message)
+
+
 def test_a_rehearsal_is_never_chosen_over_a_measurement_and_gives_no_values(tmp_path):
     from dlobd.results import tidy
 

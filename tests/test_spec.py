@@ -594,3 +594,10 @@ def test_a_rehearsal_cuts_only_the_work_and_only_downward(tree):
         "experiments/dlobd-fig7b.yaml: scales.paper.rehearsal: 'why' is a required property"]
     tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(rehearsal={"epochs": 1, "why": "one epoch"}))
     assert tree.errors("dlobd-fig7b") == []
+    # a data set only as the synthetic twin of the scale's (cifar10 -> cifar10-synthetic)
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(rehearsal={"dataset": "mnist", "why": "x"}))
+    assert tree.errors("dlobd-fig7b") == [
+        "experiments/dlobd-fig7b.yaml: scales.paper.rehearsal.dataset: 'mnist' is not the synthetic twin of the "
+        "scale's data set 'cifar10' (<id>-synthetic, in its format): a rehearsal changes no other data"]
+    tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(rehearsal={"dataset": "cifar10-synthetic", "why": "x"}))
+    assert tree.errors("dlobd-fig7b") == []

@@ -8,8 +8,11 @@ size or network link asks of them.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import glob
+import json
 import os
 import re
 import shutil
@@ -17,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlobd import NotRunnable
+from dlobd import ROOT, NotRunnable
 from dlobd.cluster import fabric, inventory, provenance
 from dlobd.spec import networks, point_id
 
@@ -60,11 +63,58 @@ def find_nvcc() -> str | None:
 
 def capabilities() -> dict[str, tuple[bool, str]]:
     """capability -> (present, how it was found or why not): of the inventory in use
-    (provenance.inventory_in_use), else detected on this machine."""
+    (provenance.inventory_in_use), else detected on this machine; inside `rehearsing`, with the
+    site's stand-ins for what it lacks (standins_in_effect)."""
     cluster = provenance.inventory()
-    if cluster is not None:
-        return inventory_capabilities(cluster)
-    return local_capabilities()
+    caps = inventory_capabilities(cluster) if cluster is not None else local_capabilities()
+    if _standins_used.get() is not None:
+        caps = {**caps, **{name: (True, f"{STANDIN_WORDS} {how}") for name, how in standins_in_effect(caps).items()}}
+    return caps
+
+
+# What a rehearsal may count as present where the site declares a stand-in for it
+# (dlobd_rehearsal_standins, exported as DLOBD_REHEARSAL_STANDINS): IPoIB's placement, which an
+# interface of that name and address gives; never RDMA, GPUs or software, which nothing stands in for.
+STANDINS = ("infiniband",)
+STANDIN_SETTING = "DLOBD_REHEARSAL_STANDINS"
+STANDIN_WORDS = "stand-in for a rehearsal (dlobd_rehearsal_standins):"
+# inside `rehearsing`: capability -> what stood in for it, for each stand-in a check counted
+_standins_used: contextvars.ContextVar[dict | None] = contextvars.ContextVar("standins_used", default=None)
+
+
+@contextlib.contextmanager
+def rehearsing():
+    """Inside the block, capabilities() counts the site's rehearsal stand-ins as present; yields
+    the stand-ins the block's checks counted (capability -> what stood in), filled as they ask."""
+    used: dict[str, str] = {}
+    token = _standins_used.set(used)
+    try:
+        yield used
+    finally:
+        _standins_used.reset(token)
+
+
+def declared_standins() -> dict[str, str]:
+    """capability -> what stands in for it, as the site declares (DLOBD_REHEARSAL_STANDINS); raises
+    NotRunnable naming the setting where it is not a mapping of STANDINS to words."""
+    text = provenance.stack_setting(STANDIN_SETTING)
+    if not text:
+        return {}
+    try:
+        declared = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotRunnable(f"{STANDIN_SETTING} is not JSON ({exc}): dlobd_rehearsal_standins gives it") from None
+    if not isinstance(declared, dict) or not all(isinstance(v, str) and v.strip() for v in declared.values()):
+        raise NotRunnable(f"{STANDIN_SETTING}: expected a mapping of capability to words, found {text}")
+    unknown = sorted(set(declared) - set(STANDINS))
+    if unknown:
+        raise NotRunnable(f"{STANDIN_SETTING} names {', '.join(unknown)}: only {', '.join(STANDINS)} may stand in")
+    return declared
+
+
+def standins_in_effect(caps: dict[str, tuple[bool, str]]) -> dict[str, str]:
+    """The declared stand-ins for capabilities that `caps` lacks: what a rehearsal counts."""
+    return {name: how for name, how in declared_standins().items() if not caps.get(name, (False,))[0]}
 
 
 # where the cpu-mkl build's MKL comes from (role caffeonspark)
@@ -253,6 +303,19 @@ def local_capabilities() -> dict[str, tuple[bool, str]]:
 
 # What site.yml installs on every host of an inventory, at either profile.
 PROVISIONED = ("hadoop", "spark", "tensorflow", "tensorflowonspark", "bigdl", "mpi", "grpc", "grpc-cpp")
+# What an image leaves out where its build skips a role's tag (install.yml --skip-tags in its
+# definition), which the apptainer method's hosts then lack: tag -> {capability: the software}.
+CONTAINERS = ROOT / "containers"
+LEFT_OUT_BY_TAG = {"mpi": {"mpi": "MPI (and hr_reduce)"},
+                   "grpc_bench": {"grpc-cpp": "TF-gRPC-Bench"}}
+
+
+def image_skipped_tags(definition: Path) -> tuple[str, ...]:
+    """The role tags an image definition's build skips (its install.yml --skip-tags); () for a
+    definition that skips none or is absent."""
+    text = definition.read_text() if definition.is_file() else ""
+    found = re.search(r"--skip-tags[ =]([\w,]+)", text)
+    return tuple(found[1].split(",")) if found else ()
 # Software an inventory gives by path: capability -> its dlobd_stack_settings entry.
 SOFTWARE_SETTINGS = {"rdma-spark": "RDMA_SPARK_HOME", "rdma-grpc": "RDMA_GRPC_HOME",
                      "tf-rdma": "DLOBD_TF_RDMA_PYTHON", "hibench": "HIBENCH_HOME",
@@ -309,6 +372,14 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
     for name in PROVISIONED:
         caps[name] = (True, f"installed by site.yml ({cluster.settings.get('DLOBD_INSTALL_METHOD')} "
                             "method); not checked from here")
+    if profile == "paper" and cluster.settings.get("DLOBD_INSTALL_METHOD") == "apptainer":
+        env = (cluster.in_effect.get("dlobd_paper_env") or (None,))[0]
+        definition = CONTAINERS / f"paper-{env}.def"
+        for tag in image_skipped_tags(definition):
+            for name, what in LEFT_OUT_BY_TAG.get(tag, {}).items():
+                caps[name] = (False, f"the image of {definition.relative_to(ROOT)} leaves {what} out (its build "
+                                     f"skips the role's tag {tag}): its points run on the modern profile, or on "
+                                     "the paper profile's registry or spack method")
     if profile == "paper":
         # not in the stacks' Python there: TensorFlowOnSpark's points other than RDMA run in the
         # Python DLOBD_TFOS_PYTHON names (where the inventory names none on the spack or registry
@@ -357,6 +428,17 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
     return caps
 
 
+def dataset_missing(name: str) -> str | None:
+    """Why the data set `name` is not on this cluster: not among the data sets its datasets role
+    installed (datasets_names, which dlobd-env.sh exports as DLOBD_DATASETS); None where it is,
+    and where the prefix does not say (provisioned before it did: the launcher then looks)."""
+    installed = provenance.stack_setting("DLOBD_DATASETS")
+    if installed is None or name in installed.split():
+        return None
+    return (f"needs data set {name}: the datasets role installed {', '.join(installed.split()) or 'none'} "
+            f"(datasets_names; role datasets says where each comes from)")
+
+
 def missing(needs) -> list[str]:
     """Reasons for every capability in `needs` this cluster lacks."""
     return [why for _, why in lacking(needs)]
@@ -365,11 +447,14 @@ def missing(needs) -> list[str]:
 def lacking(needs) -> list[tuple[str, str]]:
     """(capability, reason) for every capability in `needs` this cluster lacks."""
     caps = capabilities()
+    used = _standins_used.get()
     out = []
     for need in needs or []:
         present, why = caps.get(need, (False, "unknown capability"))
         if not present:
             out.append((need, f"needs {need}: {why}"))
+        elif used is not None and why.startswith(STANDIN_WORDS):
+            used[need] = why.removeprefix(STANDIN_WORDS).strip()
     return out
 
 

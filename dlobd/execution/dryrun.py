@@ -237,6 +237,8 @@ def describe(result: runner.LaunchResult) -> list[str]:
              f"{shell_line(result.command)}"]
     if runs.cuts_text(result.labels):
         lines.append(f"    rehearsal, the work cut: {runs.cuts_text(result.labels)}")
+    if runs.standins_text(result.labels):
+        lines.append(f"    standing in: {runs.standins_text(result.labels)}")
     if result.extra.get("env"):
         lines.append(f"    environment of the command: {exports(result.extra['env'])}")
     for proc in result.extra.get("processes", []):

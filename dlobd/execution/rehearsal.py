@@ -57,8 +57,9 @@ def summary(runs_dir, scale: str, root: Path = ROOT) -> tuple[list[str], int]:
              f"points passed; {len(found) - len(launched)} not runnable on this cluster"]
     for attempt, outcome, why in found:
         cuts = runs.cuts_text(attempt.record["labels"])
+        standins = runs.standins_text(attempt.record["labels"])
         lines.append(f"  {outcome:13} {attempt.run_id}" + (f" ({cuts})" if cuts else "")
-                     + (f": {why}" if why else ""))
+                     + (f" [standing in: {standins}]" if standins else "") + (f": {why}" if why else ""))
     return lines, len(launched) - len(passed)
 
 

@@ -178,6 +178,12 @@ def cuts_text(labels: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in (labels.get("rehearsal") or {}).items())
 
 
+def standins_text(labels: dict) -> str:
+    """What stood in for a capability in a rehearsal, as text ('infiniband: ib0 is a veth ...');
+    '' for nothing."""
+    return "; ".join(f"{k}: {v}" for k, v in (labels.get("standin") or {}).items())
+
+
 def select(attempt_list: list[Attempt]) -> list[Attempt]:
     """Per (cluster, point): the newest `ok` attempt, else the newest attempt; a rehearsal only
     where the point has nothing else."""
@@ -264,7 +270,10 @@ def _launcher(spec_data: dict, scale: str, point: dict):
                   else scale_data.get("stack", spec_data["stack"]))
     if not scale_data.get("runnable", True):
         return stack_name, None, scale_data.get("reason") or f"scale {scale} not runnable"
-    lacking = capabilities.point_missing(dspec.filled(scale_data), point)
+    try:
+        lacking = capabilities.point_missing(dspec.filled(scale_data), point)
+    except NotRunnable as exc:  # a site's stand-ins that cannot be read
+        return stack_name, None, str(exc)
     if lacking:
         return stack_name, None, "; ".join(lacking)
     try:
@@ -288,6 +297,15 @@ def _call(module, ctx: RunContext) -> LaunchResult:
 def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local",
            dry_run: bool = False, overrides: dict | None = None, where: str = "the command line",
            rehearse: bool = False):
+    """_launch; a rehearsal counts the site's stand-ins (capabilities.rehearsing)."""
+    if not rehearse:
+        return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, None)
+    with capabilities.rehearsing() as standins:
+        return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, standins)
+
+
+def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
+            dry_run: bool, overrides: dict | None, where: str, standins: dict | None):
     """Run one matrix point through its stack's launcher and write run.json.
 
     The launcher gets the scale's `fixed` with the values the scale assumes where its paper
@@ -304,9 +322,11 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     LaunchResult, status `dry run` with the exact command, `not runnable` with the reason, or
     `failed` with the launcher's error.
 
-    With `rehearse` the point runs as the scale lays it out with its work cut to the scale's
-    `rehearsal` values (run.json's label `rehearsal` says each cut): a check that it runs, never a
-    result (select passes it over). A scale without a rehearsal cut is not runnable so.
+    With `standins` (a rehearsal's: what stood in for capabilities the cluster lacks, filled as
+    its checks count them; run.json's label `standin`) the point runs as the scale lays it out
+    with its work cut to the scale's `rehearsal` values, its data set to their synthetic twin
+    where they name one (run.json's label `rehearsal` says each cut): a check that it runs, never
+    a result (select passes it over). A scale without a rehearsal cut is not runnable so.
     """
     stack_name, module, reason = _launcher(spec_data, scale, point)
     given, wheres = site_settings(spec_data, scale)
@@ -315,12 +335,20 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     fixed, setting_labels = dspec.settings(spec_data, scale, given, wheres)
     scale_data = spec_data["scales"][scale]
     time_limit_s = scale_data.get("time_limit_s")
+    rehearse = standins is not None
     if rehearse:
         cut = dspec.rehearsal(scale_data)
         if "rehearsal" not in scale_data:
             reason = reason or (f"no rehearsal cut: scales.{scale}.rehearsal of experiments/{spec_data['id']}.yaml "
                                 "gives none, and the point's whole work would run")
-        setting_labels["rehearsal"] = {k: f"{fixed.get(k, 'the launcher default')} -> {v}" for k, v in cut.items()}
+        labels = {}
+        if dspec.REHEARSAL_DATASET in cut:  # the synthetic twin of the scale's data set (spec.synthetic_twin)
+            twin = cut.pop(dspec.REHEARSAL_DATASET)
+            labels["dataset"] = f"{scale_data.get('dataset', spec_data.get('dataset'))} -> {twin}"
+            scale_data = {**scale_data, "dataset": twin}
+            spec_data = {**spec_data, "scales": {**spec_data["scales"], scale: scale_data}}
+        labels.update({k: f"{fixed.get(k, 'the launcher default')} -> {v}" for k, v in cut.items()})
+        setting_labels["rehearsal"] = labels
         fixed.update(cut)
         time_limit_s = min(time_limit_s or REHEARSAL_LIMIT_S, REHEARSAL_LIMIT_S)
 
@@ -334,7 +362,7 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
         if reason:
             return LaunchResult(None, "not runnable", reason)
         result = _call(module, context(next_attempt(runs_dir, cluster, scale, spec_data["id"], point)))
-        result.labels.update(_settings_labels(setting_labels, result.labels))
+        result.labels.update(_settings_labels({**setting_labels, **_standin_label(standins)}, result.labels))
         return result
     if reason:
         return record_not_runnable(runs_dir, cluster, scale, spec_data, point, reason, setting_labels)
@@ -361,7 +389,7 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
         "status": result.status, "reason": result.reason,
         **prov,
         "labels": {**_labels(spec_data, scale, point), **result.labels,
-                   **_settings_labels(setting_labels, result.labels)},
+                   **_settings_labels({**setting_labels, **_standin_label(standins)}, result.labels)},
         **result.extra,
     }
     write_run_json(attempt_dir, record)
@@ -379,10 +407,15 @@ def site_settings(spec_data: dict, scale: str) -> tuple[dict, dict]:
 
 
 def _settings_labels(supervisor: dict, launcher: dict) -> dict:
-    """The `assumed`, `overridden` and `rehearsal` labels: the supervisor's, with what the
+    """The `assumed`, `overridden`, `rehearsal` and `standin` labels: the supervisor's, with what the
     launcher chose over them (an assumed count cut to the cluster)."""
     return {key: {**supervisor.get(key, {}), **launcher.get(key, {})}
-            for key in ("assumed", "overridden", "rehearsal") if key in supervisor or key in launcher}
+            for key in ("assumed", "overridden", "rehearsal", "standin") if key in supervisor or key in launcher}
+
+
+def _standin_label(standins: dict | None) -> dict:
+    """The `standin` label of a rehearsal whose checks counted a stand-in; {} otherwise."""
+    return {"standin": dict(standins)} if standins else {}
 
 
 def _labels(spec_data: dict, scale: str, point: dict) -> dict:

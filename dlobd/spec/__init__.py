@@ -594,6 +594,16 @@ WORK_SETTINGS = ("epochs", "iterations", "steps", "warmup", "warmup_steps", "war
                  "repeats", "train_images", "test_images", "pages")
 
 
+# A rehearsal's data set may be the synthetic twin of the scale's, in its format and shape, where
+# the real one is a download a rehearsal should not need (CIFAR-10: cifar10 -> cifar10-synthetic).
+REHEARSAL_DATASET = "dataset"
+
+
+def synthetic_twin(dataset, twin) -> bool:
+    """Whether `twin` is the synthetic data set standing in for `dataset` (`<id>-synthetic`)."""
+    return str(twin) == f"{str(dataset or '').split()[0] if dataset else ''}-synthetic"
+
+
 def rehearsal(scale: dict) -> dict:
     """The rehearsal's cut of a scale's work: setting -> value (without `why`); {} for none."""
     return {k: v for k, v in (scale.get("rehearsal") or {}).items() if k != "why"}
@@ -604,7 +614,13 @@ def _check_rehearsal(spec: Spec, name: str, scale: dict, errors: _Errors) -> Non
     where = f"scales.{name}.rehearsal"
     stated = {**assumed(scale), **(scale.get("fixed") or {})}
     for key, value in rehearsal(scale).items():
-        if key not in WORK_SETTINGS:
+        if key == REHEARSAL_DATASET:
+            dataset = scale.get("dataset", spec.data.get("dataset"))
+            if not synthetic_twin(dataset, value):
+                errors.add(spec.path, f"{where}.{key}", f"{value!r} is not the synthetic twin of the scale's data set "
+                                                        f"{dataset!r} (<id>-synthetic, in its format): a rehearsal "
+                                                        "changes no other data")
+        elif key not in WORK_SETTINGS:
             errors.add(spec.path, f"{where}.{key}", f"{key!r} does not size the work (a rehearsal cuts only "
                                                     f"{', '.join(WORK_SETTINGS)}): the layout stays the scale's")
         elif key in (scale.get("matrix") or {}):

@@ -358,8 +358,15 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
                 dlobd_cluster_interface=h.interface, dlobd_ethernet_address=h.ethernet_address,
                 dlobd_hardware={**PAPER_SHAPE["master" if h.role == "master" else "worker"],
                                 "ethernet_gbps": PAPER_SHAPE["ethernet_gbps"]})
+    site_vars = {}
+    if plan.site == "paper-shape":
+        # rehearsals place IPoIB points on the cluster interfaces (ib0, ib1), as a real site would
+        site_vars["dlobd_rehearsal_standins"] = {"infiniband": (
+            f"{'/'.join(sorted(PAPER_SHAPE['interface'].values()))} are veths of the emulated site carrying TCP: "
+            "IPoIB's addresses and interface names, no HCA")}
     return {"all": {
         "vars": {
+            **site_vars,
             "ansible_user": "root",
             "ansible_ssh_private_key_file": str(state_dir / "id_ed25519"),
             # The run's own known_hosts holds every host's key: no prompt, and no other host is
@@ -408,8 +415,10 @@ def inventory_head(plan: Plan, state_dir: Path) -> str:
             f"# {tier_label(plan.tier)}. State: {state_dir / STATE_NAME}\n")
 
 
-def inventory_text(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -> str:
-    return inventory_head(plan, state_dir) + yaml.safe_dump(render_inventory(plan, state_dir, depot),
+def inventory_text(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT, site_vars: dict | None = None) -> str:
+    values = render_inventory(plan, state_dir, depot)
+    values["all"]["vars"].update(site_vars or {})
+    return inventory_head(plan, state_dir) + yaml.safe_dump(values,
                                                             sort_keys=False, width=200)
 
 
@@ -654,7 +663,9 @@ def wait_for_sshd(plan: Plan, started: dict, state_dir: Path, timeout: float) ->
 
 
 def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: float,
-       depot: Path = DEFAULT_DEPOT) -> None:
+       depot: Path = DEFAULT_DEPOT, site_vars: dict | None = None) -> None:
+    """Make the plan's hosts and write their inventory, with `site_vars` (e.g. a software
+    profile's settings) among its variables for all hosts."""
     preflight(sshd, shaped=tbf_params(plan.tier) is not None or plan.management_bridge is not None)
     existing = State.load(state_dir)
     if existing is not None:
@@ -752,7 +763,7 @@ def up(state_dir: Path, plan: Plan, inventory: Path, sshd: str, sshd_timeout: fl
     known.write_text(known_hosts_text(plan, hosts_dir))
     state.add("file", path=str(inventory))
     inventory.parent.mkdir(parents=True, exist_ok=True)
-    inventory.write_text(inventory_text(plan, state_dir, depot))
+    inventory.write_text(inventory_text(plan, state_dir, depot, site_vars))
     state.data["up_s"] = round(time.monotonic() - start, 3)
     state.save()
     for h in plan.hosts:
@@ -894,6 +905,21 @@ def host_command(state_dir: Path, host: str, command: list[str]) -> list[str]:
 
 # ------------------------------------------------------------------ command line
 
+def site_vars(files: list[Path]) -> dict:
+    """The variables of the --vars files, later files over earlier ones; HarnessError naming a file
+    that is not a YAML mapping."""
+    merged = {}
+    for path in files:
+        try:
+            values = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise HarnessError(f"--vars {path}: {exc}") from None
+        if not isinstance(values, dict):
+            raise HarnessError(f"--vars {path}: expected a mapping of variable to value, found {type(values).__name__}")
+        merged.update(values)
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--state-dir", type=Path, required=True, help="the run's state: keys, host dirs, state.json")
@@ -913,6 +939,9 @@ def main(argv: list[str] | None = None) -> int:
                       help="one prefix folder every host sees (as on NFS or Lustre) instead of one per host")
     p_up.add_argument("--gpu-workers", type=int, default=0,
                       help="put the last N workers in group gpu (they have no GPU: CPU work stands in)")
+    p_up.add_argument("--vars", type=Path, action="append", default=[],
+                      help="a YAML mapping of variables for all hosts, e.g. a software profile's settings "
+                           "(repeatable; later files win)")
     p_up.add_argument("--site", choices=SITES, default="plain",
                       help="paper-shape: a real site's node sizes, ResourceManager host, interface names, "
                            "management network and shared prefix (see the module's description)")
@@ -934,7 +963,7 @@ def main(argv: list[str] | None = None) -> int:
                              args.gpu_workers, args.site, args.management_subnet)
             try:
                 up(state_dir, plan, args.inventory.resolve(), args.sshd, args.sshd_timeout,
-                   args.depot.resolve())
+                   args.depot.resolve(), site_vars(args.vars))
             except (HarnessError, OSError):
                 if (state_dir / STATE_NAME).exists():
                     log(f"bring-up failed; what was made is listed in {state_dir / STATE_NAME}: "
