@@ -38,6 +38,7 @@ def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), eth
     settings = {"dlobd_prefix": "/lustre/dlobd/stack", "dlobd_profile": "paper",
                 "dlobd_install_method": "spack",
                 "dlobd_stack_settings": OTHER_STACK_SETTINGS,
+                **PAPER_DATASETS,
                 **changes}
     (root / "group_vars" / "everyone.yml").write_text(yaml.safe_dump(settings))
     for i in range(1, 8):
@@ -46,6 +47,11 @@ def write_other(root: Path, gpu_hosts=(5, 6, 7), ethernet_hosts=range(1, 8), eth
             {"dlobd_hardware": {"hca": "mlx5", "ib_rate_gbps": 200, **gpus,
                                 **({"ethernet_gbps": ethernet_gbps} if i in ethernet_hosts else {})}}))
     return root / "hosts.yml"
+
+
+# What an inventory sets to have the papers' data sets, the real CIFAR-10 among them (downloaded)
+PAPER_DATASETS = {"datasets_names": ["mnist", "fashion-mnist", "cifar10-synthetic", "cifar10"],
+                  "datasets_source": "download"}
 
 
 def write_plain(root: Path, **settings) -> Path:

@@ -27,7 +27,7 @@ from dlobd import spec as dspec
 from dlobd.stacks import (bigdl, caffeonspark, grpcbench, hr_reduce, mmlspark, tensorflow,
                           tensorflowonspark)
 from datafiles import write_idx
-from inventories import EXAMPLE, OTHER_STACK_SETTINGS, write_other, write_plain
+from inventories import EXAMPLE, OTHER_STACK_SETTINGS, PAPER_DATASETS, write_other, write_plain
 import stackfakes
 from dlobd.stacks import runner
 from dlobd.stacks.shared import tf_cluster
@@ -463,7 +463,7 @@ def test_reasons_name_what_the_inventory_sets_and_its_hosts(tmp_path):
     path = write_plain(tmp_path / "inventory", dlobd_paper_stacks=["caffeonspark", "mmlspark"],
                        mmlspark_cntk_homes={"gpu-cudnn": "/sw/cntk-2.2-gpu", "cpu-mkl": "/sw/cntk-2.2-cpu"},
                        mmlspark_mpi_home="/sw/openmpi-1.10", mmlspark_python="/sw/python-3.6/bin/python",
-                       dlobd_stack_settings={"MMLSPARK_SPARK_HOME": "/sw/spark-2.2.0"})
+                       dlobd_stack_settings={"MMLSPARK_SPARK_HOME": "/sw/spark-2.2.0"}, **PAPER_DATASETS)
     done = inventory_dry_runs(path, tmp_path, ["dlobd-fig4c"])
     assert done["dlobd-fig4c", "device-cpu-mkl_nodes-4"].status == "dry run"
     assert done["dlobd-fig4c", "device-cpu-mkl_nodes-4"].extra["remote_env"]["DLOBD_MMLSPARK_HOSTS"] == (
@@ -636,7 +636,8 @@ def test_the_inventorys_cluster_name_and_assumed_values_and_the_command_lines(tm
     """`dlobd dry-run --inventory`: runs go under the inventory's dlobd_cluster_name, its
     dlobd_assume replaces a value the spec assumes, and --assume replaces both; an --assume the
     experiment does not assume stops the dry run, naming it."""
-    path = write_plain(tmp_path / "inventory", dlobd_cluster_name="ri2", dlobd_assume={"dlobd-fig7b": {"batch": 384}})
+    path = write_plain(tmp_path / "inventory", dlobd_cluster_name="ri2", dlobd_assume={"dlobd-fig7b": {"batch": 384}},
+                       **PAPER_DATASETS)
 
     def dry_run(*extra):
         return subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory",

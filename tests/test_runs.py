@@ -298,6 +298,8 @@ def test_a_rehearsal_may_train_on_the_synthetic_twin_of_the_scales_data_set_and_
         return runner.run_command(ctx, [sys.executable, "-c", "pass"])
 
     monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    # a cluster whose datasets role installed the synthetic CIFAR-10, not the real one
+    monkeypatch.setenv("DLOBD_DATASETS", "mnist fashion-mnist cifar10-synthetic")
     twin = {**REHEARSING, "scales": {"local": {**REHEARSING["scales"]["local"], "dataset": "cifar10", "rehearsal": {
         **REHEARSING["scales"]["local"]["rehearsal"], "dataset": "cifar10-synthetic"}}}}
     rec = json.loads((runs.launch(twin, "local", {"network": "loopback", "cores": 2}, tmp_path, rehearse=True)
@@ -306,10 +308,12 @@ def test_a_rehearsal_may_train_on_the_synthetic_twin_of_the_scales_data_set_and_
     assert (rec["dataset"], rec["labels"]["data"]) == ("cifar10-synthetic", "synthetic")
     assert rec["labels"]["rehearsal"] == {"dataset": "cifar10 -> cifar10-synthetic", "epochs": "2 -> 1",
                                           "train_images": "the launcher default -> 256"}
-    # an ordinary run trains on the scale's own
+    # an ordinary run needs the scale's own, which that cluster lacks
     ordinary = json.loads((runs.launch(twin, "local", {"network": "loopback", "cores": 2}, tmp_path / "ordinary")
                            / "run.json").read_text())
-    assert ordinary["dataset"] == "cifar10" and seen == {"dataset": "cifar10"}
+    assert (ordinary["dataset"], ordinary["status"]) == ("cifar10", "not runnable")
+    assert ordinary["reason"] == ("needs data set cifar10: the datasets role installed mnist, fashion-mnist, "
+                                  "cifar10-synthetic (datasets_names; role datasets says where each comes from)")
 
 
 def _needing(*needs):

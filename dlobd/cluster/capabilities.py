@@ -67,6 +67,7 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     site's stand-ins for what it lacks (standins_in_effect)."""
     cluster = provenance.inventory()
     caps = inventory_capabilities(cluster) if cluster is not None else local_capabilities()
+    caps = {**caps, **image_left_out()}
     if _standins_used.get() is not None:
         caps = {**caps, **{name: (True, f"{STANDIN_WORDS} {how}") for name, how in standins_in_effect(caps).items()}}
     return caps
@@ -310,6 +311,19 @@ LEFT_OUT_BY_TAG = {"mpi": {"mpi": "MPI (and hr_reduce)"},
                    "grpc_bench": {"grpc-cpp": "TF-gRPC-Bench"}}
 
 
+def image_left_out() -> dict[str, tuple[bool, str]]:
+    """capability -> (False, why) for what the paper profile's image leaves out where the
+    apptainer method runs it (its definition's skipped tags, LEFT_OUT_BY_TAG); {} otherwise."""
+    if (provenance.stack_setting("DLOBD_PROFILE"), provenance.stack_setting("DLOBD_INSTALL_METHOD")) != (
+            "paper", "apptainer"):
+        return {}
+    definition = CONTAINERS / f"paper-{provenance.stack_setting('DLOBD_PAPER_ENV')}.def"
+    return {name: (False, f"the image of {definition.relative_to(ROOT)} leaves {what} out (its build skips the "
+                          f"role's tag {tag}): its points run on the modern profile, or on the paper profile's "
+                          "registry or spack method")
+            for tag in image_skipped_tags(definition) for name, what in LEFT_OUT_BY_TAG.get(tag, {}).items()}
+
+
 def image_skipped_tags(definition: Path) -> tuple[str, ...]:
     """The role tags an image definition's build skips (its install.yml --skip-tags); () for a
     definition that skips none or is absent."""
@@ -372,14 +386,6 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
     for name in PROVISIONED:
         caps[name] = (True, f"installed by site.yml ({cluster.settings.get('DLOBD_INSTALL_METHOD')} "
                             "method); not checked from here")
-    if profile == "paper" and cluster.settings.get("DLOBD_INSTALL_METHOD") == "apptainer":
-        env = (cluster.in_effect.get("dlobd_paper_env") or (None,))[0]
-        definition = CONTAINERS / f"paper-{env}.def"
-        for tag in image_skipped_tags(definition):
-            for name, what in LEFT_OUT_BY_TAG.get(tag, {}).items():
-                caps[name] = (False, f"the image of {definition.relative_to(ROOT)} leaves {what} out (its build "
-                                     f"skips the role's tag {tag}): its points run on the modern profile, or on "
-                                     "the paper profile's registry or spack method")
     if profile == "paper":
         # not in the stacks' Python there: TensorFlowOnSpark's points other than RDMA run in the
         # Python DLOBD_TFOS_PYTHON names (where the inventory names none on the spack or registry
@@ -428,15 +434,32 @@ def inventory_capabilities(cluster) -> dict[str, tuple[bool, str]]:
     return caps
 
 
-def dataset_missing(name: str) -> str | None:
-    """Why the data set `name` is not on this cluster: not among the data sets its datasets role
-    installed (datasets_names, which dlobd-env.sh exports as DLOBD_DATASETS); None where it is,
-    and where the prefix does not say (provisioned before it did: the launcher then looks)."""
+# The data sets role datasets can install (its tasks/<name>.yml): a point on one of them needs it
+# among the cluster's datasets_names. Others are made by the workloads themselves (synthetic
+# ImageNet-shaped images, payloads) or named in prose.
+ROLE_DATASETS = ("mnist", "fashion-mnist", "cifar10-synthetic", "cifar10")
+
+
+def dataset_missing(name) -> str | None:
+    """Why the data set `name` is not on this cluster: one of ROLE_DATASETS that its datasets role
+    did not install (datasets_names, which dlobd-env.sh exports as DLOBD_DATASETS); None where it
+    is, where the role does not install it, and where the prefix does not say (provisioned before
+    it did: the launcher then looks)."""
     installed = provenance.stack_setting("DLOBD_DATASETS")
-    if installed is None or name in installed.split():
+    if name not in ROLE_DATASETS or installed is None or name in installed.split():
         return None
     return (f"needs data set {name}: the datasets role installed {', '.join(installed.split()) or 'none'} "
             f"(datasets_names; role datasets says where each comes from)")
+
+
+# Data sets no package registry carries: the datasets role downloads them (datasets_source: download).
+DOWNLOADED_DATASETS = ("cifar10",)
+
+
+def dataset_settings(name: str, cluster) -> dict:
+    """The inventory settings that give an inventory's cluster the data set `name`."""
+    return {"datasets_names": inventory.addition(cluster, "datasets_names", [name]),
+            **({"datasets_source": "download"} if name in DOWNLOADED_DATASETS else {})}
 
 
 def missing(needs) -> list[str]:

@@ -151,7 +151,8 @@ DEVICE_VARIABLES = {"CNTK_HOME_": "mmlspark_cntk_homes", "CAFFEONSPARK_HOME_": "
 # profile's TensorFlowOnSpark runs in the paper image's Python
 ROLE_SETTINGS = (*ROLE_VARIABLES.values(), *DEVICE_VARIABLES.values(), "caffeonspark_install_method",
                  "caffeonspark_host_builds", "python_env_tfos_from_image", "python_env_tfos_image",
-                 "dlobd_yarn_memory_fraction", "dlobd_yarn_vcores_per_cpu", "dlobd_yarn_min_allocation_mb")
+                 "dlobd_yarn_memory_fraction", "dlobd_yarn_vcores_per_cpu", "dlobd_yarn_min_allocation_mb",
+                 "datasets_names")
 # The settings `dlobd plan` shows in effect, with where each was set.
 IN_EFFECT = ("dlobd_profile", "dlobd_install_method", "dlobd_paper_env", "dlobd_prefix",
              "dlobd_paper_stacks", "dlobd_stack_settings", "dlobd_cluster_name", "dlobd_assume")

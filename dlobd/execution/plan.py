@@ -114,6 +114,10 @@ def point_needs(spec, scale_name: str, scale: dict, point: dict, runs_dir) -> tu
         reasons.append(why)
         if capability:
             _merge(asks, {"vars": capabilities.settings_for(capability, cluster)})
+    dataset = scale.get("dataset", spec.data.get("dataset"))
+    if why := capabilities.dataset_missing(dataset):
+        reasons.append(why)
+        _merge(asks, {"vars": capabilities.dataset_settings(dataset, cluster)})
     axis = spec.data.get("stack_axis")
     no_launcher = launcher_missing(str(point[axis]) if axis and axis in point else spec.stack(scale_name))
     if no_launcher:
@@ -177,7 +181,8 @@ def plan_spec(spec, scale_name: str, runs_dir=None) -> dict:
                 "reason": "; ".join(whole) if len(blocked) == len(points) and whole else None,
                 "settings": asks}
     axis = spec.data.get("stack_axis")
-    blocked = {pid: capabilities.point_missing(scale, p) + launcher_missing(
+    data = [why] if (why := capabilities.dataset_missing(scale.get("dataset", spec.data.get("dataset")))) else []
+    blocked = {pid: capabilities.point_missing(scale, p) + data + launcher_missing(
                    str(p[axis]) if axis and axis in p else spec.stack(scale_name))
                for pid, p in points}
     blocked = {k: v for k, v in blocked.items() if v}

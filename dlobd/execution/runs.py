@@ -259,7 +259,8 @@ def record_not_runnable(runs_dir, cluster: str, scale: str, spec_data: dict, poi
 
 def _launcher(spec_data: dict, scale: str, point: dict):
     """(stack name, stack module, None) of a point, or (stack name, None, why the cluster cannot
-    provide it): a scale marked not runnable, a missing capability, a stack without a launcher."""
+    provide it): a scale marked not runnable, a missing capability or data set, a stack without
+    a launcher."""
 
     scale_data = spec_data.get("scales", {}).get(scale)
     if scale_data is None:
@@ -274,6 +275,8 @@ def _launcher(spec_data: dict, scale: str, point: dict):
         lacking = capabilities.point_missing(dspec.filled(scale_data), point)
     except NotRunnable as exc:  # a site's stand-ins that cannot be read
         return stack_name, None, str(exc)
+    if why := capabilities.dataset_missing(scale_data.get("dataset", spec_data.get("dataset"))):
+        lacking.append(why)
     if lacking:
         return stack_name, None, "; ".join(lacking)
     try:
@@ -328,6 +331,13 @@ def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
     where they name one (run.json's label `rehearsal` says each cut): a check that it runs, never
     a result (select passes it over). A scale without a rehearsal cut is not runnable so.
     """
+    rehearse = standins is not None
+    cut = dspec.rehearsal(spec_data["scales"][scale]) if rehearse else {}
+    labels = {}
+    if dspec.REHEARSAL_DATASET in cut:  # the synthetic twin of the scale's data set (spec.synthetic_twin)
+        twin = cut.pop(dspec.REHEARSAL_DATASET)
+        labels["dataset"] = f"{_base_record(spec_data, scale, cluster, point)['dataset']} -> {twin}"
+        spec_data = {**spec_data, "scales": {**spec_data["scales"], scale: {**spec_data["scales"][scale], "dataset": twin}}}
     stack_name, module, reason = _launcher(spec_data, scale, point)
     given, wheres = site_settings(spec_data, scale)
     given.update(overrides or {})
@@ -335,18 +345,10 @@ def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
     fixed, setting_labels = dspec.settings(spec_data, scale, given, wheres)
     scale_data = spec_data["scales"][scale]
     time_limit_s = scale_data.get("time_limit_s")
-    rehearse = standins is not None
     if rehearse:
-        cut = dspec.rehearsal(scale_data)
         if "rehearsal" not in scale_data:
             reason = reason or (f"no rehearsal cut: scales.{scale}.rehearsal of experiments/{spec_data['id']}.yaml "
                                 "gives none, and the point's whole work would run")
-        labels = {}
-        if dspec.REHEARSAL_DATASET in cut:  # the synthetic twin of the scale's data set (spec.synthetic_twin)
-            twin = cut.pop(dspec.REHEARSAL_DATASET)
-            labels["dataset"] = f"{scale_data.get('dataset', spec_data.get('dataset'))} -> {twin}"
-            scale_data = {**scale_data, "dataset": twin}
-            spec_data = {**spec_data, "scales": {**spec_data["scales"], scale: scale_data}}
         labels.update({k: f"{fixed.get(k, 'the launcher default')} -> {v}" for k, v in cut.items()})
         setting_labels["rehearsal"] = labels
         fixed.update(cut)

@@ -61,7 +61,7 @@ from pathlib import Path
 
 from dlobd import NotRunnable
 from dlobd import spec as dspec
-from dlobd.cluster import capabilities, hadoop, provenance
+from dlobd.cluster import hadoop, provenance
 from dlobd.spec.metrics import row
 from dlobd.stacks import (
     NO_LINES,
@@ -497,8 +497,6 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     model = model_of(ctx)
     resources = plan_resources(ctx)
     dataset = ctx.spec.get("scales", {}).get(ctx.scale, {}).get("dataset", ctx.spec.get("dataset"))
-    if why := capabilities.dataset_missing(str(dataset)):
-        raise NotRunnable(why)
     data_dir = env.get("DLOBD_DATA_DIR")
     if not data_dir:
         raise FileNotFoundError("DLOBD_DATA_DIR is not set: is the stack provisioned under "
