@@ -58,6 +58,9 @@ def main() -> int:
     parser.add_argument("--runs", default="data/runs", help="raw run directories to read")
     args = parser.parse_args()
     runs = Path(args.runs) if Path(args.runs).is_absolute() else ROOT / args.runs
+    if not runs.is_dir():
+        parser.error(f"--runs {runs}: no such folder of runs (make reproduce writes data/runs; "
+                     "RUNS=data/reference measures the reference runs)")
     # as make figures: the paper profile's runs beside them, where there are any
     paper = runs.with_name(f"{runs.name}-paper")
     paper = paper if paper.is_dir() else None
