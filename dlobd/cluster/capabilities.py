@@ -330,6 +330,8 @@ def image_skipped_tags(definition: Path) -> tuple[str, ...]:
     text = definition.read_text() if definition.is_file() else ""
     found = re.search(r"--skip-tags[ =]([\w,]+)", text)
     return tuple(found[1].split(",")) if found else ()
+
+
 # Software an inventory gives by path: capability -> its dlobd_stack_settings entry.
 SOFTWARE_SETTINGS = {"rdma-spark": "RDMA_SPARK_HOME", "rdma-grpc": "RDMA_GRPC_HOME",
                      "tf-rdma": "DLOBD_TF_RDMA_PYTHON", "hibench": "HIBENCH_HOME",

@@ -333,10 +333,10 @@ def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
     """
     rehearse = standins is not None
     cut = dspec.rehearsal(spec_data["scales"][scale]) if rehearse else {}
-    labels = {}
+    cut_labels = {}
     if dspec.REHEARSAL_DATASET in cut:  # the synthetic twin of the scale's data set (spec.synthetic_twin)
         twin = cut.pop(dspec.REHEARSAL_DATASET)
-        labels["dataset"] = f"{_base_record(spec_data, scale, cluster, point)['dataset']} -> {twin}"
+        cut_labels["dataset"] = f"{_base_record(spec_data, scale, cluster, point)['dataset']} -> {twin}"
         spec_data = {**spec_data, "scales": {**spec_data["scales"], scale: {**spec_data["scales"][scale], "dataset": twin}}}
     stack_name, module, reason = _launcher(spec_data, scale, point)
     given, wheres = site_settings(spec_data, scale)
@@ -349,8 +349,8 @@ def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
         if "rehearsal" not in scale_data:
             reason = reason or (f"no rehearsal cut: scales.{scale}.rehearsal of experiments/{spec_data['id']}.yaml "
                                 "gives none, and the point's whole work would run")
-        labels.update({k: f"{fixed.get(k, 'the launcher default')} -> {v}" for k, v in cut.items()})
-        setting_labels["rehearsal"] = labels
+        cut_labels.update({k: f"{fixed.get(k, 'the launcher default')} -> {v}" for k, v in cut.items()})
+        setting_labels["rehearsal"] = cut_labels
         fixed.update(cut)
         time_limit_s = min(time_limit_s or REHEARSAL_LIMIT_S, REHEARSAL_LIMIT_S)
 

@@ -600,8 +600,10 @@ REHEARSAL_DATASET = "dataset"
 
 
 def synthetic_twin(dataset, twin) -> bool:
-    """Whether `twin` is the synthetic data set standing in for `dataset` (`<id>-synthetic`)."""
-    return str(twin) == f"{str(dataset or '').split()[0] if dataset else ''}-synthetic"
+    """Whether `twin` is the synthetic data set standing in for `dataset` (`<id>-synthetic`, of
+    the id its text begins with)."""
+    ids = str(dataset or "").split()
+    return bool(ids) and str(twin) == f"{ids[0]}-synthetic"
 
 
 def rehearsal(scale: dict) -> dict:
