@@ -17,6 +17,7 @@ from dlobd import ROOT
 from dlobd.cluster import inventory, provenance
 from dlobd.execution import plan
 from dlobd import spec as dspec
+from inventories import PAPER_DATASETS
 
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
 SETTINGS = {"dlobd_profile": "paper", "dlobd_install_method": "spack", "dlobd_prefix": "/lustre/scratch/me/dlobd"}
@@ -33,8 +34,10 @@ def host_vars(name: str) -> dict:
 
 
 def write_inventory(root: Path, form: str, settings: dict = SETTINGS) -> tuple[Path, str]:
-    """An inventory of the three hosts with `settings` in `form`; its path and where Ansible (and
-    so the settings lookup) says the settings were set."""
+    """An inventory of the three hosts with `settings` in `form`, and the papers' data sets (BigDL's
+    paper points train on the real CIFAR-10); its path and where Ansible (and so the settings
+    lookup) says the settings were set."""
+    settings = {**settings, **PAPER_DATASETS}
     root.mkdir(parents=True, exist_ok=True)
     hosts = {name: host_vars(name) for name in HOSTS}
     children = {g: {"hosts": {h: None for h in members}} for g, members in GROUPS.items()}
