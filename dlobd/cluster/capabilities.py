@@ -161,9 +161,7 @@ def openblas_kernels() -> dict:
     if os.environ.get("OPENBLAS_CORETYPE"):
         return {"version": version, "core": core, "coretype": os.environ["OPENBLAS_CORETYPE"],
                 "why": "OPENBLAS_CORETYPE of the environment"}
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
-    flags = set(found[1].split()) if (found := re.search(r"^flags\s*:(.*)$", cpuinfo, re.M)) else set()
-    if core == OPENBLAS_FALLBACK_CORE and {"avx2", "fma"} <= flags:
+    if core == OPENBLAS_FALLBACK_CORE and {"avx2", "fma"} <= set(provenance.cpu_isa() or ()):
         return {"version": version, "core": core, "coretype": OPENBLAS_PAPER_CORE,
                 "why": f"it takes this AVX2 CPU for a {core}: the papers' Broadwell Xeons ran its "
                        f"{OPENBLAS_PAPER_CORE} kernels"}
