@@ -43,7 +43,8 @@ total executor cores, split evenly over the executors), `executors` (default: `c
 `executor_cores`, the paper's executor per node, else 1; laid out within the cluster's nodes,
 plan_resources),
 `batch` (a multiple of the total cores, as BigDL requires), `epochs`, optional
-`learning_rate`, `driver_memory`/`executor_memory`. On a cluster of several workers the
+`learning_rate`, `driver_memory`/`executor_memory` (default for VGG: its measured live heap at
+the executor's cores and batch share, executor_heap, labelled; else 3g). On a cluster of several workers the
 executors' containers are sized so that they spread evenly over the NodeManagers (at most
 ceil(executors / workers) on each), as the papers ran one per node. The data is
 $DLOBD_DATA_DIR/<the scale's dataset>, in CIFAR-10 binary format for VGG and in MNIST's IDX
@@ -222,8 +223,11 @@ IDX_TEST = ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 # trained model (which carries every layer's activations of its batch share) back at the
 # end (one or two cores, batch 16); the client-mode driver only holds the model and the
 # CIFAR records. With the AM's container that is about 4.5 GB of the local YARN's 6 GB.
+# The least executor heap, and a model's without a measured live heap (HeapUse).
 EXECUTOR_MEMORY = "3g"
 DRIVER_MEMORY = "1g"
+# A heap this many times the live set leaves the collector room (3g held VGG's 2.0 GB at 2 cores).
+HEAP_HEADROOM = 1.5
 
 
 def _positive_int(ctx: runner.RunContext, name: str, default=None) -> int:
@@ -316,10 +320,24 @@ class MnistIdx:
 
 
 @dataclass(frozen=True)
+class HeapUse:
+    """An executor's live Java heap (MiB) training a model: its own part, one model replica
+    per core, and the layers' activations and gradients of each image of the executor's share
+    of a batch (BigDL splits a batch evenly over all cores)."""
+    base_mb: int
+    per_core_mb: int
+    per_image_mb: int
+
+    def live_mb(self, cores: int, images: int) -> int:
+        return self.base_mb + self.per_core_mb * cores + self.per_image_mb * images
+
+
+@dataclass(frozen=True)
 class Model:
     main: str           # BigDL's Scala training main, under its package root
     data: type          # the format its main reads from its -f folder
     rate_option: str    # how that main takes the learning rate
+    heap: HeapUse | None = None  # measured, for the executor heap it needs (executor_heap)
 
     def main_class(self, bigdl_version: str | None) -> str:
         """The main's class in this BigDL: 2.x moved the models under `dllib`; the 0.x code the
@@ -337,7 +355,11 @@ def _is_2x(version: str | None) -> bool:
 
 # the spec's (or the scale's `model` setting's) model -> how BigDL trains it
 MODELS = {
-    "vgg16": Model("models.vgg.Train", CifarBinary, "-l"),
+    # BigDL 0.3.0 (Java 8, parallel collector): the heap left after full collections, at most,
+    # through one epoch at 1, 2, 4 and 8 cores with 8 images a core and at 4 cores with 2 a
+    # core (1.5, 2.0, 3.2, 6.1 and 1.8 GB), fitted within 0.16 GB; larger shares of a batch
+    # are extrapolated, as the activations grow with the images
+    "vgg16": Model("models.vgg.Train", CifarBinary, "-l", HeapUse(750, 120, 70)),
     "lenet5": Model("models.lenet.Train", MnistIdx, "-r"),
 }
 
@@ -440,6 +462,23 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
     return subset
 
 
+def executor_heap(ctx: runner.RunContext, model: Model, r: dict) -> tuple[str, str | None]:
+    """(the executors' heap, how it was sized or None): the point's `executor_memory`; else
+    the model's live heap at the executor's cores and its share of a batch (r: plan_resources)
+    times HEAP_HEADROOM, in whole GiB, at least EXECUTOR_MEMORY, which a model not measured gets."""
+    if (stated := setting(ctx, "executor_memory")) is not None:
+        return str(stated), None
+    if model.heap is None:
+        return EXECUTOR_MEMORY, None
+    images = r["batch"] // r["executors"]
+    live = model.heap.live_mb(r["executor_cores"], images)
+    heap = f"{-(-max(hadoop.memory_mb(EXECUTOR_MEMORY), math.ceil(live * HEAP_HEADROOM)) // 1024)}g"
+    if heap == EXECUTOR_MEMORY:
+        return heap, None
+    return heap, (f"{heap}: {HEAP_HEADROOM:g} x the {live} MiB live heap measured for "
+                  f"{r['executor_cores']} model replicas and {images} images of each batch")
+
+
 def spark_install(ctx: runner.RunContext, env: dict) -> tuple[str, dict, str]:
     """spark-submit, its environment and the Spark flavour the point's network selects."""
     return hadoop.spark_install("bigdl", str(ctx.point.get("network", "loopback")), env, dry_run=ctx.dry_run)
@@ -474,7 +513,7 @@ def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r:
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
                                     "dl_libs role provisioned?)")
         jars[var] = jar
-    heap = str(setting(ctx, "executor_memory", EXECUTOR_MEMORY))
+    heap, _ = executor_heap(ctx, model, r)
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
             "--executor-memory", heap,
@@ -520,6 +559,8 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         result.labels["executor_layout"] = resources["layout"]
     if resources["assumed"]:
         result.labels["assumed"] = {"cores": resources["assumed"]}
+    if sized := executor_heap(ctx, model, resources)[1]:
+        result.labels["executor_memory"] = sized
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(ctx.attempt_dir))
     return result
