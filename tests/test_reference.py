@@ -343,10 +343,10 @@ def changed_since_recorded() -> list[str]:
         owner = s.runs_from("local") or s.source_spec.id
         records = [json.loads(p.read_text()) for p in (REFERENCE / "local" / "local" / owner).glob("*/attempt-*/run.json")]
         for commit in {r["git"]["commit"] for r in records}:
-            module = f"dlobd/stacks/{s.data['stack']}.py"
+            modules = [f"dlobd/stacks/{stack}.py" for stack in spec.scale_stacks(s.data, "local")]
             specs = {f"experiments/{eid}.yaml", f"experiments/{owner}.yaml"}
             then = {path: git("show", f"{commit}:{path}") for path in specs}
-            if git("diff", "--quiet", commit, "--", module).returncode or any(
+            if git("diff", "--quiet", commit, "--", *modules).returncode or any(
                     local_view(then[path].stdout if then[path].returncode == 0 else None)
                     != local_view((ROOT / path).read_text() if (ROOT / path).is_file() else None) for path in specs):
                 out.append(eid)

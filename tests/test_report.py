@@ -314,7 +314,7 @@ def test_runs_are_stale_only_where_their_scale_of_the_spec_or_their_stack_change
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "recorded"], check=True)
     recorded = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    entry = {"id": "x", "stack": "s", "scale": "local", "commits": [recorded, "0" * 40],
+    entry = {"id": "x", "stack": "s", "launchers": ["s"], "scale": "local", "commits": [recorded, "0" * 40],
              "runs": [{"run_id": "local/local/x/network-ipoib/attempt-001", "used": True}]}
     unknown = {"commit": "0" * 40, "changed": None}
     # the paper scale's part edited (uncommitted): nothing the local runs ran

@@ -601,3 +601,15 @@ def test_a_rehearsal_cuts_only_the_work_and_only_downward(tree):
         "scale's data set 'cifar10' (<id>-synthetic, in its format): a rehearsal changes no other data"]
     tree.edit("dlobd-fig7b", lambda d: d["scales"]["paper"].update(rehearsal={"dataset": "cifar10-synthetic", "why": "x"}))
     assert tree.errors("dlobd-fig7b") == []
+
+
+def test_a_scale_runs_the_stacks_of_its_own_points():
+    # what flags a scale's recorded runs stale is the launchers that scale runs, not the spec's
+    specs = spec.load_all(ROOT)
+    assert spec.scale_stacks(specs["tfgrpc-fig4"].data, "local") == ["grpcbench"]
+    assert spec.scale_stacks(specs["tfgrpc-fig4"].data, "paper") == ["tf_cnn_benchmarks"]
+    assert spec.scale_stacks(specs["dlobd-fig9"].data, "local") == ["tensorflow", "tensorflowonspark"]
+    assert spec.scale_stacks(specs["dlobd-fig7b"].data, "local") == ["bigdl"]
+    for s in specs.values():
+        for scale in s.data.get("scales", {}):
+            assert {s.point_stack(scale, p) for _, p in s.points(scale)} <= set(spec.scale_stacks(s.data, scale)), s.id

@@ -14,6 +14,7 @@ from dlobd.execution import runs
 from dlobd import spec as dspec
 from dlobd.stacks import tf_cnn_benchmarks as tfcnn
 from dlobd.stacks import runner
+from dlobd.stacks.shared import tf_cluster
 from dlobd import NotRunnable
 
 SPECS = {eid: s for eid, s in dspec.load_all(ROOT).items()
@@ -115,7 +116,30 @@ def test_command_of_every_paper_point(cluster, tmp_path, eid, pid, point):
         assert f["batch_size"] == str(params["batch"])
         assert f["device"] == "gpu"
         assert f["num_gpus"] == str(params.get("gpus_per_node", 1))
+        # the papers state no batch counts: the script's own
+        assert "num_batches" not in f and "num_warmup_batches" not in f
+    assert result.labels["tf_build"] == tf_cluster.RDMA_BUILD
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_rehearsal_cuts_the_batches_and_keeps_the_layout(cluster, tmp_path):
+    spec = SPECS["tfgrpc-fig4"]
+    point = dict(spec.points("paper")[0][1])
+    with provenance.inventory_in_use(cluster):
+        measured, rehearsed = (runs.launch(spec.data, "paper", point, tmp_path / f"runs-{rehearse}", dry_run=True,
+                                           rehearse=rehearse) for rehearse in (False, True))
+    for result in (measured, rehearsed):
+        assert result.status == "dry run", result.reason
+    argvs = [{p["name"]: remote(p["command"])[1] for p in r.extra["processes"]} for r in (measured, rehearsed)]
+    assert argvs[0].keys() == argvs[1].keys()
+    def layout(f: dict) -> dict:  # every flag but the batch counts, the hosts without their ports
+        return {k: ",".join(h.rsplit(":", 1)[0] for h in v.split(",")) if k.endswith("_hosts") else v
+                for k, v in f.items() if not k.endswith("batches")}
+
+    for name, argv in argvs[1].items():
+        f = flags(argv)
+        assert (f["num_batches"], f["num_warmup_batches"]) == ("2", "1")
+        assert layout(f) == layout(flags(argvs[0][name]))
 
 
 def test_without_a_checkout_the_point_says_how_to_get_it(tmp_path):

@@ -257,6 +257,8 @@ def experiment_entries(specs, scales, figures_dir, results_dir, data_ids, runs_d
                 "figure": spec["figure"],
                 "title": spec["title"],
                 "stack": spec.get("stack"),
+                # those of the spec whose runs these are (data_from)
+                "launchers": dspec.scale_stacks(specs.get(did, spec), scale),
                 "ran": what_ran(spec, scale_data or {}, run_list),
                 "data_labels": data_labels,
                 "cluster": (scale_data or {}).get("cluster"),
@@ -312,14 +314,13 @@ def profile_points(profiles_csvs) -> dict[tuple[str, str], list[dict]]:
 def stale_runs(entry: dict, root: Path = ROOT) -> list[dict]:
     """The commits an experiment's runs were recorded at where what they ran has changed since:
     its spec, the specs of the experiments the runs are of (`runs_from`, `data_from`), as the
-    runs' scale sees them (an edit of another scale's part changes nothing they ran), and its
-    stack's launcher and parser. Each {'commit', 'changed': the files, or None where git cannot
+    runs' scale sees them (an edit of another scale's part changes nothing they ran), and the
+    launchers and parsers of the stacks the scale runs (`launchers`). Each {'commit', 'changed': the files, or None where git cannot
     tell}. Runs recorded before a change elsewhere (a figure, the docs) still measure what today's
     code runs."""
     sources = {f"experiments/{e}.yaml" for e in
                {entry["id"], *(Path(r["run_id"]).parts[2] for r in entry["runs"] if r.get("used"))}}
-    if entry["stack"]:
-        sources.add(f"dlobd/stacks/{entry['stack']}.py")
+    sources.update(f"dlobd/stacks/{stack}.py" for stack in entry["launchers"])
     found = []
     for commit in entry["commits"]:
         changed = provenance.changed_since(commit, tuple(sorted(sources)), root)

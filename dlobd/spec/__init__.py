@@ -341,6 +341,15 @@ def scale_view(spec_data: dict | None, scale: str) -> dict | None:
     return {**spec_data, "scales": {scale: own or None}}
 
 
+def scale_stacks(spec_data: dict, scale: str) -> list[str]:
+    """The stack modules a scale's points run, as runs.launch chooses them: the values of the
+    spec's `stack_axis` in the scale's points, else the scale's stack, else the spec's."""
+    data = (spec_data.get("scales") or {}).get(scale) or {}
+    axis = spec_data.get("stack_axis")
+    values = {str(point[axis]) for _, point in expand(filled(data)) if axis in point} if axis else set()
+    return sorted(values) or [data.get("stack") or spec_data["stack"]]
+
+
 def launch_settings(spec_data: dict, scale: str, point: dict) -> dict:
     """What a launcher is given for one point, as text: its stack, model, data set, time limit,
     the capabilities it needs and its settings (the scale's `fixed` with the point over them).

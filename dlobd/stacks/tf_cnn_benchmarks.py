@@ -46,7 +46,9 @@ dlobd.stacks.tf_cluster.run_tasks) on a port chosen on its host or from the inve
 dlobd_worker_ports (remote.worker_ports), with `--variable_update=parameter_server`, the point's
 network as `--server_protocol` (config/networks.yaml: grpc, grpc+verbs, grpc+mpi; the verbs and
 MPI channels and gRPC over RDMA need a TF 1.x build that has them, DLOBD_TF_RDMA_PYTHON),
-`--model`, `--batch_size` (per device), `--device` and `--num_gpus` from the point. One worker
+`--model`, `--batch_size` (per device), `--device` and `--num_gpus` from the point, and
+`--num_batches` / `--num_warmup_batches` from `steps` / `warmup_steps` where set (label
+tf_build: which setting's Python ran, as for the native TF launcher). One worker
 task per node on the workers of group gpu for GPU points (DLOBD_GPU_WORKERS), the parameter
 servers on hosts of their own where the spec's nodes leave room for them (tfgrpc-fig4: 5
 nodes = 2 PS + 3 workers), else beside the workers. The script is on no registry: the role
@@ -62,7 +64,7 @@ from dlobd import NotRunnable
 from dlobd.cluster import capabilities, hadoop, provenance
 from dlobd.cluster.remote import worker_ports
 from dlobd.spec.metrics import row
-from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner
+from dlobd.stacks import NO_LINES, LogError, ParseResult, line_parser, runner, setting
 from dlobd.stacks.shared import tf_cluster
 
 LOG_FILES = ("stdout.log", "tasks/*.log")
@@ -225,6 +227,14 @@ def layout(ctx: runner.RunContext) -> dict:
             "ps_apart": "workers" in params and nodes >= workers + ps}
 
 
+def batch_counts(ctx: runner.RunContext) -> list[str]:
+    """The script's counted and warm-up batches from the point's `steps` and `warmup_steps`;
+    where unset, its own (100 after 10)."""
+    return [f"{flag}={_count(ctx, setting(ctx, key), key)}"
+            for key, flag in (("steps", "--num_batches"), ("warmup_steps", "--num_warmup_batches"))
+            if setting(ctx, key) is not None]
+
+
 def hosts_for(lay: dict) -> tuple[list[str], list[str]]:
     """(host of each worker task, host of each parameter server)."""
     gpu = lay["device"] == "gpu"
@@ -269,7 +279,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
               f"--worker_hosts={','.join(f'{t.host}:{t.port}' for t in tasks if t.job == 'worker')}",
               "--variable_update=parameter_server", f"--server_protocol={link.settings['protocol']}",
               f"--model={model}", f"--batch_size={lay['batch']}", f"--num_gpus={lay['gpus']}",
-              f"--device={lay['device']}"]
+              f"--device={lay['device']}", *batch_counts(ctx)]
     adir = str(Path(ctx.attempt_dir).resolve())
     mpi_name = tf_cluster.mpi_of(link.settings["protocol"])
     for t in tasks:
@@ -279,6 +289,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                          {"TF_CPP_MIN_LOG_LEVEL": "1", **own}, adir, rank=mpi_name is not None)
     result = tf_cluster.run_tasks(ctx, tasks, env, mpi_name)
     result.labels = {"network": network, "protocol": link.settings["protocol"], "device": lay["device"],
+                     "tf_build": tf1.source if tf1 else tf_cluster.STACKS_BUILD,
                      "gpus_per_worker": str(lay["gpus"]), "batch_per_device": str(lay["batch"]),
                      "parameter_servers": str(lay["ps"]),
                      "data": runner.data_label(ctx.spec["scales"][ctx.scale].get("dataset", ctx.spec.get("dataset")))}
