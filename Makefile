@@ -395,6 +395,13 @@ test-apptainer: setup-dev apptainer-deps ## build or reuse the image, its %test,
 test-paper-profile: setup-dev apptainer-deps ## build or reuse the paper profile's image, its %test and labels, the paper smoke tests on HDFS/YARN 2.7.3 and Spark 2.1 started from it
 	DLOBD_TEST_IMAGES=$(IMAGES) $(BIN)/pytest -m integration tests/integration/test_paper_profile.py -q -s
 
+# The heap BigDL's launcher gives VGG's executors (dlobd.stacks.bigdl: HeapUse) comes from here: the
+# live heap of BigDL 0.3.0 in the paper profile's image at several cores and batch shares; about 10 min.
+.PHONY: bench-bigdl-heap
+bench-bigdl-heap: setup apptainer-deps ## VGG-16's live heap in BigDL 0.3.0 at 1-8 cores and 2-8 images a core, the fit, and the launcher's values
+	$(BIN)/dlobd image --images $(IMAGES) build $(PAPER_DEF)
+	nice -n 10 $(BIN)/python benchmarks/bigdl/heap.py --image "$$($(BIN)/dlobd image --images $(IMAGES) path $(PAPER_DEF))"
+
 ## ---------------------------------------------------------------- the paper profile at local scale
 
 # The papers' own software (PAPER_DEF: Java 8, Hadoop 2.7.3, Spark 2.1, TensorFlowOnSpark 1.0.8 on

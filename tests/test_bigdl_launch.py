@@ -116,7 +116,7 @@ def test_executors_spread_evenly_over_several_workers(tmp_path, jars, monkeypatc
 def test_executors_too_large_to_share_a_nodemanager_are_not_runnable(tmp_path, jars, monkeypatch):
     on_workers(monkeypatch, 2, "7168")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=4, batch=32)
-    with pytest.raises(NotRunnable, match=r"^2 executor\(s\) per NodeManager of at least 3456 MiB each"):
+    with pytest.raises(NotRunnable, match=r"^executors of 3g heap: 2 executor\(s\) per NodeManager of at least 3456 MiB each"):
         command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
 
 
@@ -138,12 +138,12 @@ def test_vgg_executor_heap_grows_with_its_replicas_and_batch_share(tmp_path, cor
     # BigDL keeps a model replica per core, each with its layers' activations of its share of a batch
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": cores}, batch=batch)
     r = {"executors": executors, "executor_cores": cores // executors, "batch": batch}
-    sized, label = bigdl.executor_heap(ctx, bigdl.MODELS["vgg16"], r)
+    sized, why = bigdl.executor_heap(ctx, bigdl.MODELS["vgg16"], r)
     assert sized == heap
-    assert (label is None) == (heap == bigdl.EXECUTOR_MEMORY)
-    if label:
-        assert label.startswith(f"{heap}: 1.5 x the ") and f"for {cores // executors} model replicas and " \
-            f"{batch // executors} images of each batch" in label
+    assert (why is None) == (heap == bigdl.EXECUTOR_MEMORY)
+    if why:
+        assert why.startswith("1.5 x the ") and why.endswith(
+            f"MiB live heap measured for {cores // executors} model replicas and {batch // executors} images of each batch")
     # a stated heap wins; a model without a measured live heap gets the least
     stated = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": cores}, batch=batch, executor_memory="5g")
     assert bigdl.executor_heap(stated, bigdl.MODELS["vgg16"], r) == ("5g", None)
@@ -154,7 +154,9 @@ def test_a_heap_no_nodemanager_can_hold_beside_another_is_not_runnable(tmp_path,
     # 64 GB workers (NodeManagers of 48 GiB): two 26g executors of 24 cores do not fit one
     on_workers(monkeypatch, 2, "49152")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 96}, executors=4, batch=768)
-    with pytest.raises(NotRunnable, match=r"^2 executor\(s\) per NodeManager of at least 29286 MiB each"):
+    with pytest.raises(NotRunnable, match=r"^executors of 26g heap \(1.5 x the 17070 MiB live heap measured for 24 "
+                                          r"model replicas and 192 images of each batch\): 2 executor\(s\) per "
+                                          r"NodeManager of at least 29286 MiB each"):
         command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
 
 

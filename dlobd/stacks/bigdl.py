@@ -463,9 +463,10 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
 
 
 def executor_heap(ctx: runner.RunContext, model: Model, r: dict) -> tuple[str, str | None]:
-    """(the executors' heap, how it was sized or None): the point's `executor_memory`; else
-    the model's live heap at the executor's cores and its share of a batch (r: plan_resources)
-    times HEAP_HEADROOM, in whole GiB, at least EXECUTOR_MEMORY, which a model not measured gets."""
+    """(the executors' heap, why that size or None where stated or the least): the point's
+    `executor_memory`; else the model's live heap at the executor's cores and its share of a
+    batch (r: plan_resources) times HEAP_HEADROOM, in whole GiB, at least EXECUTOR_MEMORY, which
+    a model not measured gets."""
     if (stated := setting(ctx, "executor_memory")) is not None:
         return str(stated), None
     if model.heap is None:
@@ -475,8 +476,8 @@ def executor_heap(ctx: runner.RunContext, model: Model, r: dict) -> tuple[str, s
     heap = f"{-(-max(hadoop.memory_mb(EXECUTOR_MEMORY), math.ceil(live * HEAP_HEADROOM)) // 1024)}g"
     if heap == EXECUTOR_MEMORY:
         return heap, None
-    return heap, (f"{heap}: {HEAP_HEADROOM:g} x the {live} MiB live heap measured for "
-                  f"{r['executor_cores']} model replicas and {images} images of each batch")
+    return heap, (f"{HEAP_HEADROOM:g} x the {live} MiB live heap measured for {r['executor_cores']} "
+                  f"model replicas and {images} images of each batch")
 
 
 def spark_install(ctx: runner.RunContext, env: dict) -> tuple[str, dict, str]:
@@ -513,12 +514,16 @@ def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r:
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
                                     "dl_libs role provisioned?)")
         jars[var] = jar
-    heap, _ = executor_heap(ctx, model, r)
+    heap, sized = executor_heap(ctx, model, r)
+    try:
+        spread = spread_conf(ctx, r["executors"], heap)
+    except NotRunnable as exc:
+        raise NotRunnable(f"executors of {heap} heap{f' ({sized})' if sized else ''}: {exc}") from None
     argv = [spark_submit, "--master", "yarn", "--deploy-mode", "client",
             "--num-executors", str(r["executors"]), "--executor-cores", str(r["executor_cores"]),
             "--executor-memory", heap,
             "--driver-memory", str(setting(ctx, "driver_memory", DRIVER_MEMORY)),
-            *spread_conf(ctx, r["executors"], heap),
+            *spread,
             *(arg for key, value in hadoop.transport_conf(flavour).items() for arg in ("--conf", f"{key}={value}")),
             *hadoop.spark_conf(ctx),
             *(["--jars", jars["DLOBD_BIGDL_CORE_JAR"]] if "DLOBD_BIGDL_CORE_JAR" in jars else []),
@@ -559,8 +564,9 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         result.labels["executor_layout"] = resources["layout"]
     if resources["assumed"]:
         result.labels["assumed"] = {"cores": resources["assumed"]}
-    if sized := executor_heap(ctx, model, resources)[1]:
-        result.labels["executor_memory"] = sized
+    heap, sized = executor_heap(ctx, model, resources)
+    if sized:
+        result.labels["executor_memory"] = f"{heap}: {sized}"
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(ctx.attempt_dir))
     return result
