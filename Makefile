@@ -410,6 +410,8 @@ bench-bigdl-heap: setup apptainer-deps ## VGG-16's live heap in BigDL 0.3.0 at 1
 # own results, figures and report under PAPER_OUT; then dlobd compare-profiles sets them beside
 # MODERN_RUNS. Its daemons take the ports of the modern cluster: stop that one first.
 PAPER_DEF ?= containers/paper-tfos-bigdl.def
+# the roles the image's build skips (its --skip-tags), which provisioning from it skips too
+PAPER_IMAGE_SKIP_TAGS = $(shell sed -n 's/.*--skip-tags[ =]\([a-z_,]*\).*/\1/p' $(PAPER_DEF))
 PAPER_PREFIX ?= $(DLOBD_PREFIX)-paper
 PAPER_RUNS ?= data/runs-paper
 PAPER_OUT ?= data/paper-profile
@@ -428,7 +430,7 @@ reproduce-paper: setup apptainer-deps ## the paper profile's software from its i
 	$(PAPER_PHASE) begin
 	$(PAPER_PHASE) run image -- nice -n 10 $(BIN)/dlobd image --images $(IMAGES) build $(PAPER_DEF)
 	$(PAPER_PHASE) run provision -- sh -c '$(PAPER_PLAYBOOK) -e apptainer_image=$$($(BIN)/dlobd image --images $(IMAGES) path $(PAPER_DEF)) \
-	  --skip-tags mpi,grpc_bench,hibench playbooks/install.yml'
+	  --skip-tags $(if $(PAPER_IMAGE_SKIP_TAGS),$(PAPER_IMAGE_SKIP_TAGS)$(comma))hibench playbooks/install.yml'
 	$(PAPER_PHASE) run cluster-up -- $(PAPER_PLAYBOOK) playbooks/cluster-up.yml
 	$(PAPER_PHASE) run smoke-test -- $(PAPER_PLAYBOOK) playbooks/smoke-test.yml || { $(PAPER_PLAYBOOK) playbooks/cluster-down.yml; exit 1; }
 	status=0; $(PAPER_PHASE) run experiments -- env DLOBD_PREFIX=$(PAPER_PREFIX) $(SNAKEMAKE) --keep-going \
@@ -576,7 +578,6 @@ REHEARSE_IDS ?=
 REHEARSAL_SITE := $(BIN)/python tests/cluster/emulated.py --state-dir $(REHEARSAL_SITE_STATE)
 REHEARSAL_SITE_INVENTORY := $(REHEARSAL_SITE_STATE)-hosts.yml
 REHEARSAL_SITE_PLAYBOOK = ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(BIN)/ansible-playbook -i $(REHEARSAL_SITE_INVENTORY)
-PAPER_IMAGE_SKIP_TAGS = $(shell sed -n 's/.*--skip-tags[ =]\([a-z_,]*\).*/\1/p' $(PAPER_DEF))
 
 .PHONY: rehearse-paper-shape
 rehearse-paper-shape: setup emulated-deps apptainer-deps ## as root: the paper scale rehearsed (REHEARSE=1) on the paper-shape emulated site with the paper image; REHEARSE_IDS= to pick experiments

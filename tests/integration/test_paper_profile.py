@@ -96,7 +96,7 @@ def stack(paper_image, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("paper-profile")
     (tmp / "logs").mkdir()
     stack = Stack(tmp / "prefix", tmp / "logs", paper_image)
-    # the image has no MPI or gRPC benchmarks (they run from the modern image)
+    # the image has no MPI (it runs from the modern image); these tests use no gRPC benchmark
     done = stack.playbook("install.yml", "--skip-tags", "mpi,grpc_bench")
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     try:
