@@ -34,7 +34,7 @@ def test_a_paper_image_leaves_out_what_its_build_skips(monkeypatch):
     settings = {"DLOBD_PROFILE": "paper", "DLOBD_INSTALL_METHOD": "apptainer", "DLOBD_PAPER_ENV": "tfos-bigdl"}
     monkeypatch.setattr(capabilities.provenance, "stack_setting", settings.get)
     left = capabilities.image_left_out()
-    assert sorted(left) == ["grpc-cpp", "mpi"] and not any(present for present, _ in left.values())
+    assert sorted(left) == ["mpi"] and not any(present for present, _ in left.values())
     assert left["mpi"][1].startswith("the image of containers/paper-tfos-bigdl.def leaves MPI (and hr_reduce) out "
                                      "(its build skips the role's tag mpi)")
     # the CaffeOnSpark image's build skips nothing; a registry install has no image

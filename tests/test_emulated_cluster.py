@@ -394,11 +394,10 @@ def test_site_vars_join_the_inventory_for_all_hosts_and_a_bad_file_is_named(tmp_
         emulated.site_vars([tmp_path / "absent.yml"])
 
 
-def test_a_paper_image_site_has_no_grpc_benchmark_or_mpi_where_its_image_leaves_them_out(tmp_path):
+def test_a_paper_image_site_has_no_mpi_where_its_image_leaves_it_out(tmp_path):
     """The paper profile from containers/paper-tfos-bigdl.def's image (the apptainer method): its
-    build skips the roles mpi and grpc_bench, so the gRPC benchmark's points are not runnable on
-    that site, with the reason, while its native TensorFlow points run (a rehearsal, on the IPoIB
-    stand-in)."""
+    build skips the role mpi, so the MPI points are not runnable on that site, with the reason,
+    while its TF-gRPC-Bench and native TensorFlow points run (a rehearsal, on the IPoIB stand-in)."""
     plan = emulated.make_plan(workers=3, run_id="123abc", gpu_workers=1, site="paper-shape")
     image = tmp_path / "paper-tfos-bigdl.sif"
     image.write_bytes(b"")
@@ -410,12 +409,11 @@ def test_a_paper_image_site_has_no_grpc_benchmark_or_mpi_where_its_image_leaves_
     path.write_text(yaml.safe_dump(values))
     out = subprocess.run([sys.executable, "-m", "dlobd.cli", "dry-run", "--scale", "paper", "--inventory", str(path),
                           "--runs", str(tmp_path / "runs"), "--check", "--rehearse", "--experiment", "tfgrpc-fig9",
-                          "--experiment", "rdmatf-fig5"], capture_output=True, text=True, cwd=emulated.ROOT, timeout=600)
+                          "--experiment", "rdmatf-fig5", "--experiment", "scaffe-fig13"], capture_output=True, text=True, cwd=emulated.ROOT, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     lines = out.stdout.splitlines()
     after = {line: lines[i + 1] for i, line in enumerate(lines[:-1]) if line.endswith(":") and " " in line}
-    assert after["tfgrpc-fig9 network-eth-10g_payload-scheme-uniform:"] == (
-        "  not runnable: needs grpc-cpp: the image of containers/paper-tfos-bigdl.def leaves TF-gRPC-Bench out (its build "
-        "skips the role's tag grpc_bench): its points run on the modern profile, or on the paper profile's registry "
-        "or spack method")
+    assert after["tfgrpc-fig9 network-eth-10g_payload-scheme-uniform:"].startswith("  $ ")
+    assert ("needs mpi: the image of containers/paper-tfos-bigdl.def leaves MPI (and hr_reduce) out (its build skips "
+            "the role's tag mpi)") in after["scaffe-fig13 design-sc-b:"]
     assert after["rdmatf-fig5 network-ipoib:"].startswith("  $ ")
