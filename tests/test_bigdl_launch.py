@@ -124,15 +124,15 @@ def test_a_dry_run_without_the_nodemanagers_memory_says_how_the_launch_sizes_the
     on_workers(monkeypatch, 2, "'$DLOBD_YARN_MEMORY_MB'")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=2, batch=32)
     conf = confs(command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars))
-    # VGG's heap for 2 cores and 16 images each batch: 1.5 x 2110 MiB live, in whole GiB
+    # VGG's heap for 2 cores and 16 images each batch: 1.5 x 2159 MiB live, in whole GiB
     assert conf["spark.yarn.executor.memoryOverhead"] == (
         "<at launch: (NodeManager memory - the ApplicationMaster's) / 1, in YARN's steps, less the heap's 4096 MiB>")
 
 
 @pytest.mark.parametrize("cores, executors, batch, heap", [
-    (96, 4, 768, "26g"),    # Fig. 7(b) at 96 cores: 192 images an executor, 17070 MiB live
-    (384, 16, 768, "11g"),  # at 384 cores: 48 images, 6990 MiB live
-    (2, 1, 8, "3g"),        # the local points: 1550 MiB live, the least heap
+    (96, 4, 768, "25g"),    # Fig. 7(b) at 96 cores: 192 images an executor, 16393 MiB live
+    (384, 16, 768, "10g"),  # at 384 cores: 48 images, 6601 MiB live
+    (2, 1, 8, "3g"),        # the local points: 1615 MiB live, the least heap
 ])
 def test_vgg_executor_heap_grows_with_its_replicas_and_batch_share(tmp_path, cores, executors, batch, heap):
     # BigDL keeps a model replica per core, each with its layers' activations of its share of a batch
@@ -151,12 +151,12 @@ def test_vgg_executor_heap_grows_with_its_replicas_and_batch_share(tmp_path, cor
 
 
 def test_a_heap_no_nodemanager_can_hold_beside_another_is_not_runnable(tmp_path, jars, monkeypatch):
-    # 64 GB workers (NodeManagers of 48 GiB): two 26g executors of 24 cores do not fit one
+    # 64 GB workers (NodeManagers of 48 GiB): two 25g executors of 24 cores do not fit one
     on_workers(monkeypatch, 2, "49152")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 96}, executors=4, batch=768)
-    with pytest.raises(NotRunnable, match=r"^executors of 26g heap \(1.5 x the 17070 MiB live heap measured for 24 "
+    with pytest.raises(NotRunnable, match=r"^executors of 25g heap \(1.5 x the 16393 MiB live heap measured for 24 "
                                           r"model replicas and 192 images of each batch\): 2 executor\(s\) per "
-                                          r"NodeManager of at least 29286 MiB each"):
+                                          r"NodeManager of at least 28160 MiB each"):
         command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
 
 

@@ -355,11 +355,11 @@ def _is_2x(version: str | None) -> bool:
 
 # the spec's (or the scale's `model` setting's) model -> how BigDL trains it
 MODELS = {
-    # BigDL 0.3.0 (Java 8, parallel collector): the heap left after full collections, at most,
-    # through one epoch at 1, 2, 4 and 8 cores with 8 images a core and at 4 cores with 2 a
-    # core (1.5, 2.0, 3.2, 6.1 and 1.8 GB), fitted within 0.16 GB; larger shares of a batch
-    # are extrapolated, as the activations grow with the images
-    "vgg16": Model("models.vgg.Train", CifarBinary, "-l", HeapUse(750, 120, 70)),
+    # `make bench-bigdl-heap`: BigDL 0.3.0 (Java 8, parallel collector), the most heap left
+    # after a full collection through one epoch at 1, 2, 4 and 8 cores with 8 images a core and
+    # at 4 cores with 2 a core (1467, 2182, 3500, 6022 and 1822 MiB), fitted within 45 MiB; larger
+    # shares of a batch are extrapolated, as the activations grow with the images
+    "vgg16": Model("models.vgg.Train", CifarBinary, "-l", HeapUse(865, 103, 68)),
     "lenet5": Model("models.lenet.Train", MnistIdx, "-r"),
 }
 
