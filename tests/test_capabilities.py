@@ -30,13 +30,22 @@ def test_the_data_sets_the_role_installs_are_its_task_files():
     assert set(capabilities.ROLE_DATASETS) == {p.stem for p in tasks.glob("*.yml")} - helpers
 
 
-def test_a_paper_image_leaves_out_what_its_build_skips(monkeypatch):
+def test_a_paper_image_leaves_out_what_its_build_skips(monkeypatch, tmp_path):
     settings = {"DLOBD_PROFILE": "paper", "DLOBD_INSTALL_METHOD": "apptainer", "DLOBD_PAPER_ENV": "tfos-bigdl"}
     monkeypatch.setattr(capabilities.provenance, "stack_setting", settings.get)
     left = capabilities.image_left_out()
     assert sorted(left) == ["mpi"] and not any(present for present, _ in left.values())
     assert left["mpi"][1].startswith("the image of containers/paper-tfos-bigdl.def leaves MPI (and hr_reduce) out "
                                      "(its build skips the role's tag mpi)")
+    # an image whose build skips TF-gRPC-Bench too leaves the gRPC benchmark out
+    containers = tmp_path / "containers"
+    containers.mkdir()
+    (containers / "paper-tfos-bigdl.def").write_text("    ansible-playbook --skip-tags mpi,grpc_bench playbooks/install.yml\n")
+    monkeypatch.setattr(capabilities, "CONTAINERS", containers)
+    monkeypatch.setattr(capabilities, "ROOT", tmp_path)
+    assert sorted(capabilities.image_left_out()) == ["grpc-cpp", "mpi"]
+    assert capabilities.image_left_out()["grpc-cpp"][1].startswith(
+        "the image of containers/paper-tfos-bigdl.def leaves TF-gRPC-Bench out (its build skips the role's tag grpc_bench)")
     # the CaffeOnSpark image's build skips nothing; a registry install has no image
     settings["DLOBD_PAPER_ENV"] = "caffeonspark"
     assert capabilities.image_left_out() == {}
