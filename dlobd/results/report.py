@@ -315,9 +315,9 @@ def stale_runs(entry: dict, root: Path = ROOT) -> list[dict]:
     """The commits an experiment's runs were recorded at where what they ran has changed since:
     its spec, the specs of the experiments the runs are of (`runs_from`, `data_from`), as the
     runs' scale sees them (an edit of another scale's part changes nothing they ran), and the
-    launchers and parsers of the stacks the scale runs (`launchers`). Each {'commit', 'changed': the files, or None where git cannot
-    tell}. Runs recorded before a change elsewhere (a figure, the docs) still measure what today's
-    code runs."""
+    launchers and parsers of the stacks the scale runs (`launchers`). Each {'commit', 'changed':
+    the files, or None where git cannot tell}. Runs recorded before a change elsewhere (a figure,
+    the docs) still measure what today's code runs."""
     sources = {f"experiments/{e}.yaml" for e in
                {entry["id"], *(Path(r["run_id"]).parts[2] for r in entry["runs"] if r.get("used"))}}
     sources.update(f"dlobd/stacks/{stack}.py" for stack in entry["launchers"])

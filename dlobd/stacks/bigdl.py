@@ -36,23 +36,22 @@ not be a trained iteration.
 Launcher: the model's Scala main (VGG-16: `models.vgg.Train`, LeNet-5: `models.lenet.Train`,
 under `dllib` in BigDL 2.x, at the package root in the paper's 0.x commit, as
 $DLOBD_BIGDL_VERSION says; the scale's `model` setting may stand in for the spec's model) from
-$DLOBD_BIGDL_JAR (with $DLOBD_BIGDL_CORE_JAR in 2.x) through `spark-submit --master yarn` in client mode, so the
-driver, which reads the training data from a local folder and logs DistriOptimizer's lines,
-writes them into the attempt's stderr.log. Settings: `cores` (the point's or the fixed value:
-total executor cores, split evenly over the executors), `executors` (default: `cores` over
-`executor_cores`, the paper's executor per node, else 1; laid out within the cluster's nodes,
-plan_resources),
-`batch` (a multiple of the total cores, as BigDL requires), `epochs`, optional
-`learning_rate`, `driver_memory`/`executor_memory` (default for VGG: its measured live heap at
-the executor's cores and batch share, executor_heap, labelled; else 3g). On a cluster of several workers the
-executors' containers are sized so that they spread evenly over the NodeManagers (at most
-ceil(executors / workers) on each), as the papers ran one per node. The data is
-$DLOBD_DATA_DIR/<the scale's dataset>, in CIFAR-10 binary format for VGG and in MNIST's IDX
-files for LeNet; with `train_images` /
-`test_images` the first that many records of it are copied into the attempt's `data/` and
-trained on instead. The network axis goes through config/networks.yaml: vanilla Spark over
-TCP, or OSU RDMA-Spark (an installed Spark distribution at $RDMA_SPARK_HOME with its own
-conf/, so SPARK_HOME and SPARK_CONF_DIR switch to it), which needs an InfiniBand HCA.
+$DLOBD_BIGDL_JAR (with $DLOBD_BIGDL_CORE_JAR in 2.x) through `spark-submit --master yarn` in
+client mode, so the driver, which reads the training data from a local folder and logs
+DistriOptimizer's lines, writes them into the attempt's stderr.log. Settings: `cores` (the
+point's or the fixed value: total executor cores, split evenly over the executors), `executors`
+(default: `cores` over `executor_cores`, the paper's executor per node, else 1; laid out within
+the cluster's nodes, plan_resources), `batch` (a multiple of the total cores, as BigDL
+requires), `epochs`, optional `learning_rate`, `driver_memory`/`executor_memory` (default for
+VGG: its measured live heap at the executor's cores and batch share, executor_heap, labelled;
+else 3g). On a cluster of several workers the executors' containers are sized so that they
+spread evenly over the NodeManagers (at most ceil(executors / workers) on each), as the papers
+ran one per node. The data is $DLOBD_DATA_DIR/<the scale's dataset>, in CIFAR-10 binary format
+for VGG and in MNIST's IDX files for LeNet; with `train_images` / `test_images` the first that
+many records of it are copied into the attempt's `data/` and trained on instead. The network
+axis goes through config/networks.yaml: vanilla Spark over TCP, or OSU RDMA-Spark (an installed
+Spark distribution at $RDMA_SPARK_HOME with its own conf/, so SPARK_HOME and SPARK_CONF_DIR
+switch to it), which needs an InfiniBand HCA.
 """
 
 import math
