@@ -9,7 +9,7 @@ import importlib
 import sys
 
 COMMANDS = {
-    "validate": ("dlobd.spec", "check every experiment spec and claims file"),
+    "validate": ("dlobd.spec.validation", "check every experiment spec and claims file"),
     "parse": ("dlobd.stacks", "parse one native log of a stack into tidy rows (CSV)"),
     "plan": ("dlobd.execution.plan", "list which experiments can run on this cluster, and why not"),
     "dry-run": ("dlobd.execution.dryrun", "print the exact command of every point of a scale, run nothing"),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dlobd import spec
+from dlobd.spec import validation
 
 CATALOG_ENV = "DLOBD_CATALOG"
 
@@ -21,4 +21,4 @@ def catalog():
                     "(experiments.yaml, claims.yaml) the specs are cross-checked against")
     if not Path(directory, "claims.yaml").is_file():
         pytest.fail(f"{CATALOG_ENV}={directory}: no claims.yaml there")
-    return spec.load_catalog(Path(directory))
+    return validation.load_catalog(Path(directory))

@@ -17,6 +17,7 @@ from dlobd import ROOT
 from dlobd.cluster import inventory, provenance
 from dlobd.execution import plan
 from dlobd import spec as dspec
+from dlobd.spec import validation
 from inventories import PAPER_DATASETS
 
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
@@ -220,7 +221,7 @@ def test_the_validator_names_a_whole_scale_need_of_some_points(tmp_path):
     text = text.replace("needs: [bigdl, paper-profile, infiniband, hadoop, spark]",
                         "needs: [bigdl, paper-profile, infiniband, hadoop, spark, rdma-spark]", 1)
     (tmp_path / "experiments" / "dlobd-fig7a.yaml").write_text(text)
-    errors, _ = dspec.validate(tmp_path, files=[tmp_path / "experiments" / "dlobd-fig7a.yaml"])
+    errors, _ = validation.validate(tmp_path, files=[tmp_path / "experiments" / "dlobd-fig7a.yaml"])
     assert any("rdma-spark is needed by the whole scale, but only its network=rdma points need it" in e
                for e in errors), errors
 

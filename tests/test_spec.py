@@ -1,4 +1,4 @@
-"""Experiment specs (dlobd/spec/__init__.py, docs/experiment-spec.md): the 55 real specs validate,
+"""Experiment specs (dlobd/spec/, docs/experiment-spec.md): the 55 real specs validate,
 every catalog claim is placed once, broken copies fail with the precise message, and matrix
 expansion gives the point ids of docs/runs-and-results.md."""
 
@@ -15,11 +15,11 @@ import yaml
 
 from dlobd import ROOT, spec
 from dlobd.results import claims, verdicts
-from dlobd.spec import claimlang, metrics
+from dlobd.spec import claimlang, metrics, validation
 
 @pytest.fixture(scope="module")
 def real_result():
-    return spec.validate(ROOT)
+    return validation.validate(ROOT)
 
 
 # ---------------------------------------------------------------- the real specs
@@ -33,7 +33,7 @@ def test_all_specs_validate(real_result):
 
 
 def test_all_specs_match_the_catalog(catalog):
-    errors, _ = spec.validate(ROOT, catalog=catalog)
+    errors, _ = validation.validate(ROOT, catalog=catalog)
     assert errors == []
 
 
@@ -77,8 +77,8 @@ def test_percent_claims_carry_both_readings():
 
 def test_cli_ok_line(capsys):
     parser = argparse.ArgumentParser()
-    spec.register(parser)
-    assert spec.run(parser.parse_args([])) == 0
+    validation.register(parser)
+    assert validation.run(parser.parse_args([])) == 0
     assert capsys.readouterr().out.strip() == "ok: 55 specs, 3 claims files, 172 claims"
 
 
@@ -106,7 +106,7 @@ def tree(tmp_path):
             return path
 
         def errors(self, *files, catalog=None):
-            errors, _ = spec.validate(tmp_path, [str(self.path(f)) for f in files] or None, catalog=catalog)
+            errors, _ = validation.validate(tmp_path, [str(self.path(f)) for f in files] or None, catalog=catalog)
             return errors
 
     return Tree()
@@ -329,8 +329,8 @@ def test_claim_kind_must_match_catalog(tree, catalog):
 def test_cli_reports_errors_and_exit_status(tree, capsys):
     tree.edit("dlobd-fig7b", lambda d: d["plot"].update(log_y="yes"))
     parser = argparse.ArgumentParser()
-    spec.register(parser)
-    assert spec.run(parser.parse_args(["--root", str(tree.root)])) == 1
+    validation.register(parser)
+    assert validation.run(parser.parse_args(["--root", str(tree.root)])) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == ["experiments/dlobd-fig7b.yaml: plot.log_y: 'yes' is not of type 'boolean'", "1 error(s)"]
 

@@ -272,7 +272,7 @@ def command_script(result: runner.LaunchResult, env_file: Path, title: str) -> s
     if result.extra.get("env"):
         lines.append(f"export {exports(result.extra['env'])}")
     if result.cwd:
-        lines.append(f'cd "$(dirname "$0")"')
+        lines.append('cd "$(dirname "$0")"')
     return "\n".join([*lines, f"exec {shell_line(result.command)}"]) + "\n"
 
 

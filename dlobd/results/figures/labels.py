@@ -17,7 +17,7 @@ from dlobd.results.comparability import WORKLOAD_SETTINGS
 from dlobd.results.figures.values import (
     as_number, label_of, ordered_values, point_values, same, value_label, where)
 from dlobd.results.tidy import LAYOUT_COUNT, count_text
-from dlobd.spec import _matches, expand, load_all, substitutions
+from dlobd.spec import expand, load_all, point_matches, substitutions
 
 
 STATUS_MARK = {"failed": "failed", "hung": "hung", "not runnable": "n/r", "unparseable": "unparseable",
@@ -526,9 +526,9 @@ def empty_slot_note(ax, x, ctx: Context, point: dict) -> None:
     """Say why a point of this scale has no run in the set drawn: the capabilities its
     point_needs names (e.g. a tier only an emulated cluster has), or that it was not run."""
     full = {k: v for k, v in point.items() if k in ctx.matrix}
-    if not any(_matches(p, full) for _, p in expand(ctx.scale)):
+    if not any(point_matches(p, full) for _, p in expand(ctx.scale)):
         return      # excluded from this scale's matrix: no slot to explain
-    needs = [n for pn in ctx.scale.get("point_needs", []) if _matches(full, pn["at"]) for n in pn["needs"]]
+    needs = [n for pn in ctx.scale.get("point_needs", []) if point_matches(full, pn["at"]) for n in pn["needs"]]
     text = ("no run: needs " + ", ".join(dict.fromkeys(needs))) if needs else "no run in this set"
     ax.annotate(upright_lines(ax, text), (x, 0.02), xycoords=ax.get_xaxis_transform(),
                 ha="center", va="bottom", fontsize=7, color="#7f7f7f", rotation=90)
