@@ -295,10 +295,7 @@ class Spec:
     def point_stack(self, scale: str, point: dict) -> str:
         """The stack module of one point: the value of its `stack_axis`, else the scale's (as
         runs.launch chooses it)."""
-        axis = self.data.get("stack_axis")
-        if axis and axis in point:
-            return str(point[axis])
-        return (self.source_spec.data.get("scales", {}).get(scale) or {}).get("stack") or self.data["stack"]
+        return _point_stack(self.data, self.source_spec.data.get("scales", {}).get(scale) or {}, point)
 
     def runs_from(self, scale: str) -> str | None:
         """The spec whose runs at `scale` are this spec's (the scale's `runs_from`), or None."""
@@ -342,9 +339,14 @@ def scale_stacks(spec_data: dict, scale: str) -> list[str]:
     """The stack modules a scale's points run, as runs.launch chooses them: the values of the
     spec's `stack_axis` in the scale's points, else the scale's stack, else the spec's."""
     data = (spec_data.get("scales") or {}).get(scale) or {}
+    return sorted({_point_stack(spec_data, data, point) for _, point in expand(filled(data))})
+
+
+def _point_stack(spec_data: dict, scale_data: dict, point: dict) -> str:
     axis = spec_data.get("stack_axis")
-    values = {str(point[axis]) for _, point in expand(filled(data)) if axis in point} if axis else set()
-    return sorted(values) or [data.get("stack") or spec_data["stack"]]
+    if axis and axis in point:
+        return str(point[axis])
+    return scale_data.get("stack") or spec_data["stack"]
 
 
 def launch_settings(spec_data: dict, scale: str, point: dict) -> dict:

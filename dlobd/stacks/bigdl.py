@@ -376,7 +376,8 @@ def plan_resources(ctx: runner.RunContext) -> dict:
     out within the cluster's nodes. `executors` where the scale sets it, else `cores` over the
     scale's `executor_cores` (the paper's executor per node), else 1. An executor bigger than a
     node (hadoop.node_cores) is split into as many as it takes, and `layout` says so; more
-    executors than the workers hold is NotRunnable, naming the point, the cores and the nodes."""
+    executors than the workers hold is NotRunnable, naming the point, the cores and the nodes.
+    `heap` and `heap_why`: the executors' heap and why that size (executor_heap)."""
     batch = _positive_int(ctx, "batch")
     per_executor = _positive_int(ctx, "executor_cores") if setting(ctx, "executor_cores") is not None else None
     node, where = hadoop.node_cores()
@@ -405,8 +406,10 @@ def plan_resources(ctx: runner.RunContext) -> dict:
                           + (f"nodes of {node} cores" if node is not None else
                              "nodes, one executor each (declare dlobd_hardware.cores to fit more on a node)")
                           + f"; the cluster has {workers} {hadoop.workers_phrase()}; node size: {where}")
-    return {"executors": executors, "executor_cores": cores // executors, "cores": cores,
-            "batch": batch, "epochs": _positive_int(ctx, "epochs"), "layout": layout, "assumed": assumed}
+    r = {"executors": executors, "executor_cores": cores // executors, "cores": cores,
+         "batch": batch, "epochs": _positive_int(ctx, "epochs"), "layout": layout, "assumed": assumed}
+    r["heap"], r["heap_why"] = executor_heap(ctx, model_of(ctx), r)
+    return r
 
 
 def _cores(ctx: runner.RunContext, batch: int, per_executor: int | None, node: int | None, workers: int,
@@ -513,7 +516,7 @@ def command(ctx: runner.RunContext, spark_submit: str, data: Path, env: dict, r:
             raise FileNotFoundError(f"{var}={jar or '(unset)'}: BigDL jar not found (is the "
                                     "dl_libs role provisioned?)")
         jars[var] = jar
-    heap, sized = executor_heap(ctx, model, r)
+    heap, sized = r["heap"], r["heap_why"]
     try:
         spread = spread_conf(ctx, r["executors"], heap)
     except NotRunnable as exc:
@@ -563,9 +566,8 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         result.labels["executor_layout"] = resources["layout"]
     if resources["assumed"]:
         result.labels["assumed"] = {"cores": resources["assumed"]}
-    heap, sized = executor_heap(ctx, model, resources)
-    if sized:
-        result.labels["executor_memory"] = f"{heap}: {sized}"
+    if resources["heap_why"]:
+        result.labels["executor_memory"] = f"{resources['heap']}: {resources['heap_why']}"
     result.hosts = hadoop.with_application_roles(provenance.cluster_hosts(),
                                                 hadoop.application_roles(ctx.attempt_dir))
     return result
