@@ -339,7 +339,9 @@ def scale_stacks(spec_data: dict, scale: str) -> list[str]:
     """The stack modules a scale's points run, as runs.launch chooses them: the values of the
     spec's `stack_axis` in the scale's points, else the scale's stack, else the spec's."""
     data = (spec_data.get("scales") or {}).get(scale) or {}
-    return sorted({_point_stack(spec_data, data, point) for _, point in expand(filled(data))})
+    # a scale without points (no matrix) names its stack, or the spec's
+    return sorted({_point_stack(spec_data, data, point) for _, point in expand(filled(data))}) or [
+        data.get("stack") or spec_data["stack"]]
 
 
 def _point_stack(spec_data: dict, scale_data: dict, point: dict) -> str:
