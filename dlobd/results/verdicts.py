@@ -196,7 +196,7 @@ def parts_text(parts: list[Part], holds: bool) -> str:
     differing = sum(not p.holds for p in rest)
     others = f"the {len(rest)} other comparisons" if len(rest) > 1 else "the other comparison"
     verb = ("hold" if len(rest) > 1 else "holds") if not differing else \
-        ("differ" if len(rest) > 1 else "differs") if differing == len(rest) else f"include {differing} that differ"
+        ("differ" if len(rest) > 1 else "differs") if differing == len(rest) else f"include {differing} that differ{'s' if differing == 1 else ''}"
     return f"{lead.full}; {others} {verb}"
 
 
