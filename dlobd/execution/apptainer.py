@@ -31,8 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # The shared settings' defaults in a checkout (the role dlobd's, as dlobd.SETTINGS_DEFAULTS names them)
 SETTINGS_FILE = Path("playbooks", "roles", "dlobd", "defaults", "main", "settings.yml")
 CONTAINERS_DIR = ROOT / "containers"
-# The stack's prefix inside every image: the same layout a registry-provisioned prefix has.
-IMAGE_PREFIX = "/opt/dlobd"
 TARBALL_VAR = "DLOBD_APPTAINER_TARBALL"
 BINARY_VAR = "APPTAINER"
 # The subordinate id range a build's user namespace maps (root of the namespace = root outside).

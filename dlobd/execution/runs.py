@@ -200,17 +200,6 @@ def select(attempt_list: list[Attempt]) -> list[Attempt]:
     return chosen
 
 
-def input_files(runs_dir, scale: str, experiment: str, log_files=()) -> list[str]:
-    """The raw files the results of an experiment are computed from (for Snakemake inputs)."""
-    files = []
-    for a in experiment_attempts(runs_dir, scale, experiment):
-        for name in (RUN_JSON, *log_files):
-            p = a.path / name
-            if p.is_file():
-                files.append(str(p))
-    return files
-
-
 # ---------------------------------------------------------------- writing runs
 
 

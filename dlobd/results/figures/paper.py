@@ -19,7 +19,7 @@ from dlobd.spec import metrics
 from dlobd.spec.claimlang import first_reached
 
 
-def paper_points(ctx: Context, extra_where: dict | None = None) -> list[dict]:
+def paper_points(ctx: Context) -> list[dict]:
     """Paper values that belong on the axes: only when the figure is at paper scale."""
     if ctx.scale_name != "paper":
         return []
