@@ -341,7 +341,7 @@ def scale_stacks(spec_data: dict, scale: str) -> list[str]:
     data = (spec_data.get("scales") or {}).get(scale) or {}
     # a scale without points (no matrix) names its stack, or the spec's
     return sorted({_point_stack(spec_data, data, point) for _, point in expand(filled(data))}) or [
-        data.get("stack") or spec_data["stack"]]
+        _point_stack(spec_data, data, {})]
 
 
 def _point_stack(spec_data: dict, scale_data: dict, point: dict) -> str:
@@ -356,13 +356,12 @@ def launch_settings(spec_data: dict, scale: str, point: dict) -> dict:
     the capabilities it needs and its settings (the scale's `fixed` with the point over them).
     Two points with equal launch settings are the same run."""
     data = spec_data["scales"][scale]
-    axis = spec_data.get("stack_axis")
     needs = set(data.get("needs") or [])
     for entry in data.get("point_needs") or []:
         if point_matches(point, entry["at"]):
             needs.update(entry["needs"])
     return {
-        "stack": value_text(point[axis]) if axis and axis in point else data.get("stack", spec_data.get("stack")),
+        "stack": _point_stack(spec_data, data, point),
         "model": value_text(point.get("model", spec_data.get("model"))),
         "dataset": data.get("dataset", spec_data.get("dataset")),
         "time_limit_s": value_text(data.get("time_limit_s")),
