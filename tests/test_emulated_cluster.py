@@ -12,6 +12,8 @@ import yaml
 
 from cluster import emulated
 from cluster.emulated import HarnessError
+from dlobd import spec as dspec
+from dlobd.cluster import capabilities, inventory, provenance
 
 LINKS = emulated._links()
 
@@ -301,12 +303,47 @@ def test_a_paper_shape_site_is_laid_out_like_a_real_one(tmp_path):
     assert worker["dlobd_hardware"] == gpu["dlobd_hardware"] == {"cores": 48, "memory_gb": 64, "ethernet_gbps": 10}
     assert all(hv["dlobd_emulated_size"] and hv["dlobd_yarn_memory_fraction"] == 0.75 for hv in inv["hosts"].values())
     assert "standing in for IPoIB" in worker["dlobd_emulated_link"] and "eth-10g" in worker["dlobd_emulated_link"]
-    # what its rehearsals may count as IPoIB: the veths named ib0/ib1, never an HCA
+    # what its rehearsals may count as IPoIB (the veths named ib0/ib1, never an HCA) and as GPUs
     assert inv["vars"]["dlobd_rehearsal_standins"] == {
-        "infiniband": "ib0/ib1 are veths of the emulated site carrying TCP: IPoIB's addresses and interface names, no HCA"}
+        "infiniband": "ib0/ib1 are veths of the emulated site carrying TCP: IPoIB's addresses and interface names, no HCA",
+        "gpu": "CPU processes on the emulated site's workers of group gpu, which have no GPU"}
     config = emulated.sshd_config(plan.hosts[1], tmp_path, tmp_path / "keys")
     assert "ListenAddress 10.77.0.2:22\nListenAddress 10.78.0.2:22\n" in config
     assert emulated.plan_of(emulated.State(tmp_path / "state.json", {"plan": emulated.asdict(plan)})) == plan
+
+
+def test_a_rehearsal_on_the_paper_shape_site_counts_its_gpu_group_for_tfos_alone(tmp_path):
+    """The paper-shape site declares no GPU. A rehearsal of TensorFlowOnSpark counts the CPUs of
+    its gpu group in their place, as many on a worker as a point puts on a node, and says so; a
+    rehearsal of another stack and an ordinary run do not. Of Fig. 5(b)'s IPoIB points, those of
+    at most 3 nodes fit its 3 gpu workers (cifar10: 2 TF nodes a node, the parameter server among them)."""
+    plan = emulated.make_plan(workers=4, run_id="123abc", gpu_workers=3, site="paper-shape")
+    path = tmp_path / "hosts.yml"
+    path.write_text(emulated.inventory_text(plan, tmp_path))
+    cluster = inventory.load(path)
+    fig5b = dspec.load_all(emulated.ROOT)["dlobd-fig5b"]
+    scale = dspec.filled(fig5b.scale("paper"))
+    ipoib = {(p["workload"], p["gpus"]): p for _, p in fig5b.points("paper") if p["network"] == "ipoib"}
+    with provenance.inventory_in_use(cluster):
+        ordinary = capabilities.missing(["gpu"]), capabilities.size_missing(scale, ipoib["cifar10", 2], cluster)
+        with capabilities.rehearsing("caffeonspark") as other:
+            elsewhere = capabilities.missing(["gpu"])
+        with capabilities.rehearsing("tensorflowonspark") as used:
+            counted = capabilities.missing(["gpu"])
+            sizes = {key: capabilities.size_missing(scale, point, cluster) for key, point in ipoib.items()}
+    lacking = "needs gpu: no host of group gpu declares GPUs (dlobd_hardware.gpus)"
+    assert ordinary == ([lacking], ["needs 2 worker nodes with 2 GPU(s) each: the inventory declares 0 (none)",
+                                    "needs 2 GPUs: the inventory's workers declare 0"])
+    assert (elsewhere, other) == ([lacking], {})
+    assert counted == [] and used == {"gpu": "CPU processes on the emulated site's workers of group gpu, "
+                                             "which have no GPU"}
+    assert sorted(key for key, why in sizes.items() if not why) == [("cifar10", 2), ("cifar10", 4), ("mnist", 2)]
+    gpu = ", ".join(emulated.gpu_hosts(plan))
+    assert sizes["cifar10", 8] == ["needs 5 worker nodes: the inventory has 4 in group workers",
+                                   f"needs 5 worker nodes with 2 GPU(s) each: the inventory has 3 ({gpu}) in group "
+                                   "gpu, where CPU processes stand in",
+                                   "needs 8 GPUs: the inventory's workers have 6 in group gpu, where CPU processes "
+                                   "stand in"]
 
 
 @pytest.mark.parametrize("kwargs, reason", [

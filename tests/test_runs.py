@@ -345,8 +345,23 @@ def test_a_rehearsal_counts_the_sites_ipoib_stand_in_and_says_so_where_runs_and_
     assert plain["status"] == "ok" and "standin" not in plain["labels"]
 
 
+def test_a_rehearsal_counts_the_gpu_stand_in_for_the_stack_whose_launcher_lays_gpu_points_out_on_cpu(tmp_path,
+                                                                                                     monkeypatch):
+    for name in ("bigdl", "tensorflowonspark"):
+        monkeypatch.setattr(stacks.get(name), "launch",
+                            lambda ctx: runner.run_command(ctx, [sys.executable, "-c", "pass"]), raising=False)
+    monkeypatch.setenv("DLOBD_REHEARSAL_STANDINS", json.dumps({"gpu": "CPU processes, no GPU"}))
+    point = {"network": "loopback", "cores": 2}
+    tfos = json.loads((runs.launch({**_needing("gpu"), "stack": "tensorflowonspark"}, "local", point,
+                                   tmp_path / "tfos", rehearse=True) / "run.json").read_text())
+    assert tfos["status"] == "ok" and tfos["labels"]["standin"] == {"gpu": "CPU processes, no GPU"}
+    bigdl = json.loads((runs.launch(_needing("gpu"), "local", point, tmp_path / "bigdl", rehearse=True)
+                        / "run.json").read_text())
+    assert bigdl["status"] == "not runnable" and bigdl["reason"].startswith("needs gpu: no GPU")
+
+
 @pytest.mark.parametrize("declared, message", [
-    ('{"rdma": "a veth"}', "DLOBD_REHEARSAL_STANDINS names rdma: only infiniband may stand in"),
+    ('{"rdma": "a veth"}', "DLOBD_REHEARSAL_STANDINS names rdma: only infiniband, gpu may stand in"),
     ('{"infiniband": ""}', "DLOBD_REHEARSAL_STANDINS: expected a mapping of capability to words"),
     ("infiniband", "DLOBD_REHEARSAL_STANDINS is not JSON"),
 ])

@@ -6,6 +6,7 @@ run of the launcher (tests/data/logs/README.md), whose event log is stored gzip-
 """
 
 import ast
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -14,6 +15,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -422,6 +424,34 @@ def test_a_gpu_point_on_a_cluster_with_some_gpu_workers_asks_for_their_node_labe
         tfos.launch(paper_context(tmp_path, "dlobd-fig5b", {"workload": "cifar10", "network": "ipoib", "gpus": 8}))
 
 
+def test_a_rehearsal_whose_cpus_stand_in_for_gpus_keeps_the_gpu_layout_and_asks_for_no_gpu(tmp_path, monkeypatch):
+    """A site without GPUs whose gpu group's CPUs stand in for them (a rehearsal's only): the
+    executors go where the GPU layout puts them, at most 2 a NodeManager with the gpu group's
+    node label; the TF workers run --num-gpus 0 with no CUDA libraries, and the TF build is not
+    asked for CUDA; labelled. Outside a rehearsal, or rehearsing another stack, the point needs
+    CUDA's libraries."""
+    settings = {**{k: v for k, v in GPU_SETTINGS.items() if k != "DLOBD_CUDA_LIBRARY_PATH"},
+                "DLOBD_GPU_WORKERS": " ".join(GPU_WORKERS[2:]), "DLOBD_GPU_NODE_LABEL": "gpu",
+                "DLOBD_REHEARSAL_STANDINS": json.dumps({"gpu": "CPU processes, no GPU"})}
+    gpu_cluster(monkeypatch, settings, GPU_WORKERS)
+    monkeypatch.setattr(tfos.hadoop, "stack_env", lambda: dict(PAPER_ENV))
+    asked = []
+    monkeypatch.setattr(tfos.tf_cluster, "refuse_cpu_only", lambda *args: asked.append(args))
+    point = {"workload": "cifar10", "network": "ipoib", "gpus": 8}
+    with capabilities.rehearsing("tensorflowonspark") as used:
+        result = tfos.launch(paper_context(tmp_path, "dlobd-fig5b", point))
+    cmd, conf = result.command, confs(result.command)
+    assert used == {"gpu": "CPU processes, no GPU"} and asked == []
+    assert option(cmd, "--num-gpus") == "0" and option(cmd, "--num-executors") == "9"
+    assert conf["spark.yarn.executor.nodeLabelExpression"] == "gpu"
+    assert conf["spark.yarn.executor.memoryOverhead"] == str(15360 - 512)
+    assert "spark.executor.extraLibraryPath" not in conf
+    assert result.labels["num_gpus"] == "0: a CPU process stands in for each TF worker's GPU (the rehearsal's stand-in)"
+    for rehearsal in (contextlib.nullcontext(), capabilities.rehearsing("bigdl")):
+        with rehearsal, pytest.raises(NotRunnable, match="^GPU TF nodes need CUDA's libraries"):
+            tfos.launch(paper_context(tmp_path, "dlobd-fig5b", point))
+
+
 def test_what_the_paper_leaves_unstated_is_labelled(tmp_path):
     # fig5b's unstated parameter servers, batch and epochs are its spec's assumed ones (runs.launch
     # labels them); the launcher picks only the input mode the paper's 'parameter server' leaves open
@@ -489,7 +519,37 @@ def test_train_tf1_is_python_3_5_and_2_7_syntax():
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert {m for m in imported if m.startswith(("dlobd", "psutil"))} <= {"dlobd_tf1"}
-    assert "What has NOT run here: the driver side" in source
+
+
+def test_train_tf1_kills_the_executors_started_beyond_those_asked_for_the_last_started():
+    tf1 = load_tf1()
+    assert tf1.surplus_executors(["3", "10", "1", "2", "6", "4", "5"], 5) == ["6", "10"]
+    assert tf1.surplus_executors(["1", "2"], 5) == []
+
+
+def test_train_tf1_finds_a_host_without_a_default_route_by_its_route_to_the_driver(monkeypatch):
+    """TFoS 1.0.8's own way (a UDP socket 'connected' to 8.8.8.8) where it works; on a host without
+    a default route, the source of the route to the driver (here loopback's); patched once."""
+    import errno
+    import types
+
+    def unreachable():
+        raise OSError(errno.ENETUNREACH, "Network is unreachable")
+
+    util = types.SimpleNamespace(get_ip_address=unreachable)
+    package = types.ModuleType("tensorflowonspark")
+    package.util = util
+    monkeypatch.setitem(sys.modules, "tensorflowonspark", package)
+    monkeypatch.setitem(sys.modules, "tensorflowonspark.util", util)
+    tf1 = load_tf1()
+    tf1.pin_address("127.0.0.1")
+    pinned = util.get_ip_address
+    assert pinned() == "127.0.0.1" and pinned.dlobd_driver_host == "127.0.0.1"
+    tf1.pin_address("10.0.0.1")
+    assert util.get_ip_address is pinned
+    util.get_ip_address = lambda: "10.1.0.5"  # a default route: TFoS's own answer stands
+    tf1.pin_address("127.0.0.1")
+    assert util.get_ip_address() == "10.1.0.5"
 
 
 @pytest.mark.parametrize("python", ["python2.7", "python3.5"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import glob
 import json
@@ -68,31 +69,46 @@ def capabilities() -> dict[str, tuple[bool, str]]:
     cluster = provenance.inventory()
     caps = inventory_capabilities(cluster) if cluster is not None else local_capabilities()
     caps = {**caps, **image_left_out()}
-    if _standins_used.get() is not None:
-        caps = {**caps, **{name: (True, f"{STANDIN_WORDS} {how}") for name, how in standins_in_effect(caps).items()}}
+    rehearsal = _rehearsal.get()
+    if rehearsal is not None:
+        caps = {**caps, **{name: (True, f"{STANDIN_WORDS} {how}")
+                           for name, how in standins_in_effect(caps, rehearsal.stack).items()}}
     return caps
 
 
 # What a rehearsal may count as present where the site declares a stand-in for it
 # (dlobd_rehearsal_standins, exported as DLOBD_REHEARSAL_STANDINS): IPoIB's placement, which an
-# interface of that name and address gives; never RDMA, GPUs or software, which nothing stands in for.
-STANDINS = ("infiniband",)
+# interface of that name and address gives; a GPU's placement, which a CPU process on a worker of
+# group gpu gives, for the stacks whose launchers lay a GPU point out on CPU (STANDIN_STACKS);
+# never RDMA, CUDA or software, which nothing stands in for.
+STANDINS = ("infiniband", "gpu")
+# capability -> the only stacks a rehearsal may count its stand-in for (TensorFlowOnSpark: its TF
+# nodes on the gpu group's NodeManagers, `--num-gpus 0`); one not named here, for every stack
+STANDIN_STACKS = {"gpu": ("tensorflowonspark",)}
 STANDIN_SETTING = "DLOBD_REHEARSAL_STANDINS"
 STANDIN_WORDS = "stand-in for a rehearsal (dlobd_rehearsal_standins):"
-# inside `rehearsing`: capability -> what stood in for it, for each stand-in a check counted
-_standins_used: contextvars.ContextVar[dict | None] = contextvars.ContextVar("standins_used", default=None)
+
+
+@dataclasses.dataclass
+class _Rehearsal:
+    stack: str             # the stack whose point is rehearsed
+    used: dict[str, str]   # capability -> what stood in for it, for each stand-in a check counted
+
+
+_rehearsal: contextvars.ContextVar[_Rehearsal | None] = contextvars.ContextVar("rehearsal", default=None)
 
 
 @contextlib.contextmanager
-def rehearsing():
-    """Inside the block, capabilities() counts the site's rehearsal stand-ins as present; yields
-    the stand-ins the block's checks counted (capability -> what stood in), filled as they ask."""
+def rehearsing(stack: str):
+    """Inside the block, capabilities() counts the site's rehearsal stand-ins for `stack` as
+    present; yields the stand-ins the block's checks counted (capability -> what stood in),
+    filled as they ask."""
     used: dict[str, str] = {}
-    token = _standins_used.set(used)
+    token = _rehearsal.set(_Rehearsal(stack, used))
     try:
         yield used
     finally:
-        _standins_used.reset(token)
+        _rehearsal.reset(token)
 
 
 def declared_standins() -> dict[str, str]:
@@ -113,9 +129,29 @@ def declared_standins() -> dict[str, str]:
     return declared
 
 
-def standins_in_effect(caps: dict[str, tuple[bool, str]]) -> dict[str, str]:
-    """The declared stand-ins for capabilities that `caps` lacks: what a rehearsal counts."""
-    return {name: how for name, how in declared_standins().items() if not caps.get(name, (False,))[0]}
+def standins_in_effect(caps: dict[str, tuple[bool, str]], stack: str) -> dict[str, str]:
+    """The declared stand-ins for capabilities that `caps` lacks and `stack` may count
+    (STANDIN_STACKS): what a rehearsal of its points counts."""
+    return {name: how for name, how in declared_standins().items()
+            if not caps.get(name, (False,))[0] and stack in STANDIN_STACKS.get(name, (stack,))}
+
+
+def standing_in(capability: str) -> str | None:
+    """What stands in for `capability` in the rehearsal under way, counted as used (the run's label
+    `standin`); None outside a rehearsal, or where the cluster has it or nothing stands in."""
+    if _rehearsal.get() is None:
+        return None
+    return _counted(capability, *capabilities().get(capability, (False, "")))
+
+
+def _counted(capability: str, present: bool, why: str) -> str | None:
+    """What stood in for `capability` where `why` (its capabilities() entry) says a stand-in
+    gives it, counted as used by the rehearsal under way; None otherwise."""
+    rehearsal = _rehearsal.get()
+    if rehearsal is None or not (present and why.startswith(STANDIN_WORDS)):
+        return None
+    rehearsal.used[capability] = why.removeprefix(STANDIN_WORDS).strip()
+    return rehearsal.used[capability]
 
 
 # where the cpu-mkl build's MKL comes from (role caffeonspark)
@@ -470,14 +506,12 @@ def missing(needs) -> list[str]:
 def lacking(needs) -> list[tuple[str, str]]:
     """(capability, reason) for every capability in `needs` this cluster lacks."""
     caps = capabilities()
-    used = _standins_used.get()
     out = []
     for need in needs or []:
         present, why = caps.get(need, (False, "unknown capability"))
         if not present:
             out.append((need, f"needs {need}: {why}"))
-        elif used is not None and why.startswith(STANDIN_WORDS):
-            used[need] = why.removeprefix(STANDIN_WORDS).strip()
+        _counted(need, present, why)
     return out
 
 
@@ -546,22 +580,28 @@ def point_size(scale: dict, point: dict) -> dict:
 
 
 def size_missing(scale: dict, point: dict, cluster) -> list[str]:
-    """What a point asks of the inventory's size (point_size) that it lacks."""
+    """What a point asks of the inventory's size (point_size) that it lacks. In a rehearsal whose
+    CPU processes stand in for GPUs (standing_in), each worker of group gpu holds as many as the
+    point puts on a node."""
     size = point_size(scale, point)
+    nodes, per_node, total = size["nodes"], size["per_node"], size["gpus"]
     workers = cluster.members("workers")
     gpu_names = set(cluster.groups.get("gpu", ()))
-    gpus = {h.name: int(h.hardware.get("gpus") or 0) if h.name in gpu_names else 0 for h in workers}
+    standin = (per_node or total) if (per_node or total) and standing_in("gpu") else 0
+    gpus = {h.name: (int(h.hardware.get("gpus") or 0) or standin) if h.name in gpu_names else 0 for h in workers}
     out = []
-    nodes, per_node, total = size["nodes"], size["per_node"], size["gpus"]
     if nodes and nodes > len(workers):
         out.append(f"needs {nodes} worker nodes: the inventory has {len(workers)} in group workers")
     if per_node:
         fit = [name for name, n in gpus.items() if n >= per_node]
         if len(fit) < nodes:
             out.append(f"needs {nodes} worker nodes with {per_node} GPU(s) each: the inventory "
-                       f"declares {len(fit)} ({', '.join(fit) or 'none'})")
+                       f"{'has' if standin else 'declares'} {len(fit)} ({', '.join(fit) or 'none'})"
+                       + (" in group gpu, where CPU processes stand in" if standin else ""))
     if total and total > sum(gpus.values()):
-        out.append(f"needs {total} GPUs: the inventory's workers declare {sum(gpus.values())}")
+        out.append(f"needs {total} GPUs: the inventory's workers "
+                   + (f"have {sum(gpus.values())} in group gpu, where CPU processes stand in" if standin
+                      else f"declare {sum(gpus.values())}"))
     return out
 
 

@@ -254,10 +254,8 @@ def _launcher(spec_data: dict, scale: str, point: dict):
     scale_data = spec_data.get("scales", {}).get(scale)
     if scale_data is None:
         raise RunError(f"{spec_data['id']}: no scale {scale!r} in the spec")
-    axis = spec_data.get("stack_axis")
     # a scale may run another stack than the paper did (e.g. native TF for tf_cnn_benchmarks)
-    stack_name = (str(point[axis]) if axis and axis in point
-                  else scale_data.get("stack", spec_data["stack"]))
+    stack_name = dspec.stack_of_point(spec_data, scale_data, point)
     if not scale_data.get("runnable", True):
         return stack_name, None, scale_data.get("reason") or f"scale {scale} not runnable"
     try:
@@ -292,7 +290,8 @@ def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "l
     """_launch; a rehearsal counts the site's stand-ins (capabilities.rehearsing)."""
     if not rehearse:
         return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, None)
-    with capabilities.rehearsing() as standins:
+    stack = dspec.stack_of_point(spec_data, spec_data.get("scales", {}).get(scale) or {}, point)
+    with capabilities.rehearsing(stack) as standins:
         return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, standins)
 
 

@@ -295,7 +295,7 @@ class Spec:
     def point_stack(self, scale: str, point: dict) -> str:
         """The stack module of one point: the value of its `stack_axis`, else the scale's (as
         runs.launch chooses it)."""
-        return _point_stack(self.data, self.source_spec.data.get("scales", {}).get(scale) or {}, point)
+        return stack_of_point(self.data, self.source_spec.data.get("scales", {}).get(scale) or {}, point)
 
     def runs_from(self, scale: str) -> str | None:
         """The spec whose runs at `scale` are this spec's (the scale's `runs_from`), or None."""
@@ -340,11 +340,13 @@ def scale_stacks(spec_data: dict, scale: str) -> list[str]:
     spec's `stack_axis` in the scale's points, else the scale's stack, else the spec's."""
     data = (spec_data.get("scales") or {}).get(scale) or {}
     # a scale without points (no matrix) names its stack, or the spec's
-    return sorted({_point_stack(spec_data, data, point) for _, point in expand(filled(data))}) or [
-        _point_stack(spec_data, data, {})]
+    return sorted({stack_of_point(spec_data, data, point) for _, point in expand(filled(data))}) or [
+        stack_of_point(spec_data, data, {})]
 
 
-def _point_stack(spec_data: dict, scale_data: dict, point: dict) -> str:
+def stack_of_point(spec_data: dict, scale_data: dict, point: dict) -> str:
+    """The stack module that runs one point of a scale (`scale_data`): the value of the spec's
+    `stack_axis` in the point, else the scale's stack, else the spec's."""
     axis = spec_data.get("stack_axis")
     if axis and axis in point:
         return str(point[axis])
@@ -361,7 +363,7 @@ def launch_settings(spec_data: dict, scale: str, point: dict) -> dict:
         if point_matches(point, entry["at"]):
             needs.update(entry["needs"])
     return {
-        "stack": _point_stack(spec_data, data, point),
+        "stack": stack_of_point(spec_data, data, point),
         "model": value_text(point.get("model", spec_data.get("model"))),
         "dataset": data.get("dataset", spec_data.get("dataset")),
         "time_limit_s": value_text(data.get("time_limit_s")),

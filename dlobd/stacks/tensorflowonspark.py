@@ -78,7 +78,10 @@ monitor's psutil). Spark 2.1 knows the executors' memory overhead as
 spark.yarn.executor.memoryOverhead. A GPU point (device not cpu) gives every executor a
 container sized so that YARN, which schedules memory and no GPUs, places at most the point's
 `gpus_per_node` of them on a node (the parameter servers' among them), and CUDA's libraries
-(DLOBD_CUDA_LIBRARY_PATH) as their library path (gpu_executors). On a cluster of several
+(DLOBD_CUDA_LIBRARY_PATH) as their library path (gpu_executors). In a rehearsal on a site whose
+CPU processes stand in for GPUs (capabilities.standing_in), a GPU point keeps that layout on the
+gpu group's workers and its TF workers run `--num-gpus 0` (label num_gpus) in whatever build the
+site gives, CUDA or not; elsewhere a CPU-only TensorFlow refuses a GPU point. On a cluster of several
 workers a CPU point's containers are sized alike so that they spread evenly, one TF node per
 node where they are as many (spread_executors), in both profiles. train_tf1.py runs under
 Spark 2.1 on YARN in the paper image (make test-paper-profile); its TF nodes also train on
@@ -617,9 +620,13 @@ def tf1_layout(ctx: runner.RunContext) -> dict:
     for key, default in (("batch", 64), ("epochs", 1)):
         if key not in ctx.fixed:
             labels[key] = f"{default} ({runner.LAUNCHER_CHOICE})"
+    gpus = 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1
+    # a rehearsal's stand-in keeps the GPU layout (executors on the gpu group's workers) on CPU
+    standin = capabilities.standing_in("gpu") if gpus else None
+    if standin:
+        labels["num_gpus"] = "0: a CPU process stands in for each TF worker's GPU (the rehearsal's stand-in)"
     return {"workers": workers, "ps": ps, "input_mode": feed, "batch": int(ctx.fixed.get("batch", 64)),
-            "epochs": int(ctx.fixed.get("epochs", 1)),
-            "gpus": 0 if str(ctx.fixed.get("device", "gpu")).startswith("cpu") else 1, "labels": labels}
+            "epochs": int(ctx.fixed.get("epochs", 1)), "gpus": gpus, "gpu_standin": standin, "labels": labels}
 
 
 def container_overhead(ctx: runner.RunContext, per_node: int) -> str:
@@ -643,7 +650,7 @@ def memory_conf(key: str, overhead: str | None) -> dict[str, str]:
     return hadoop.sized_memory_conf(key, overhead)
 
 
-def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[str, str, dict]:
+def gpu_executors(ctx: runner.RunContext, name: str, executors: int, standin: str | None) -> tuple[str, str | None, dict]:
     """The overhead, the library path and the placement settings of a GPU point's executors on
     YARN, which schedules no GPUs (Hadoop 2.7): each TF node's container sized so that at most
     the point's GPUs per node (fixed `gpus_per_node`, else DLOBD_GPUS_PER_NODE) share a
@@ -651,7 +658,8 @@ def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[st
     CUDA's libraries (DLOBD_CUDA_LIBRARY_PATH, from dlobd_cuda_home), which a YARN container does
     not inherit; on a cluster with some GPU workers, YARN's node label of theirs
     (hadoop.gpu_workers). NotRunnable where the GPU workers are too few for the executors at that
-    many per node, YARN could place one on a worker without GPUs, or the libraries are unset."""
+    many per node, YARN could place one on a worker without GPUs, or the libraries are unset;
+    none are needed where a rehearsal's CPU processes stand in for the GPUs (`standin`)."""
     per_node = int(per_workload(ctx.fixed.get("gpus_per_node"), name)
                    or provenance.stack_setting("DLOBD_GPUS_PER_NODE") or 1)
     workers, placed = hadoop.gpu_workers("GPU TF nodes")
@@ -660,8 +668,8 @@ def gpu_executors(ctx: runner.RunContext, name: str, executors: int) -> tuple[st
         raise NotRunnable(f"{executors} executors (TF workers and parameter servers), at most {per_node} "
                           f"per node (its GPUs): {nodes} nodes, and the cluster has {len(workers)} "
                           f"{hadoop.workers_phrase(gpu=True)}")
-    libs = provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
-    if not libs:
+    libs = None if standin else provenance.stack_setting("DLOBD_CUDA_LIBRARY_PATH")
+    if not libs and not standin:
         raise NotRunnable("GPU TF nodes need CUDA's libraries on the executors' library path: set "
                           "dlobd_cuda_library_path (by default dlobd_cuda_home's lib64; DLOBD_CUDA_LIBRARY_PATH)")
     return container_overhead(ctx, per_node), libs, placed
@@ -724,7 +732,7 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     name, model, _ = workload(ctx)
     lay = tf1_layout(ctx)
     executors = lay["workers"] + lay["ps"]
-    overhead, libs, placed = gpu_executors(ctx, name, executors) if lay["gpus"] else \
+    overhead, libs, placed = gpu_executors(ctx, name, executors, lay["gpu_standin"]) if lay["gpus"] else \
         (spread_executors(ctx, executors), None, {})
     conf = {
         **spark_conf(ctx, where),
@@ -738,7 +746,7 @@ def build_command_tf1(ctx: runner.RunContext, spark_submit: str, data_uri: str, 
     command = submit_argv(ctx, spark_submit, executors, conf)
     command += [str(TRAIN_TF1), "--model", model, "--input-mode", lay["input_mode"],
                 "--data-dir", data_uri, "--workers", str(lay["workers"]), "--ps", str(lay["ps"]),
-                "--num-gpus", str(lay["gpus"]), "--batch-size", str(lay["batch"]),
+                "--num-gpus", str(0 if lay["gpu_standin"] else lay["gpus"]), "--batch-size", str(lay["batch"]),
                 "--epochs", str(lay["epochs"]), "--partitions", str(2 * lay["workers"]),
                 "--log-every", str(LOG_EVERY), "--protocol", where.transport.settings["protocol"]]
     command += subset_and_address(ctx, name, where, local_data)
@@ -772,7 +780,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
     _, _, dataset = workload(ctx)
     # NotRunnable (from here or the command) before any staging
     lay = tf1_layout(ctx) if where.tf1 else {}
-    if lay.get("gpus"):
+    if lay.get("gpus") and not lay["gpu_standin"]:
         tf_cluster.refuse_cpu_only(where.python, where.tf_build, env, ctx.dry_run)
     labels = lay.get("labels", {})
     local = Path(env["DLOBD_DATA_DIR"]) / dataset

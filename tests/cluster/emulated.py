@@ -360,10 +360,12 @@ def render_inventory(plan: Plan, state_dir: Path, depot: Path = DEFAULT_DEPOT) -
                                 "ethernet_gbps": PAPER_SHAPE["ethernet_gbps"]})
     site_vars = {}
     if plan.site == "paper-shape":
-        # rehearsals place IPoIB points on the cluster interfaces (ib0, ib1), as a real site would
-        site_vars["dlobd_rehearsal_standins"] = {"infiniband": (
-            f"{'/'.join(sorted(PAPER_SHAPE['interface'].values()))} are veths of the emulated site carrying TCP: "
-            "IPoIB's addresses and interface names, no HCA")}
+        # rehearsals place IPoIB points on the cluster interfaces (ib0, ib1), as a real site would,
+        # and GPU points on the gpu group's workers, CPU processes in the GPUs' place
+        site_vars["dlobd_rehearsal_standins"] = {
+            "infiniband": (f"{'/'.join(sorted(PAPER_SHAPE['interface'].values()))} are veths of the emulated site "
+                           "carrying TCP: IPoIB's addresses and interface names, no HCA"),
+            "gpu": "CPU processes on the emulated site's workers of group gpu, which have no GPU"}
     return {"all": {
         "vars": {
             **site_vars,

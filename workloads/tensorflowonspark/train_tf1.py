@@ -9,12 +9,12 @@ for Python 2.7 and 3.5 alike (no f-strings, no annotations, no reliance on dict 
 project's helpers it imports only workloads/tensorflow/dlobd_tf1.py, written for those Pythons too
 (the others need Python 3.9 and TensorFlow 2).
 
-What has run, on a machine without Spark 2.1 (no Java 8), Python 3.5, GPU or InfiniBand: its TF
-nodes (main_fun) on TensorFlow 1.4.0 with TensorFlowOnSpark 1.0.8's TFNode, under Python 2.7.18
-and 3.6.15, one parameter server and two workers on one host, given TFoS 1.0.8's node context and
-feed queues by tests/tf1_harness.py (the opt-in test of tests/test_tfos_launch.py); its syntax
-for Python 3.5 (ast). What has NOT run here: the driver side (main, TFCluster.run, the RDDs) and
-the whole program under spark-submit on Spark 2.1.0 and YARN, Python 3.5 itself, GPUs, grpc+verbs.
+What has run: the whole program under spark-submit on Spark 2.1.2 and YARN in the paper image
+(Python 2.7, make test-paper-profile), on one host and on the emulated paper-shape site's hosts,
+which have no default route (pin_address); its TF nodes (main_fun) on TensorFlow 1.4.0 with
+TensorFlowOnSpark 1.0.8's TFNode under Python 2.7.18 and 3.6.15, given TFoS 1.0.8's node context
+and feed queues by tests/tf1_harness.py; its syntax for Python 3.5 (ast). What has NOT run here:
+Python 3.5 itself, GPUs, grpc+verbs.
 
 Submit with spark-submit (YARN); one TF node per executor. TFCluster.run(sc, main_fun, args,
 workers + ps, ps, tensorboard=False, input_mode) starts them: TFoS 1.0 names its nodes `ps`
@@ -61,8 +61,10 @@ times are UTC.
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import errno
 import logging
 import os
+import socket
 import sys
 import time
 
@@ -207,6 +209,88 @@ def node_cluster(spec, job, index, node_host, address_map=""):
     return spec, job, index
 
 
+def pin_address(driver_host):
+    """TFoS 1.0 takes a host's address to be the source of its route to 8.8.8.8
+    (util.get_ip_address), which fails where the host has no default route, as many cluster
+    nodes have none. There, the source of its route to the Spark driver serves instead: the
+    interface it already reaches the driver by. Patches this process's tensorflowonspark.util,
+    once."""
+    from tensorflowonspark import util
+
+    found = util.get_ip_address
+    if getattr(found, "dlobd_driver_host", None):
+        return
+
+    def get_ip_address():
+        try:
+            return found()
+        except socket.error as exc:
+            if exc.errno != errno.ENETUNREACH:
+                raise
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            probe.connect((driver_host, 80))  # a UDP connect sends nothing: it picks the route
+            return probe.getsockname()[0]
+        finally:
+            probe.close()
+
+    get_ip_address.dlobd_driver_host = driver_host
+    util.get_ip_address = get_ip_address
+
+
+def pinning_executors(driver_host):
+    """TFSparkNode's functions that make what the executors run (run, train, inference,
+    shutdown) made to pin_address in each executor first: TFoS asks for the address there."""
+    from tensorflowonspark import TFSparkNode
+
+    def pinned(make):
+        def make_pinned(*args, **kwargs):
+            partition_fn = make(*args, **kwargs)
+
+            def run_pinned(iterator):
+                pin_address(driver_host)
+                return partition_fn(iterator)
+            return run_pinned
+        return make_pinned
+
+    for name in ("run", "train", "inference", "shutdown"):
+        setattr(TFSparkNode, name, pinned(getattr(TFSparkNode, name)))
+
+
+def surplus_executors(executor_ids, wanted):
+    """The executors beyond the `wanted` first (by their numeric ids, in the order they started)."""
+    return sorted(executor_ids, key=int)[wanted:]
+
+
+def drop_surplus_executors(sc, wanted, log, timeout_s=120):
+    """Spark 2.1 on YARN may start more executors than it was asked for (SPARK-21383, fixed in
+    2.2.1: containers received before the last ones launched are requested again). TFoS 1.0 runs
+    its feed and its shutdown on any executor, and each fails on one that holds no TF node, so
+    the surplus is killed before the nodes start, while none holds one."""
+    backend = sc._jsc.sc()
+    scala = sc._jvm.scala.collection.JavaConversions
+
+    def registered():
+        return list(scala.seqAsJavaList(backend.getExecutorIds()))
+
+    surplus = surplus_executors(registered(), wanted)
+    if not surplus:
+        return
+    log.info("killing executor(s) %s: Spark started %d for the %d asked (SPARK-21383)",
+             ",".join(surplus), wanted + len(surplus), wanted)
+    ids = sc._jvm.java.util.ArrayList()
+    for executor in surplus:
+        ids.add(executor)
+    backend.killExecutors(scala.asScalaBuffer(ids).toSeq())
+    deadline = time.time() + timeout_s
+    while set(surplus) & set(registered()):
+        if time.time() > deadline:
+            raise SystemExit("executors {0}: Spark started them beyond the {1} asked for (SPARK-21383) and "
+                             "they were still there {2} s after being killed".format(",".join(surplus), wanted,
+                                                                                     timeout_s))
+        time.sleep(0.2)
+
+
 def start_server(tf, ctx, a):
     """This node's tf.train.Server (TFoS 1.0's TFNode.start_cluster_server where it keeps the
     protocol and GPUs are asked for), and the cluster spec."""
@@ -307,8 +391,21 @@ def main_fun(a, ctx):
         train_start = time.time()
         log.info("Training %s starts its first step", task)
         done, train_time, ended = 0, 0.0, False
-        first_global = last_global = int(sess.run(global_step))
-        last_time, last_done = train_start, 0
+        first_global = int(sess.run(global_step))
+        # where the last step line left off (a dict: Python 2.7 has no nonlocal)
+        last = {"time": train_start, "done": 0, "global": first_global}
+
+        def step_line(epoch, loss_value, now_global):
+            now = time.time()
+            dt = now - last["time"]
+            dlobd_line("step", [
+                ("task", task), ("step", done), ("epoch", epoch), ("wall_clock_s", now - train_start),
+                ("loss", float(loss_value)),
+                ("images_per_s", (int(now_global) - last["global"]) * a.batch_size / dt),
+                ("worker_images_per_s", (done - last["done"]) * a.batch_size / dt),
+                ("steps_per_s", (done - last["done"]) / dt)])
+            last["time"], last["done"], last["global"] = now, done, int(now_global)
+
         for epoch in range(1, a.epochs + 1):
             epoch_start = time.time()
             for i in range(steps):
@@ -320,15 +417,11 @@ def main_fun(a, ctx):
                                                      feed_dict={x: batch[0], y: batch[1]})
                 done += 1
                 if done % a.log_every == 0 or i == steps - 1:
-                    now = time.time()
-                    dt = now - last_time
-                    dlobd_line("step", [
-                        ("task", task), ("step", done), ("epoch", epoch), ("wall_clock_s", now - train_start),
-                        ("loss", float(loss_value)),
-                        ("images_per_s", (int(now_global) - last_global) * a.batch_size / dt),
-                        ("worker_images_per_s", (done - last_done) * a.batch_size / dt),
-                        ("steps_per_s", (done - last_done) / dt)])
-                    last_time, last_done, last_global = now, done, int(now_global)
+                    step_line(epoch, loss_value, now_global)
+            if ended and done > last["done"]:
+                # the feed ended before the epoch's last step (the other workers took more of
+                # it): the line of the last step taken, so that every node that trained has one
+                step_line(epoch, loss_value, now_global)
             epoch_time = time.time() - epoch_start
             train_time += epoch_time
             accuracy = None
@@ -371,6 +464,9 @@ def main(argv=None):
     log = logging.getLogger("dlobd")
     sc = SparkContext(conf=SparkConf().setAppName("dlobd-tfos1-{0}-{1}".format(a.model, a.input_mode)))
     sc.addPyFile(os.path.abspath(COMMON))
+    driver_host = sc.getConf().get("spark.driver.host")
+    pin_address(driver_host)
+    pinning_executors(driver_host)
     mode = TFCluster.InputMode.SPARK if a.input_mode == "spark" else TFCluster.InputMode.TENSORFLOW
     rdd = None
     a.records = 0
@@ -378,6 +474,7 @@ def main(argv=None):
         rdd = training_rdd(sc, a).cache()
         a.records = rdd.count()
     executors = a.workers + a.ps
+    drop_surplus_executors(sc, executors, log)
     log.info("DLOBD event=driver_start app_id=%s input_mode=%s cluster_size=%d num_ps=%d tensorflowonspark=%s",
              sc.applicationId, a.input_mode, executors, a.ps, version)
     cluster = TFCluster.run(sc, main_fun, a, executors, a.ps, tensorboard=False, input_mode=mode)
