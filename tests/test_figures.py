@@ -36,10 +36,8 @@ def _table(tmp_path, spec, scale, points, log, status_of=lambda p: ("ok", None))
     for i, point in enumerate(points):
         status, reason = status_of(point)
         make_run(tmp_path / "runs", spec, scale, point, {"stderr.log": log}, status=status, reason=reason)
-        out = tmp_path / "parsed" / f"{i}.csv"
-        results.write_parsed(runs.point_dir(tmp_path / "runs", "local", scale, spec["id"], point),
-                             tmp_path / "runs", spec["stack"], out)
-        parsed.append(out)
+        parsed.append(results.parse_point(runs.point_dir(tmp_path / "runs", "local", scale, spec["id"], point),
+                                          tmp_path / "runs", spec["stack"]))
     results.write_results(spec["id"], list(spec["axes"]), parsed, tmp_path / "r.csv")
     return results.read_results(tmp_path / "r.csv")
 
@@ -220,9 +218,8 @@ def test_utilisation_draws_monitor_samples(tmp_path, log):
     point = {"network": "loopback", "cores": 1}
     monitor = "time_s,host,cpu_util_pct,rss_mb\n0,vm,12.5,100\n1,vm,80,150\n2,vm,75,160\n"
     make_run(tmp_path / "runs", spec, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
-    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point),
-                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
-    table = results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
+    parsed = results.parse_point(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point), tmp_path / "runs", "bigdl")
+    table = results.assemble(spec["id"], list(spec["axes"]), [parsed])
     fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
     line = fig.axes[0].get_lines()[0]
     assert list(line.get_ydata()) == [80.0, 75.0]  # (the first sample is psutil's first call)
@@ -250,9 +247,8 @@ def test_network_utilisation_has_a_line_per_interface_and_direction(tmp_path, lo
     monitor = ("time_s,host,net_lo_rx_bytes,net_lo_tx_bytes,net_eth0_rx_bytes,net_eth0_tx_bytes\n"
                "0,vm,0,0,0,0\n1,vm,1000000,3000000,0,0\n2,vm,2000000,6000000,500000,0\n")
     make_run(tmp_path / "runs", spec, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
-    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point),
-                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
-    table = results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
+    parsed = results.parse_point(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point), tmp_path / "runs", "bigdl")
+    table = results.assemble(spec["id"], list(spec["axes"]), [parsed])
     fig = figures.draw(spec, "local", spec["scales"]["local"], table, tmp_path / "f.png")
     got = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}
     assert got == {"loopback — interface lo rx": [1.0, 1.0], "loopback — interface lo tx": [3.0, 3.0],
@@ -266,9 +262,8 @@ def test_every_experiment_gets_a_resource_use_figure_of_its_runs(tmp_path, log):
                "net_eth0_tx_bytes\n0,vm,10,100,0,0,0,0\n1,vm,90,300,2000000,2000000,0,0\n"
                "2,vm,50,200,4000000,2000000,0,0\n")
     make_run(tmp_path / "runs", SPEC, "local", point, {"stderr.log": log, "monitor/vm.csv": monitor})
-    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", SPEC["id"], point),
-                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
-    table = results.assemble(SPEC["id"], list(SPEC["axes"]), [tmp_path / "p.csv"])
+    parsed = results.parse_point(runs.point_dir(tmp_path / "runs", "local", "local", SPEC["id"], point), tmp_path / "runs", "bigdl")
+    table = results.assemble(SPEC["id"], list(SPEC["axes"]), [parsed])
     fig = figures.draw_utilisation(SPEC, "local", table, tmp_path / "u.png")
     cpu, mem, net = fig.axes[:3]
     assert [list(line.get_ydata()) for line in cpu.get_lines()] == [[90.0, 50.0]]
@@ -297,9 +292,8 @@ GPU_MONITOR = ("time_s,host,cpu_util_pct,rss_mb,gpu0_util_pct,gpu0_mem_mib,gpu_j
 def _gpu_table(tmp_path, log, spec):
     point = {"network": "loopback", "cores": 1}
     make_run(tmp_path / "runs", spec, "local", point, {"stderr.log": log, "monitor/gpu1.csv": GPU_MONITOR})
-    results.write_parsed(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point),
-                         tmp_path / "runs", "bigdl", tmp_path / "p.csv")
-    return results.assemble(spec["id"], list(spec["axes"]), [tmp_path / "p.csv"])
+    parsed = results.parse_point(runs.point_dir(tmp_path / "runs", "local", "local", spec["id"], point), tmp_path / "runs", "bigdl")
+    return results.assemble(spec["id"], list(spec["axes"]), [parsed])
 
 
 def test_a_gpu_runs_resource_use_has_gpu_panels(tmp_path, log):

@@ -59,9 +59,8 @@ def built(tmp_path, monkeypatch):
     make_run(runs_dir, RUN_SPEC, "local", point, {"stderr.log": log}, status="failed",
              reason="exit status 1")
     make_run(runs_dir, RUN_SPEC, "local", point, {"stderr.log": log})
-    parsed = tmp_path / "parsed.csv"
-    results.write_parsed(runs.point_dir(runs_dir, "local", "local", "dlobd-fig7a", point), runs_dir,
-                         "bigdl", parsed)
+    parsed = results.parse_point(runs.point_dir(runs_dir, "local", "local", "dlobd-fig7a", point), runs_dir,
+                                 "bigdl")
     for spec, inputs in ((RUN_SPEC, [parsed]), (IB_SPEC, [])):
         table = results.write_results(spec["id"], list(spec["axes"]), inputs,
                                       res / "local" / f"{spec['id']}.csv",

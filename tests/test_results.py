@@ -225,9 +225,7 @@ def test_results_table_has_the_contract_columns(tmp_path, log):
                                          ({"network": "loopback", "cores": 2}, "failed")]):
         make_run(tmp_path, SPEC, "local", point, {"stderr.log": log}, status=status,
                  reason=None if status == "ok" else "exit status 1")
-        out = tmp_path / "parsed" / f"{i}.csv"
-        results.write_parsed(_point_dir(tmp_path, point), tmp_path, "bigdl", out)
-        parsed.append(out)
+        parsed.append(results.parse_point(_point_dir(tmp_path, point), tmp_path, "bigdl"))
     out_csv = tmp_path / "results" / "local" / "dlobd-fig7a.csv"
     out_json = tmp_path / "results" / "local" / "runs" / "dlobd-fig7a.json"
     results.write_results("dlobd-fig7a", AXES, parsed, out_csv, out_json, tmp_path, "local")

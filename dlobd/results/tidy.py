@@ -270,12 +270,6 @@ def parse_point(point_dir, runs_dir, stack, as_point: dict | None = None) -> pd.
     return frame
 
 
-def write_parsed(point_dir, runs_dir, stack, out_csv) -> None:
-    out_csv = Path(out_csv)
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    parse_point(point_dir, runs_dir, stack).to_csv(out_csv, index=False)
-
-
 def columns_for(axes: list[str], frames: list[pd.DataFrame]) -> list[str]:
     dims = []
     for frame in frames:
@@ -287,9 +281,8 @@ def columns_for(axes: list[str], frames: list[pd.DataFrame]) -> list[str]:
     return ["experiment", *axes, *FIXED_COLUMNS, *dims, *TAIL_COLUMNS]
 
 
-def assemble(experiment: str, axes: list[str], parsed_csvs) -> pd.DataFrame:
-    """One experiment's tidy table from its parsed points (empty table if none)."""
-    frames = [pd.read_csv(p, keep_default_na=True) for p in parsed_csvs]
+def assemble(experiment: str, axes: list[str], frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One experiment's tidy table from its points' rows (parse_point; empty table if none)."""
     extra_axes = []
     for frame in frames:
         for col in frame.columns:
@@ -345,11 +338,11 @@ def run_summaries(runs_dir, scale: str, experiment: str, points=None) -> list[di
     return out
 
 
-def write_results(experiment: str, axes: list[str], parsed_csvs, out_csv, runs_json=None,
+def write_results(experiment: str, axes: list[str], points: list[pd.DataFrame], out_csv, runs_json=None,
                   runs_dir=None, scale=None, runs_of=None) -> pd.DataFrame:
     """The tidy table of an experiment and the summaries of its runs; `runs_of` is
     (experiment, point ids) when its runs at this scale are another spec's (`runs_from`)."""
-    table = assemble(experiment, axes, parsed_csvs)
+    table = assemble(experiment, axes, points)
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_csv, index=False)

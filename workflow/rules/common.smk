@@ -3,7 +3,6 @@
 
 import concurrent.futures
 import functools
-import gc
 import json
 import multiprocessing
 import os
@@ -152,10 +151,6 @@ def launched_marker(cluster, scale, experiment, point):
     return f"{STATE}/launched/{cluster}/{scale}/{experiment}/{point}.json"
 
 
-def parsed_csv(scale, cluster, experiment, point):
-    return f"{RESULTS}/{scale}/parsed/{cluster}/{experiment}/{point}.csv"
-
-
 def results_csv(scale, experiment):
     return f"{RESULTS}/{scale}/{data_id(experiment)}.csv"
 
@@ -273,10 +268,7 @@ def step_results(wildcards, input, output, log):
         as_point = dict(SPECS[exp].points(scale))[pid] if owner != exp else None
         frame = dresults.parse_point(Path(RUNS, cluster, scale, owner, point), RUNS,
                                      lambda p: stack_for(exp, p, scale), as_point)
-        out = parsed_csv(scale, cluster, exp, pid)
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out, index=False)
-        parsed.append(out)
+        parsed.append(frame)
         row = frame.iloc[0]
         lines.append(f"{row['run_id']}: {row['status']}, {int(frame['value'].notna().sum())} values"
                      + (f" ({row['reason']})" if isinstance(row["reason"], str) else ""))
@@ -310,9 +302,8 @@ def figure_pool():
         if getattr(sys.modules["__main__"], "__spec__", None) is None:
             preload.append("snakemake.cli")
         context.set_forkserver_preload(preload)
-        # the imported modules frozen, as in the Snakefile: each figure's collections skip them
         _FIGURE_POOL = concurrent.futures.ProcessPoolExecutor(drawing_workers(), mp_context=context,
-                                                              initializer=gc.freeze)
+                                                              initializer=ddrawing.start_worker)
     return _FIGURE_POOL
 
 

@@ -1,7 +1,8 @@
 # Steps 2 and 3, parse and results: the chosen attempt of each point of one experiment (newest
-# ok, else newest) through its stack's parser into tidy rows (parsed/), those into the
-# experiment's tidy table (docs/runs-and-results.md), and a summary of every run's run.json for
-# the report. One job per experiment: a job per point cost Snakemake more than the parsing.
+# ok, else newest) through its stack's parser into tidy rows, those into the experiment's tidy
+# table (docs/runs-and-results.md), and a summary of every run's run.json for the report. One job
+# per experiment: a job per point cost Snakemake more than the parsing, and its points' rows go
+# into the table in memory (a file of each point's rows, written and read back, cost a third of the step).
 # Reads raw logs, never writes under RUNS.
 
 

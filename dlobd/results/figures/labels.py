@@ -90,8 +90,9 @@ class Context:
             self._values[key] = point_values(self.table, self.axes, metric, how, over, only, samples)
         return self._values[key]
 
-    @property
+    @functools.cached_property
     def ok(self) -> pd.DataFrame:
+        """The rows with a value drawn (the table is the figure's, never changed: asked for often)."""
         t = self.table
         return t[(t["status"] == "ok") & t["value"].notna()] if not t.empty else t
 
@@ -143,6 +144,7 @@ class Context:
                     and label_of((mapping.get(axis) or {}).get(v, v)) not in here]
         return out
 
+    @functools.cached_property
     def ran(self) -> dict[str, dict[str, str]]:
         """axis_map column -> each local value of it -> '' where a run drew a value, else the marks
         of its runs ('n/r', 'failed') or 'not run': what the substitutions may name as run."""
@@ -159,7 +161,7 @@ class Context:
 
     def substitutions(self) -> list[str]:
         """What this scale stands in with, as it ran (substitutions.substitutions)."""
-        return substitutions.substitutions(self.spec, self.scale_name, ran=self.ran())
+        return substitutions.substitutions(self.spec, self.scale_name, ran=self.ran)
 
     def local_text(self, text: str) -> str:
         """A spec label with the paper's numbers this scale changes put as they ran here:
@@ -382,7 +384,7 @@ class Context:
             parts.append("EMULATED NETWORK (shaped veth links, not IPoIB/RDMA)")
         if int(self.scale.get("repeats", 1)) > 1:
             parts.append(self.bars_text())
-        substituted = substitutions.footer(self.spec, self.scale_name, ran=self.ran())
+        substituted = substitutions.footer(self.spec, self.scale_name, ran=self.ran)
         if substituted:
             parts.append(substituted)
         if self.same_runs:

@@ -77,8 +77,9 @@ def _texts(ctx: Context) -> tuple[list[str], list[str]]:
     return title, footer
 
 
-def _margins(ctx: Context) -> dict:
-    title, footer = _texts(ctx)
+def _margins(ctx: Context, texts: tuple[list[str], list[str]] | None = None) -> dict:
+    """The figure's margins, made for its title and footer (`texts`, else those of now)."""
+    title, footer = texts or _texts(ctx)
     height = ctx.height_in / FIGSIZE[1]  # text sizes are fixed; fractions shrink with height
     # long tick labels of the data need room under its axes: below the figure, or above the
     # paper's panel when it has one (main_area)
@@ -89,7 +90,7 @@ def _margins(ctx: Context) -> dict:
 
 def decorate(fig: Figure, ctx: Context) -> None:
     title, footer = _texts(ctx)
-    margins = _margins(ctx) if ctx.outer is not None else {}
+    margins = _margins(ctx, (title, footer)) if ctx.outer is not None else {}
     if margins and margins != {k: getattr(ctx.outer, k) for k in margins}:
         # a note the form added while drawing (a line without a value) lengthened the footer
         # past the room made for it: the areas move to the final texts' room
