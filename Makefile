@@ -189,7 +189,8 @@ SCALE ?= local
 # the name new runs are recorded under (data/runs/<CLUSTER>/...); empty: the inventory's dlobd_cluster_name
 CLUSTER ?=
 # REHEARSE=1: each point as the scale lays it out, its work cut to the spec's scales.<SCALE>.rehearsal,
-# once; the runs under REHEARSAL_OUT (never results), then which points passed
+# once; the runs under REHEARSAL_OUT (never results), then which points passed. With INVENTORY given,
+# only the points whose commands `dlobd dry-run --check` accepts for it are launched
 REHEARSAL_OUT ?= data/rehearsal
 .PHONY: experiments
 experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing (WRITE=DIR: each point's files and command.sh there); REHEARSE=1: each point with its work cut, a check before spending node-hours
@@ -200,6 +201,7 @@ experiments: setup ## every experiment at SCALE (ID= to pick some) on the runnin
 	elif [ -n "$(REHEARSE)" ]; then \
 	  $(SNAKEMAKE) --keep-going --config runs_dir=$(REHEARSAL_OUT)/runs state_dir=$(REHEARSAL_OUT)/state \
 	    launch=True rehearse=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
+	    $(if $(filter command line environment,$(origin INVENTORY)),inventory=$(abspath $(INVENTORY))) \
 	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]') -- runs; \
 	  $(BIN)/dlobd rehearsal --runs $(REHEARSAL_OUT)/runs --scale $(SCALE); \
 	else \
@@ -594,7 +596,8 @@ rehearse-paper-shape: setup emulated-deps apptainer-deps ## as root: the paper s
 	status=0; { $(REHEARSAL_SITE_PLAYBOOK) playbooks/site.yml $(if $(PAPER_IMAGE_SKIP_TAGS),--skip-tags $(PAPER_IMAGE_SKIP_TAGS)) \
 	    && $(REHEARSAL_SITE_PLAYBOOK) playbooks/cluster-up.yml \
 	    && $(REHEARSAL_SITE) exec -- env DLOBD_PREFIX=$(REHEARSAL_SITE_STATE)/stack $(SUBMAKE) experiments SCALE=paper \
-	      REHEARSE=1 REHEARSAL_OUT=$(abspath $(REHEARSAL_SITE_OUT)) CLUSTER=paper-shape ID="$(REHEARSE_IDS)"; } || status=$$?; \
+	      REHEARSE=1 REHEARSAL_OUT=$(abspath $(REHEARSAL_SITE_OUT)) CLUSTER=paper-shape ID="$(REHEARSE_IDS)" \
+	      INVENTORY=$(REHEARSAL_SITE_INVENTORY); } || status=$$?; \
 	  $(REHEARSAL_SITE_PLAYBOOK) playbooks/cluster-down.yml; $(REHEARSAL_SITE) down; exit $$status
 
 test-shared-prefix: setup-dev emulated-deps ## as root: 1 master + 2 emulated hosts sharing one prefix folder (as on NFS/Lustre): site.yml twice, each host's configuration, smoke tests, a DataNode per worker, a point across both, GPU-labelled executors on the gpu worker

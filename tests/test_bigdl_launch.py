@@ -22,6 +22,14 @@ SPECS = ("dlobd-fig6c", "dlobd-fig7a", "dlobd-fig7b")
 ENV = {"SPARK_HOME": "/opt/spark", "DLOBD_BIGDL_JAR": None, "DLOBD_BIGDL_CORE_JAR": None}
 
 
+@pytest.fixture(autouse=True)
+def no_provisioned_prefix(monkeypatch):
+    """The commands are built for the cluster each test gives (on_workers, paper_context), never
+    for the prefix this machine may have provisioned, whose dlobd-env.sh sizes its NodeManager."""
+    monkeypatch.setattr(bigdl.provenance, "prefix_env", lambda: {})
+    monkeypatch.delenv("DLOBD_YARN_MEMORY_MB", raising=False)
+
+
 @pytest.fixture
 def jars(tmp_path):
     """Two files standing in the jars' places: the command names them, nothing runs them."""
@@ -116,7 +124,9 @@ def test_executors_spread_evenly_over_several_workers(tmp_path, jars, monkeypatc
 def test_executors_too_large_to_share_a_nodemanager_are_not_runnable(tmp_path, jars, monkeypatch):
     on_workers(monkeypatch, 2, "7168")
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 4}, executors=4, batch=32)
-    with pytest.raises(NotRunnable, match=r"^executors of 3g heap: 2 executor\(s\) per NodeManager of at least 3456 MiB each"):
+    with pytest.raises(NotRunnable, match=r"^executors of 3g heap: 2 executor\(s\) per NodeManager in containers of 4096 MiB \(Spark's default "
+                                          r"overhead, in YARN's 1024-MiB steps\): YARN offers 7168 MiB on its smallest "
+                                          r"NodeManager, which holds 1 beside the ApplicationMaster's 1024 MiB$"):
         command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
 
 
@@ -137,8 +147,8 @@ def test_a_dry_run_without_the_nodemanagers_memory_says_how_the_launch_sizes_the
 def test_vgg_executor_heap_grows_with_its_replicas_and_batch_share(tmp_path, cores, executors, batch, heap):
     # BigDL keeps a model replica per core, each with its layers' activations of its share of a batch
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": cores}, batch=batch)
-    r = {"executors": executors, "executor_cores": cores // executors, "batch": batch}
-    sized, why = bigdl.executor_heap(ctx, bigdl.MODELS["vgg16"], r)
+    r = (cores // executors, batch // executors)
+    sized, why = bigdl.executor_heap(ctx, bigdl.MODELS["vgg16"], *r)
     assert sized == heap
     assert (why is None) == (heap == bigdl.EXECUTOR_MEMORY)
     if why:
@@ -146,8 +156,8 @@ def test_vgg_executor_heap_grows_with_its_replicas_and_batch_share(tmp_path, cor
             f"MiB live heap measured for {cores // executors} model replicas and {batch // executors} images of each batch")
     # a stated heap wins; a model without a measured live heap gets the least
     stated = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": cores}, batch=batch, executor_memory="5g")
-    assert bigdl.executor_heap(stated, bigdl.MODELS["vgg16"], r) == ("5g", None)
-    assert bigdl.executor_heap(ctx, bigdl.MODELS["lenet5"], r) == (bigdl.EXECUTOR_MEMORY, None)
+    assert bigdl.executor_heap(stated, bigdl.MODELS["vgg16"], *r) == ("5g", None)
+    assert bigdl.executor_heap(ctx, bigdl.MODELS["lenet5"], *r) == (bigdl.EXECUTOR_MEMORY, None)
 
 
 def test_a_heap_no_nodemanager_can_hold_beside_another_is_not_runnable(tmp_path, jars, monkeypatch):
@@ -156,7 +166,9 @@ def test_a_heap_no_nodemanager_can_hold_beside_another_is_not_runnable(tmp_path,
     ctx = context(tmp_path, "dlobd-fig7b", {"network": "loopback", "cores": 96}, executors=4, batch=768)
     with pytest.raises(NotRunnable, match=r"^executors of 25g heap \(1.5 x the 16393 MiB live heap measured for 24 "
                                           r"model replicas and 192 images of each batch\): 2 executor\(s\) per "
-                                          r"NodeManager of at least 28160 MiB each"):
+                                          r"NodeManager in containers of 28672 MiB \(Spark's default overhead, in "
+                                          r"YARN's 1024-MiB steps\): YARN offers 49152 MiB on its smallest NodeManager, "
+                                          r"which holds 1 beside the ApplicationMaster's 1024 MiB$"):
         command_of(dataclasses.replace(ctx, dry_run=True), "spark-submit", tmp_path, jars)
 
 
@@ -366,11 +378,13 @@ def test_an_assumed_count_the_cluster_cannot_meet_is_named_with_the_values_accep
     assert runner.count_within(ctx, "workers", 2, "hosts") == (5, None)
 
 
-def paper_context(tmp_path, monkeypatch, spec_id, point, node_cores, workers):
+def paper_context(tmp_path, monkeypatch, spec_id, point, node_cores, workers, memory_mb=None):
     """A paper-scale point as runs.launch gives it (the scale's assumed values filled in) on
-    `workers` workers of `node_cores` cores each (None: the inventory declares none)."""
+    `workers` workers of `node_cores` cores each (None: the inventory declares none), whose
+    NodeManagers offer `memory_mb` (None: unknown)."""
     from dlobd.cluster import hadoop, provenance
     monkeypatch.setattr(hadoop, "node_cores", lambda: (node_cores, f"{node_cores} cores"))
+    monkeypatch.setattr(hadoop, "rendered_nodemanager_memory_mb", lambda: memory_mb)
     monkeypatch.setattr(provenance, "workers", lambda gpu=False: [f"10.0.0.{i}" for i in range(1, workers + 1)])
     data = spec.load_all(ROOT)[spec_id].data
     attempt = tmp_path / "attempt-001"
@@ -420,3 +434,29 @@ def test_an_assumed_core_count_is_cut_to_what_the_cluster_lays_out(tmp_path, mon
                                  "10.0.0.6) that divide batch 768 (node size: None cores)")
     ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig6c", {"network": "ipoib"}, 56, 8)
     assert bigdl.plan_resources(ctx)["cores"] == 192 and bigdl.plan_resources(ctx)["assumed"].startswith("192, assumed")
+
+
+def test_an_assumed_core_count_is_cut_to_the_executors_whose_heaps_the_nodemanagers_hold(tmp_path, monkeypatch):
+    """VGG-16's heap grows with an executor's share of the batch. On one 56-core worker outside group
+    gpu with a NodeManager of 96 GiB (example-ib's node02), two executors of 24 cores (44g each, 384
+    images) do not fit beside the ApplicationMaster, one (82g, 768 images) does: 24 cores, labelled. On
+    a NodeManager of 48 GiB (the paper-shape site's) neither does: not runnable, saying why."""
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig6c", {"network": "ipoib"}, 56, 1, memory_mb=98304)
+    r = bigdl.plan_resources(ctx)
+    assert (r["executors"], r["executor_cores"], r["cores"], r["heap"]) == (1, 24, 24, "82g")
+    assert r["heap_why"] == "1.5 x the 55561 MiB live heap measured for 24 model replicas and 768 images of each batch"
+    assert r["assumed"].endswith("the assumed 192 cut to this cluster's 24 cores in executors of 24 on 1 worker(s) "
+                                 "(group workers: 10.0.0.1) that divide batch 768 whose heaps 98304 MiB "
+                                 "NodeManagers hold (node size: 56 cores)")
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig6c", {"network": "ipoib"}, 48, 1, memory_mb=49152)
+    with pytest.raises(NotRunnable, match=r"^cores: this cluster has no cores in executors of 24 on 1 worker\(s\) .* "
+                                          r"that divide batch 768 whose heaps 49152 MiB NodeManagers hold"):
+        bigdl.plan_resources(ctx)
+    # a stated count the NodeManagers cannot hold is not runnable, naming the heap and the containers
+    ctx = paper_context(tmp_path, monkeypatch, "dlobd-fig7b", {"cores": 96, "network": "ipoib"}, 48, 2,
+                        memory_mb=49152)
+    with pytest.raises(NotRunnable, match=r"^executors of 25g heap \(1.5 x the 16393 MiB live heap measured for 24 "
+                                          r"model replicas and 192 images of each batch\): 2 executor\(s\) per "
+                                          r"NodeManager in containers of 28672 MiB \(Spark's default overhead, in YARN's "
+                                          r"1024-MiB steps\)"):
+        bigdl.plan_resources(ctx)

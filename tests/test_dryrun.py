@@ -22,7 +22,7 @@ import yaml
 
 from dlobd import ROOT, NotRunnable
 from dlobd.cluster import capabilities, hadoop, inventory, provenance, remote
-from dlobd.execution import dryrun, runs
+from dlobd.execution import checks, dryrun, runs
 from dlobd import spec as dspec
 from dlobd.stacks import (bigdl, caffeonspark, grpcbench, hr_reduce, mmlspark, tensorflow,
                           tensorflowonspark)
@@ -670,30 +670,54 @@ def with_option(argv, name, value):
 
 def test_check_a_container_larger_than_a_nodemanager():
     node = {"vcores": 24, "memory_mb": 16384, "step_mb": 256}
-    assert dryrun.container_errors(SUBMIT, node) == []
-    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), node) == [
+    assert checks.container_errors(SUBMIT, node) == []
+    assert checks.container_errors(with_option(SUBMIT, "--executor-cores", "192"), node) == [
         "--executor-cores 192 is more than the smallest NodeManager's 24 vcores"]
-    assert dryrun.container_errors(with_option(SUBMIT, "--executor-memory", "16g"), node) == [
+    assert checks.container_errors(with_option(SUBMIT, "--executor-memory", "16g"), node) == [
         "an executor container of 17408 MiB (--executor-memory 16g + memoryOverhead 1024 MiB, in YARN's 256-MiB "
         "steps) is more than the smallest NodeManager's 16384 MB"]
     # without an overhead, Spark's own: max(384 MiB, a tenth of the heap), then YARN's step
     bare = SUBMIT[:SUBMIT.index("--conf")] + SUBMIT[SUBMIT.index("--class"):]
-    assert dryrun.container_errors(with_option(bare, "--executor-memory", "15000m"), node) == [
+    assert checks.container_errors(with_option(bare, "--executor-memory", "15000m"), node) == [
         "an executor container of 16640 MiB (--executor-memory 15000m + Spark's default overhead 1500 MiB, in "
         "YARN's 256-MiB steps) is more than the smallest NodeManager's 16384 MB"]
-    assert dryrun.container_errors(with_option(bare, "--executor-memory", "14g"), node) == []
+    assert checks.container_errors(with_option(bare, "--executor-memory", "14g"), node) == []
     # an overhead with a unit, as Spark 2.3 on takes spark.executor.memoryOverhead
     with_unit = with_option(bare[:-3] + ["--conf", "spark.executor.memoryOverhead=2g"] + bare[-3:],
                             "--executor-memory", "14g")
-    assert dryrun.container_errors(with_unit, node) == []
-    assert dryrun.container_errors([a.replace("=2g", "=3g") for a in with_unit], node) == [
+    assert checks.container_errors(with_unit, node) == []
+    assert checks.container_errors([a.replace("=2g", "=3g") for a in with_unit], node) == [
         "an executor container of 17408 MiB (--executor-memory 14g + memoryOverhead 3072 MiB, in YARN's 256-MiB "
         "steps) is more than the smallest NodeManager's 16384 MB"]
     # a size only provisioning finds cannot be checked, and says so; a node of unknown size judges nothing
-    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "'$DLOBD_YARN_VCORES'"), node) == [
+    assert checks.container_errors(with_option(SUBMIT, "--executor-cores", "'$DLOBD_YARN_VCORES'"), node) == [
         "--executor-cores '$DLOBD_YARN_VCORES': not a size before provisioning; declare every worker's "
         "dlobd_hardware.cores and memory_gb so that the check knows its NodeManager"]
-    assert dryrun.container_errors(with_option(SUBMIT, "--executor-cores", "192"), {}) == []
+    assert checks.container_errors(with_option(SUBMIT, "--executor-cores", "192"), {}) == []
+
+
+def test_check_executors_more_than_their_nodemanagers_hold():
+    """example-ib: node02 outside group gpu, node03 and node04 in it, each a NodeManager of 98304 MB.
+    Executors without YARN's label gpu may only use node02, which also holds the ApplicationMaster;
+    with it, only node03 and node04. Each container fits a NodeManager: the count is what breaks."""
+    cluster = inventory.load(EXAMPLE)
+    assert checks.placement_errors(SUBMIT, cluster) == []  # 8 of 4096 MiB
+    big = with_option(with_option(SUBMIT, "--executor-memory", "40g"), "--num-executors", "3")
+    big = [a.replace("memoryOverhead=1024", "memoryOverhead=4096") for a in big]
+    assert checks.container_errors(big, {"vcores": 112, "memory_mb": 98304, "step_mb": 256}) == []
+    assert checks.placement_errors(big, cluster) == [
+        "--num-executors 3 containers of 45056 MiB (--executor-memory 40g + memoryOverhead 4096 MiB, in YARN's "
+        "256-MiB steps): the 1 NodeManager(s) outside group gpu (YARN's label gpu is exclusive), node02 98304 MB, "
+        "hold 2 beside the ApplicationMaster's 1024 MiB"]
+    labelled = big + ["--conf", "spark.yarn.executor.nodeLabelExpression=gpu"]
+    assert checks.placement_errors(labelled, cluster) == []  # 2 on each of node03 and node04
+    assert checks.placement_errors(with_option(labelled, "--num-executors", "5"), cluster) == [
+        "--num-executors 5 containers of 45056 MiB (--executor-memory 40g + memoryOverhead 4096 MiB, in YARN's "
+        "256-MiB steps): the 2 NodeManager(s) in group gpu (YARN's label gpu), node03 98304 MB, node04 98304 MB, "
+        "hold 4 beside the ApplicationMaster's 1024 MiB"]
+    # not YARN's placement (a local master), or no number to count: nothing judged
+    assert checks.placement_errors(with_option(big, "--master", "local[2]"), cluster) == []
+    assert checks.placement_errors(with_option(big, "--num-executors", "'$N'"), cluster) == []
 
 
 def sized_workers(root: Path, cores: int, memory_gb: int, **changes) -> Path:
@@ -720,7 +744,7 @@ def test_declared_workers_size_the_commands_and_refuse_what_does_not_fit(tmp_pat
         "1 executor(s) per NodeManager of at least 14336 MiB each: YARN offers 4096 MiB on its smallest NodeManager")
     node = {"vcores": 96, "memory_mb": 4096, "step_mb": 256}
     commands = [r.command for r in done.values() if r.status == "dry run" and r.command[0].endswith("spark-submit")]
-    assert commands and all(dryrun.container_errors(c, node) == [] for c in commands)
+    assert commands and all(checks.container_errors(c, node) == [] for c in commands)
     roomy = sized_workers(tmp_path / "roomy", 48, 192, dlobd_paper_stacks=["caffeonspark"],
                           caffeonspark_install_method="git", caffeonspark_builds=["cpu-mkl"])
     argv = inventory_dry_runs(roomy, tmp_path, ["dlobd-fig4a"])[("dlobd-fig4a", "device-cpu-mkl_nodes-1")].command
@@ -741,10 +765,10 @@ def test_a_nodemanager_is_what_role_yarn_gives_the_declared_node(tmp_path):
 
 
 def test_check_executors_times_cores_against_the_points_total():
-    assert dryrun.total_errors(SUBMIT, {"cores": 192}) == []
-    assert dryrun.total_errors(with_option(SUBMIT, "--num-executors", "1"), {"cores": 192}) == [
+    assert checks.total_errors(SUBMIT, {"cores": 192}) == []
+    assert checks.total_errors(with_option(SUBMIT, "--num-executors", "1"), {"cores": 192}) == [
         "--num-executors 1 x --executor-cores 24 is not the point's 192 cores"]
-    assert dryrun.total_errors(SUBMIT, {"nodes": 8}) == []  # no stated total
+    assert checks.total_errors(SUBMIT, {"nodes": 8}) == []  # no stated total
 
 
 def test_check_a_gpu_point_off_the_gpu_hosts():
@@ -755,18 +779,18 @@ def test_check_a_gpu_point_off_the_gpu_hosts():
     on = runner.LaunchResult(None, "dry run", "", extra={"processes": [{"name": "worker:0", "host": gpu_host}]})
     off = runner.LaunchResult(None, "dry run", "", extra={"processes": [{"name": "worker:0", "host": cpu_host}]})
     point = {"device": "gpu", "nodes": 1}
-    assert dryrun.gpu_errors(on, point, scale, cluster, "caffeonspark") == []
-    assert dryrun.gpu_errors(off, point, scale, cluster, "caffeonspark") == [
+    assert checks.gpu_errors(on, point, scale, cluster, "caffeonspark") == []
+    assert checks.gpu_errors(off, point, scale, cluster, "caffeonspark") == [
         f"process worker:0 of a GPU point on {cpu_host}, which is not in group gpu"]
     # example-ib has a worker without GPUs: a GPU point's executors need YARN's node label
     submit = runner.LaunchResult(SUBMIT, "dry run", "")
-    assert dryrun.gpu_errors(submit, point, scale, cluster, "caffeonspark") == [
+    assert checks.gpu_errors(submit, point, scale, cluster, "caffeonspark") == [
         "a GPU point's spark-submit without spark.yarn.executor.nodeLabelExpression on a cluster where not "
         "every worker is in group gpu"]
     labelled = runner.LaunchResult(SUBMIT + ["--conf", "spark.yarn.executor.nodeLabelExpression=gpu"], "dry run", "")
-    assert dryrun.gpu_errors(labelled, point, scale, cluster, "caffeonspark") == []
-    assert dryrun.gpu_errors(submit, {"device": "cpu-mkl"}, {"needs": []}, cluster, "caffeonspark") == []
-    assert dryrun.gpu_errors(submit, point, scale, cluster, "mmlspark") == []  # its executors feed CNTK only
+    assert checks.gpu_errors(labelled, point, scale, cluster, "caffeonspark") == []
+    assert checks.gpu_errors(submit, {"device": "cpu-mkl"}, {"needs": []}, cluster, "caffeonspark") == []
+    assert checks.gpu_errors(submit, point, scale, cluster, "mmlspark") == []  # its executors feed CNTK only
 
 
 # ---------------------------------------------- every host's own identity, ports and folder

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from dlobd import stacks
+from dlobd import ROOT, stacks
+from dlobd.cluster import inventory
 from dlobd.execution import runs
 from dlobd.stacks import runner
 
@@ -288,6 +289,41 @@ def test_a_rehearsal_runs_the_point_with_its_work_cut_and_labels_each_cut(tmp_pa
     assert rec["status"] == "not runnable" and rec["labels"]["rehearsal"] == {}
     assert rec["reason"] == ("no rehearsal cut: scales.local.rehearsal of experiments/dlobd-fig7b.yaml gives none, "
                              "and the point's whole work would run")
+
+
+def test_a_rehearsal_on_a_site_launches_only_what_its_check_accepts(tmp_path, monkeypatch):
+    """With the inventory of the site rehearsed on, each point's command is first made as a dry run
+    and held to `dlobd dry-run --check`'s rules there (example-ib: NodeManagers of 98304 MB, node02
+    the one outside group gpu). A container larger than a NodeManager is not launched: not
+    runnable, each rule it breaks in its reason. One that fits is launched as before."""
+    made = []
+    heap = ["200g"]
+
+    def launch(ctx):
+        made.append("dry run" if ctx.dry_run else "run")
+        if ctx.dry_run:
+            return runner.LaunchResult(["/opt/spark/bin/spark-submit", "--master", "yarn", "--num-executors", "1",
+                                        "--executor-cores", "2", "--executor-memory", heap[0], "x.jar"], "dry run", "")
+        return runner.run_command(ctx, [sys.executable, "-c", "pass"])
+
+    monkeypatch.setattr(stacks.get("bigdl"), "launch", launch, raising=False)
+    site = inventory.load(ROOT / "playbooks/inventories/example-ib/hosts.yml")
+    point = {"network": "loopback", "cores": 2}
+    refused = json.loads((runs.launch(REHEARSING, "local", point, tmp_path / "a", rehearse=True, site=site)
+                          / "run.json").read_text())
+    assert made == ["dry run"]
+    assert refused["status"] == "not runnable" and refused["labels"]["rehearsal"]
+    assert refused["reason"] == (
+        "dlobd dry-run --check refuses its command: container within a node: an executor container of 225280 MiB "
+        "(--executor-memory 200g + Spark's default overhead 20480 MiB, in YARN's 256-MiB steps) is more than the "
+        "smallest NodeManager's 98304 MB; executors within their NodeManagers: --num-executors 1 containers of "
+        "225280 MiB (--executor-memory 200g + Spark's default overhead 20480 MiB, in YARN's 256-MiB steps): the 1 "
+        "NodeManager(s) outside group gpu (YARN's label gpu is exclusive), node02 98304 MB, hold 0 beside the "
+        "ApplicationMaster's 1024 MiB")
+    heap[0] = "3g"
+    ran = json.loads((runs.launch(REHEARSING, "local", point, tmp_path / "b", rehearse=True, site=site)
+                      / "run.json").read_text())
+    assert made == ["dry run", "dry run", "run"] and ran["status"] == "ok"
 
 
 def test_a_rehearsal_may_train_on_the_synthetic_twin_of_the_scales_data_set_and_says_so(tmp_path, monkeypatch):

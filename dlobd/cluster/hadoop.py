@@ -280,12 +280,18 @@ def nodemanager_memory_mb(dry_run: bool = False) -> int | None:
     own count over its RUNNING nodes, in a dry run DLOBD_YARN_MEMORY_MB (None where that is
     not known yet: an inventory's cluster before provisioning)."""
     if dry_run:
-        stated = provenance.stack_setting("DLOBD_YARN_MEMORY_MB") or ""
-        return int(stated) if stated.isdigit() else None
+        return rendered_nodemanager_memory_mb()
     nodes = (((_rest("/ws/v1/cluster/nodes?states=RUNNING") or {}).get("nodes") or {}).get("node")) or []
     if not nodes:
         raise HadoopError("the ResourceManager has no RUNNING NodeManager")
     return min(int(n["availMemoryMB"]) + int(n["usedMemoryMB"]) for n in nodes)
+
+
+def rendered_nodemanager_memory_mb() -> int | None:
+    """The smallest NodeManager's memory (MiB) as provisioning rendered it into yarn-site.xml and
+    dlobd-env.sh (DLOBD_YARN_MEMORY_MB); None where that is not known yet."""
+    stated = provenance.stack_setting("DLOBD_YARN_MEMORY_MB") or ""
+    return int(stated) if stated.isdigit() else None
 
 
 def node_cores() -> tuple[int | None, str]:
@@ -329,10 +335,8 @@ def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -
     memory = nodemanager_memory_mb(dry_run)
     if memory is None:
         return None
-    conf = provenance.stack_setting("HADOOP_CONF_DIR")
-    step = int((yarn_site("yarn.scheduler.minimum-allocation-mb") if conf and (Path(conf) / "yarn-site.xml").is_file()
-                else None) or YARN_DEFAULT_MIN_ALLOCATION_MB)
-    am = -(-(AM_MEMORY_MB + spark_overhead_mb(AM_MEMORY_MB)) // step) * step
+    step = allocation_step_mb()
+    am = container_mb(AM_MEMORY_MB, step)
     share = (memory - am) // per_node // step * step
     if share < least_mb or share * (per_node + 1) <= memory:
         raise NotRunnable(
@@ -341,6 +345,23 @@ def executor_container_mb(per_node: int, least_mb: int, dry_run: bool = False) -
             f"fits {per_node} beside the ApplicationMaster's {am} MiB while keeping out one more "
             "(dlobd_yarn_memory_fraction sets what YARN offers)")
     return share
+
+
+def allocation_step_mb() -> int:
+    """yarn.scheduler.minimum-allocation-mb, the step YARN rounds every container up to: the
+    provisioned yarn-site.xml's, else what role yarn will render for the inventory in use, else
+    YARN's default."""
+    conf = provenance.stack_setting("HADOOP_CONF_DIR")
+    if conf and (Path(conf) / "yarn-site.xml").is_file():
+        return int(yarn_site("yarn.scheduler.minimum-allocation-mb") or YARN_DEFAULT_MIN_ALLOCATION_MB)
+    cluster = provenance.inventory()
+    return int((cluster.role_settings.get("dlobd_yarn_min_allocation_mb") if cluster is not None else None)
+               or YARN_DEFAULT_MIN_ALLOCATION_MB)
+
+
+def container_mb(heap_mb: int, step_mb: int) -> int:
+    """The container YARN gives a Spark JVM of `heap_mb` heap with Spark's default overhead."""
+    return -(-(heap_mb + spark_overhead_mb(heap_mb)) // step_mb) * step_mb
 
 
 def spark_overhead_mb(heap_mb: int) -> int:

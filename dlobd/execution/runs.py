@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dlobd import NotRunnable, stacks
 from dlobd import spec as dspec
 from dlobd.cluster import capabilities, provenance
-from dlobd.execution import slurmenv
+from dlobd.execution import checks, slurmenv
 from dlobd.spec import point_id  # one definition of the point directory name
 from dlobd.stacks.runner import RUN_JSON, LaunchResult, RunContext, data_label, now_iso
 
@@ -286,17 +286,19 @@ def _call(module, ctx: RunContext) -> LaunchResult:
 
 def launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str = "local",
            dry_run: bool = False, overrides: dict | None = None, where: str = "the command line",
-           rehearse: bool = False):
-    """_launch; a rehearsal counts the site's stand-ins (capabilities.rehearsing)."""
+           rehearse: bool = False, site=None):
+    """_launch; a rehearsal counts the site's stand-ins (capabilities.rehearsing), and with `site`
+    (the inventory's cluster, dlobd.cluster.inventory) launches only what `dlobd dry-run --check`
+    accepts there (checks)."""
     if not rehearse:
         return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, None)
     stack = dspec.stack_of_point(spec_data, spec_data.get("scales", {}).get(scale) or {}, point)
     with capabilities.rehearsing(stack) as standins:
-        return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, standins)
+        return _launch(spec_data, scale, point, runs_dir, cluster, dry_run, overrides, where, standins, site)
 
 
 def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
-            dry_run: bool, overrides: dict | None, where: str, standins: dict | None):
+            dry_run: bool, overrides: dict | None, where: str, standins: dict | None, site=None):
     """Run one matrix point through its stack's launcher and write run.json.
 
     The launcher gets the scale's `fixed` with the values the scale assumes where its paper
@@ -317,7 +319,10 @@ def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
     its checks count them; run.json's label `standin`) the point runs as the scale lays it out
     with its work cut to the scale's `rehearsal` values, its data set to their synthetic twin
     where they name one (run.json's label `rehearsal` says each cut): a check that it runs, never
-    a result (select passes it over). A scale without a rehearsal cut is not runnable so.
+    a result (select passes it over). A scale without a rehearsal cut is not runnable so. With
+    `site` as well, the point's command is first made as a dry run and held to the rules of
+    `dlobd dry-run --check` on that inventory (checks); one that breaks any is not runnable, with
+    the rules in its reason, and is not launched.
     """
     rehearse = standins is not None
     cut = dspec.rehearsal(spec_data["scales"][scale]) if rehearse else {}
@@ -354,6 +359,13 @@ def _launch(spec_data: dict, scale: str, point: dict, runs_dir, cluster: str,
         result = _call(module, context(next_attempt(runs_dir, cluster, scale, spec_data["id"], point)))
         result.labels.update(_settings_labels({**setting_labels, **_standin_label(standins)}, result.labels))
         return result
+    if not reason and site is not None:
+        planned = _call(module, replace(context(next_attempt(runs_dir, cluster, scale, spec_data["id"], point)),
+                                        dry_run=True))
+        broken = checks.broken(checks.point_errors(planned, point, scale_data, stack_name, site)) \
+            if planned.status == "dry run" else []
+        if broken:
+            reason = f"dlobd dry-run --check refuses its command: {'; '.join(broken)}"
     if reason:
         return record_not_runnable(runs_dir, cluster, scale, spec_data, point, reason, setting_labels)
     attempt_dir = new_attempt(runs_dir, cluster, scale, spec_data["id"], point)

@@ -382,7 +382,9 @@ def plan_resources(ctx: runner.RunContext) -> dict:
     per_executor = _positive_int(ctx, "executor_cores") if setting(ctx, "executor_cores") is not None else None
     node, where = hadoop.node_cores()
     workers = len(hadoop.executor_workers()) or 1
-    cores, assumed = _cores(ctx, batch, per_executor, node, workers, where)
+    # what provisioning gave the NodeManagers: the layout is sized before anything asks YARN
+    memory = hadoop.rendered_nodemanager_memory_mb()
+    cores, assumed = _cores(ctx, batch, per_executor, node, workers, where, memory)
     executors = (_positive_int(ctx, "executors") if setting(ctx, "executors") is not None
                  else -(-cores // per_executor) if per_executor else 1)
     if cores % executors:
@@ -408,22 +410,47 @@ def plan_resources(ctx: runner.RunContext) -> dict:
                           + f"; the cluster has {workers} {hadoop.workers_phrase()}; node size: {where}")
     r = {"executors": executors, "executor_cores": cores // executors, "cores": cores,
          "batch": batch, "epochs": _positive_int(ctx, "epochs"), "layout": layout, "assumed": assumed}
-    r["heap"], r["heap_why"] = executor_heap(ctx, model_of(ctx), r)
+    r["heap"], r["heap_why"] = executor_heap(ctx, model_of(ctx), cores // executors, batch // executors)
+    short = memory_shortfall(r["heap"], executors, workers, memory)
+    if short:
+        raise NotRunnable(f"executors of {r['heap']} heap" + (f" ({r['heap_why']})" if r["heap_why"] else "")
+                          + f": {short}")
     return r
 
 
+def memory_shortfall(heap: str, executors: int, workers: int, memory: int | None) -> str | None:
+    """Why NodeManagers of `memory` MiB cannot hold `executors` containers of `heap` heap spread
+    over `workers` (YARN places by memory alone; the ApplicationMaster's container may share any of
+    them: hadoop.executor_container_mb), or None where they can or their memory is unknown."""
+    if memory is None:
+        return None
+    step = hadoop.allocation_step_mb()
+    container, am = hadoop.container_mb(hadoop.memory_mb(heap), step), hadoop.container_mb(hadoop.AM_MEMORY_MB, step)
+    per_node = -(-executors // workers)
+    if per_node * container <= memory - am:
+        return None
+    return (f"{per_node} executor(s) per NodeManager in containers of {container} MiB (Spark's default overhead, "
+            f"in YARN's {step}-MiB steps): YARN offers {memory} MiB on its smallest NodeManager, which holds "
+            f"{max(memory - am, 0) // container} beside the ApplicationMaster's {am} MiB")
+
+
 def _cores(ctx: runner.RunContext, batch: int, per_executor: int | None, node: int | None, workers: int,
-           where: str) -> tuple[int, str | None]:
+           where: str, memory: int | None) -> tuple[int, str | None]:
     """(the point's total cores, their label where assumed): stated, or an assumed count the scale
     leaves open (`within_cluster`) cut to the most this cluster lays out in executors of the
-    paper's size (one a node where the node's size is unknown) that divides the batch."""
+    paper's size (one a node where the node's size is unknown) that divides the batch and whose
+    heaps the NodeManagers' `memory` holds (memory_shortfall; each executor's share of the batch,
+    and so its heap, grows as there are fewer)."""
     if "cores" in ctx.point or "cores" not in dspec.within_cluster(ctx.spec["scales"][ctx.scale]):
         return _positive_int(ctx, "cores"), None
     step = min(per_executor or node or 1, node or per_executor or 1)
     slots = workers * (node // step if node else 1)
-    usable = max((c for c in range(step, slots * step + 1, step) if batch % c == 0), default=0)
+    model = model_of(ctx)
+    usable = max((c for c in range(step, slots * step + 1, step) if batch % c == 0 and not memory_shortfall(
+        executor_heap(ctx, model, step, batch // (c // step))[0], c // step, workers, memory)), default=0)
+    held = f" whose heaps {memory} MiB NodeManagers hold" if memory is not None else ""
     return runner.count_within(ctx, "cores", usable, f"cores in executors of {step} on {workers} "
-                                                     f"{hadoop.workers_phrase()} that divide batch {batch} "
+                                                     f"{hadoop.workers_phrase()} that divide batch {batch}{held} "
                                                      f"(node size: {where})")
 
 
@@ -464,21 +491,20 @@ def prepare_data(folder: Path, train_images: int | None, test_images: int | None
     return subset
 
 
-def executor_heap(ctx: runner.RunContext, model: Model, r: dict) -> tuple[str, str | None]:
+def executor_heap(ctx: runner.RunContext, model: Model, cores: int, images: int) -> tuple[str, str | None]:
     """(the executors' heap, why that size or None where stated or the least): the point's
-    `executor_memory`; else the model's live heap at the executor's cores and its share of a
-    batch (r: plan_resources) times HEAP_HEADROOM, in whole GiB, at least EXECUTOR_MEMORY, which
-    a model not measured gets."""
+    `executor_memory`; else the model's live heap at an executor's `cores` and its `images` of a
+    batch times HEAP_HEADROOM, in whole GiB, at least EXECUTOR_MEMORY, which a model not measured
+    gets."""
     if (stated := setting(ctx, "executor_memory")) is not None:
         return str(stated), None
     if model.heap is None:
         return EXECUTOR_MEMORY, None
-    images = r["batch"] // r["executors"]
-    live = model.heap.live_mb(r["executor_cores"], images)
+    live = model.heap.live_mb(cores, images)
     heap = f"{-(-max(hadoop.memory_mb(EXECUTOR_MEMORY), math.ceil(live * HEAP_HEADROOM)) // 1024)}g"
     if heap == EXECUTOR_MEMORY:
         return heap, None
-    return heap, (f"{HEAP_HEADROOM:g} x the {live} MiB live heap measured for {r['executor_cores']} "
+    return heap, (f"{HEAP_HEADROOM:g} x the {live} MiB live heap measured for {cores} "
                   f"model replicas and {images} images of each batch")
 
 

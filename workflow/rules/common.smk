@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from dlobd.cluster import provenance as dprovenance
+from dlobd.cluster import inventory as dinventory, provenance as dprovenance
 from dlobd.execution import runs as druns
 from dlobd.results import drawing as ddrawing
 from dlobd import spec as dspec
@@ -48,6 +48,8 @@ dspec.check_site_overrides(dspec.site_overrides(dprovenance.stack_setting(dspec.
                            {i: s.data for i, s in SPECS.items()})
 # the cluster new runs are recorded under: config cluster, else the inventory's dlobd_cluster_name
 CLUSTER = config["cluster"] or dprovenance.cluster_name()
+# a rehearsal's cluster, whose `dlobd dry-run --check` each point's command passes before it runs
+REHEARSAL_SITE = dinventory.load(config["inventory"]) if config["rehearse"] and config["inventory"] else None
 # claims-only files are checked only when the whole set of experiments is built
 VERDICT_IDS = IDS + (sorted(CLAIM_FILES) if not config["experiments"] else [])
 
@@ -248,7 +250,7 @@ def step_run(wildcards, output, log):
         raise ValueError(f"{wildcards.experiment}: no point {wildcards.point!r} at scale {wildcards.scale}")
     attempt = druns.launch(merged_spec(wildcards.experiment), wildcards.scale,
                            points[wildcards.point], RUNS, cluster=wildcards.cluster,
-                           overrides=ASSUME, where=ASSUME_WHERE, rehearse=config["rehearse"])
+                           overrides=ASSUME, where=ASSUME_WHERE, rehearse=config["rehearse"], site=REHEARSAL_SITE)
     record = druns.read_attempt(attempt, RUNS).record
     # step_s: the step's wall time, against which `make bench-reproduce` sets the job's own
     summary = {"attempt": str(attempt), "status": record["status"], "reason": record.get("reason"),
