@@ -190,8 +190,11 @@ SCALE ?= local
 CLUSTER ?=
 # REHEARSE=1: each point as the scale lays it out, its work cut to the spec's scales.<SCALE>.rehearsal,
 # once; the runs under REHEARSAL_OUT (never results), then which points passed. With INVENTORY given,
-# only the points whose commands `dlobd dry-run --check` accepts for it are launched
+# only the points whose commands `dlobd dry-run --check` accepts for it are launched. Each rehearsal
+# launches every point again (its launch markers are its own), as new attempts beside the earlier
+# ones; `dlobd rehearsal` reads the newest of each point
 REHEARSAL_OUT ?= data/rehearsal
+REHEARSAL_STARTED := $(shell date -u +%Y%m%dT%H%M%S)
 .PHONY: experiments
 experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing (WRITE=DIR: each point's files and command.sh there); REHEARSE=1: each point with its work cut, a check before spending node-hours
 	@if [ -n "$(DRY_RUN)" ]; then \
@@ -199,7 +202,7 @@ experiments: setup ## every experiment at SCALE (ID= to pick some) on the runnin
 	    $(if $(WRITE),--write $(WRITE)) $(if $(REHEARSE),--rehearse) \
 	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
 	elif [ -n "$(REHEARSE)" ]; then \
-	  $(SNAKEMAKE) --keep-going --config runs_dir=$(REHEARSAL_OUT)/runs state_dir=$(REHEARSAL_OUT)/state \
+	  $(SNAKEMAKE) --keep-going --config runs_dir=$(REHEARSAL_OUT)/runs state_dir=$(REHEARSAL_OUT)/state/$(REHEARSAL_STARTED) \
 	    launch=True rehearse=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
 	    $(if $(filter command line environment,$(origin INVENTORY)),inventory=$(abspath $(INVENTORY))) \
 	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]') -- runs; \

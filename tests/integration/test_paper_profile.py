@@ -124,46 +124,6 @@ def test_the_image_test_section_passes(paper_image):
             "in Python 2.7, BigDL 0.3.0 (paper: a1f3a88)") in done.stdout
 
 
-SURPLUS_SCRIPT = """
-import logging, sys, time
-sys.path.insert(0, {workloads!r})
-import train_tf1
-from pyspark import SparkContext
-
-logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
-sc = SparkContext(appName="surplus-executors")
-backend = sc._jsc.sc()
-scala = sc._jvm.scala.collection.JavaConversions
-registered = lambda: sorted(scala.seqAsJavaList(backend.getExecutorIds()), key=int)
-deadline = time.time() + 120
-while len(registered()) < 3 and time.time() < deadline:
-    time.sleep(0.2)
-print("started: " + ",".join(registered()))
-train_tf1.drop_surplus_executors(sc, 2, logging.getLogger("train_tf1"))
-print("left: " + ",".join(registered()))
-sc.stop()
-"""
-
-
-def test_spark_2_1_kills_the_executors_tfos_1_0_has_no_node_for(paper_image, tmp_path):
-    """train_tf1.drop_surplus_executors in the image's Spark 2.1.2 and Python 2.7: three
-    executors (a local cluster of three one-core workers) where the program asked for two, as
-    Spark 2.1 on YARN may start (SPARK-21383); the newest is killed, and Spark starts none in its
-    place, before TFoS would place a node."""
-    script = tmp_path / "surplus.py"
-    script.write_text(SURPLUS_SCRIPT.format(workloads=str(ROOT / "workloads/tensorflowonspark")))
-    argv = apptainer.run_prefix(paper_image, binds=[str(ROOT)])
-    done = run([*argv, "bash", "-c", ". /opt/dlobd/etc/dlobd-env.sh && exec spark-submit "
-                "--master 'local-cluster[3,1,1024]' --conf spark.executor.memory=768m \"$0\"", script],
-               cwd=tmp_path, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    lines = done.stdout.splitlines()
-    started = next(line for line in lines if line.startswith("started: ")).split(": ")[1].split(",")
-    assert len(started) == 3, done.stdout
-    assert f"killing executor(s) {started[-1]}: Spark started 3 for the 2 asked (SPARK-21383)" in lines
-    assert next(line for line in lines if line.startswith("left: ")) == "left: " + ",".join(started[:2])
-
-
 def test_the_labels_name_every_version_and_each_substitution(paper_image):
     argv = apptainer.run_prefix(paper_image)
     labels = json.loads(run([argv[0], "inspect", "--json", "--labels", paper_image]).stdout)["data"]["attributes"]["labels"]
