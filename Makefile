@@ -180,7 +180,7 @@ appendix: setup ## docs/artifact-evaluation.md from the specs, data/reference an
 	$(BIN)/dlobd appendix --runs data/reference --results data/results
 
 experiment: setup ## run one experiment's points on the running cluster, then its figure and verdicts: make experiment ID=<id> [SCALE=paper] [ASSUME='cores=96'] (in place of a value the spec assumes)
-	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' 'experiments=[$(ID)]' \
+	$(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True $(if $(CLUSTER),cluster=$(CLUSTER)) 'scales=[$(SCALE)]' 'experiments=[$(ID)]' \
 	  $(if $(ASSUME),'assume=$(ASSUME)')
 
 # Every experiment at one scale. DRY_RUN=1: the exact command of every point with INVENTORY's
@@ -203,12 +203,12 @@ experiments: setup ## every experiment at SCALE (ID= to pick some) on the runnin
 	    $(if $(filter-out file,$(origin DLOBD_PREFIX)),--prefix $(DLOBD_PREFIX)) $(foreach i,$(ID),--experiment $(i)); \
 	elif [ -n "$(REHEARSE)" ]; then \
 	  $(SNAKEMAKE) --keep-going --config runs_dir=$(REHEARSAL_OUT)/runs state_dir=$(REHEARSAL_OUT)/state/$(REHEARSAL_STARTED) \
-	    launch=True rehearse=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
+	    launch=True rehearse=True $(if $(CLUSTER),cluster=$(CLUSTER)) 'scales=[$(SCALE)]' \
 	    $(if $(filter command line environment,$(origin INVENTORY)),inventory=$(abspath $(INVENTORY))) \
 	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]') -- runs; \
 	  $(BIN)/dlobd rehearsal --runs $(REHEARSAL_OUT)/runs --scale $(SCALE); \
 	else \
-	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True cluster=$(CLUSTER) 'scales=[$(SCALE)]' \
+	  $(SNAKEMAKE) --keep-going $(SNAKE_CONFIG) launch=True $(if $(CLUSTER),cluster=$(CLUSTER)) 'scales=[$(SCALE)]' \
 	    $(if $(ID),'experiments=[$(subst $(space),$(comma),$(strip $(ID)))]'); \
 	fi
 
