@@ -194,7 +194,7 @@ CLUSTER ?=
 # launches every point again (its launch markers are its own), as new attempts beside the earlier
 # ones; `dlobd rehearsal` reads the newest of each point
 REHEARSAL_OUT ?= data/rehearsal
-REHEARSAL_STARTED := $(shell date -u +%Y%m%dT%H%M%S)
+REHEARSAL_STARTED = $(shell date -u +%Y%m%dT%H%M%S)
 .PHONY: experiments
 experiments: setup ## every experiment at SCALE (ID= to pick some) on the running cluster; DRY_RUN=1: print each point's command for INVENTORY, run nothing (WRITE=DIR: each point's files and command.sh there); REHEARSE=1: each point with its work cut, a check before spending node-hours
 	@if [ -n "$(DRY_RUN)" ]; then \

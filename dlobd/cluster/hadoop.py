@@ -359,9 +359,11 @@ def allocation_step_mb() -> int:
                or YARN_DEFAULT_MIN_ALLOCATION_MB)
 
 
-def container_mb(heap_mb: int, step_mb: int) -> int:
-    """The container YARN gives a Spark JVM of `heap_mb` heap with Spark's default overhead."""
-    return -(-(heap_mb + spark_overhead_mb(heap_mb)) // step_mb) * step_mb
+def container_mb(heap_mb: int, step_mb: int, overhead_mb: int | None = None) -> int:
+    """The container YARN gives a Spark JVM of `heap_mb` heap with `overhead_mb` beside it (Spark's
+    default overhead where None), rounded up to YARN's step."""
+    extra = spark_overhead_mb(heap_mb) if overhead_mb is None else overhead_mb
+    return -(-(heap_mb + extra) // step_mb) * step_mb
 
 
 def spark_overhead_mb(heap_mb: int) -> int:

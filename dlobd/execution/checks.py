@@ -22,7 +22,12 @@ def _confs(argv: list[str]) -> dict[str, str]:
     return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv[:-1]) if a == "--conf" and "=" in argv[i + 1])
 
 
-def container_mb(argv: list[str], step_mb: int) -> tuple[int, str] | None:
+def _step_mb(cluster) -> int:
+    """YARN's allocation step on the inventory's cluster, as role yarn renders it."""
+    return int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 1)
+
+
+def executor_container(argv: list[str], step_mb: int) -> tuple[int, str] | None:
     """(the executor container's MiB, how it adds up) of a spark-submit: the heap plus the
     overhead, Spark's default where the command sets none, rounded up to YARN's step; None
     without a numeric --executor-memory."""
@@ -36,14 +41,14 @@ def container_mb(argv: list[str], step_mb: int) -> tuple[int, str] | None:
         else hadoop.spark_overhead_mb(heap_mb)
     added = "memoryOverhead" if overhead else "Spark's default overhead"
     step = step_mb or 1
-    return (-(-(heap_mb + extra) // step) * step,
+    return (hadoop.container_mb(heap_mb, step, extra),
             f"--executor-memory {heap} + {added} {extra} MiB, in YARN's {step}-MiB steps")
 
 
 def container_errors(argv: list[str], node: dict) -> list[str]:
     """A spark-submit's executor container against the smallest NodeManager (`node`: `vcores`,
     `memory_mb`, `step_mb`, what roles yarn and stack_env render for the inventory's declared
-    workers): container_mb. YARN refuses a container above its maximum allocation, which the
+    workers): executor_container. YARN refuses a container above its maximum allocation, which the
     ResourceManager takes from the largest NodeManager, and never places one larger than a
     NodeManager. A size that is not a number (a dlobd-env.sh variable of a worker whose size the
     inventory does not declare) cannot be checked, and says so."""
@@ -60,7 +65,7 @@ def container_errors(argv: list[str], node: dict) -> list[str]:
                 "dlobd_hardware.cores and memory_gb so that the check knows its NodeManager"]
     if cores and node.get("vcores") and int(cores) > node["vcores"]:
         out.append(f"--executor-cores {cores} is more than the smallest NodeManager's {node['vcores']} vcores")
-    container = container_mb(argv, node.get("step_mb") or 1)
+    container = executor_container(argv, node.get("step_mb") or 1)
     if container and node.get("memory_mb") and container[0] > node["memory_mb"]:
         out.append(f"an executor container of {container[0]} MiB ({container[1]}) is more than the smallest "
                    f"NodeManager's {node['memory_mb']} MB")
@@ -80,8 +85,8 @@ def placement_errors(argv: list[str], cluster) -> list[str]:
     if not any(a.endswith("spark-submit") for a in argv[:1]) or "yarn" not in (_option(argv, "--master") or ""):
         return []
     executors = _option(argv, "--num-executors")
-    step = int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 1)
-    container = container_mb(argv, step)
+    step = _step_mb(cluster)
+    container = executor_container(argv, step)
     if not (executors and executors.isdigit() and container):
         return []
     workers = cluster.members("workers")
@@ -92,14 +97,10 @@ def placement_errors(argv: list[str], cluster) -> list[str]:
     managers = {h.name: inventory.nodemanager(h, cluster.role_settings)["memory_mb"] for h in eligible}
     if not managers or any(m is None for m in managers.values()):
         return []
-    am_memory = hadoop.memory_mb(_confs(argv).get("spark.yarn.am.memory", f"{hadoop.AM_MEMORY_MB}m"))
-    am = -(-(am_memory + hadoop.spark_overhead_mb(am_memory)) // step) * step
-    # the ApplicationMaster's container goes outside the label: on one of these where they are
-    fits = {name: memory // container[0] for name, memory in managers.items()}
-    if not labelled or every_worker:
-        fits = {name: max((memory - (am if i == 0 else 0)) // container[0], 0)
-                for i, (name, memory) in enumerate(sorted(managers.items(), key=lambda m: -m[1]))}
-    held = sum(fits.values())
+    am = hadoop.container_mb(hadoop.memory_mb(_confs(argv).get("spark.yarn.am.memory", f"{hadoop.AM_MEMORY_MB}m")), step)
+    # the ApplicationMaster's container goes outside the label: on the largest of these where they are
+    beside_am = max(managers, key=managers.get) if not labelled or every_worker else None
+    held = sum(max((memory - (am if name == beside_am else 0)) // container[0], 0) for name, memory in managers.items())
     if int(executors) <= held:
         return []
     where = "in group gpu (YARN's label gpu)" if labelled and not every_worker else \
@@ -188,7 +189,7 @@ def point_errors(result: runner.LaunchResult, point: dict, scale: dict, stack: s
     """Rule -> how the dry run's command of one point (`result`) breaks it on the inventory's
     cluster (an empty list where it holds)."""
     node = inventory.smallest_nodemanager(cluster.members("workers"), cluster.role_settings)
-    node["step_mb"] = int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 1)
+    node["step_mb"] = _step_mb(cluster)
     hosts = list(cluster.hosts.values())
     argv = [str(a) for a in result.command or []]
     rules = {"container within a node": container_errors(argv, node),
