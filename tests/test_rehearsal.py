@@ -4,6 +4,7 @@ from pathlib import Path
 
 from dlobd import cli
 from dlobd.execution import rehearsal, runs
+from dlobd.stacks import tensorflowonspark
 
 LOG = Path(__file__).parent / "data" / "logs" / "bigdl" / "lenet-mnist" / "stderr.log"
 CUT = {"epochs": "18 -> 1"}
@@ -38,3 +39,20 @@ def test_a_point_passes_where_it_ended_ok_and_its_logs_read_as_a_finished_run(tm
     assert lines[3] == "  not runnable  site/paper/dlobd-fig6c/network-rdma/attempt-001 (epochs 18 -> 1): needs rdma-spark"
     assert cli.main(["rehearsal", "--runs", str(tmp_path)]) == 1
     assert capsys.readouterr().out.splitlines() == lines
+
+
+WAITING_NODE = (Path(__file__).parent / "data" / "logs" / "paper-profile" / "tfos-1.0.8-fig5b-rehearsal-4-workers"
+                / "containers" / "container_1796100586473_0003_01_000006" / "stderr")
+
+
+def test_a_pass_names_a_worker_that_waited_for_the_chief_until_the_cut_work_ended(tmp_path, monkeypatch):
+    """A TF 1.x worker whose session still waited for the chief's variables when the cluster
+    stopped (its log read as whole, meta waiting_for_chief) is named beside the pass."""
+    node = tensorflowonspark.parse(WAITING_NODE.read_text())
+    monkeypatch.setattr(rehearsal.stacks, "parse_run", lambda stack, path: node)
+    attempt(tmp_path, {"network": "ipoib"}, "ok", "")
+    lines, failing = rehearsal.summary(tmp_path, "paper")
+    assert failing == 0
+    assert lines[1] == ("  passed        site/paper/dlobd-fig6c/network-ipoib/attempt-001 (epochs 18 -> 1): worker:0 "
+                        "trained no step: the cut work ended while its session waited for the chief's variables "
+                        "(TensorFlow 1.x looks every 30 s)")

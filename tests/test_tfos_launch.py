@@ -278,6 +278,37 @@ def test_tfos_1_0_shutting_down_before_the_chiefs_last_step_leaves_no_spark_jobs
     assert sum(phases(r).values()) == pytest.approx([x["value"] for x in r.rows if x["metric"] == "end_to_end_s"][0])
 
 
+
+REHEARSAL_RUN = PAPER_RUN.with_name("tfos-1.0.8-fig5b-rehearsal-4-workers")
+WAITING_NODE = "containers/container_1796100586473_0003_01_000006/stderr"
+
+
+def test_a_worker_still_waiting_for_the_chief_when_the_cluster_stopped_trained_no_step(tmp_path):
+    """dlobd-fig5b's cifar10 at 4 GPUs rehearsed on the paper-shape site (41dcd60): worker:0 asked
+    the parameter server a moment before the chief initialized the variables, and TF 1.x looks
+    again only after 30 s; the cut work ended before that. Its log is whole: it trained no step."""
+    text = (REHEARSAL_RUN / WAITING_NODE).read_text()
+    node = tfos.parse(text)
+    assert (node.status, node.finished) == ("ok", True), node.reason
+    assert node.meta["waiting_for_chief"] == ["worker:0"]
+    # the same log cut before TF's first wait: a worker that stops short of its summary
+    cut = tfos.parse(text[:text.index("INFO:tensorflow:Waiting for model to be ready")])
+    assert not cut.finished and "task worker:0 has no summary line (last step 0)" in cut.reason
+    assert "waiting_for_chief" not in cut.meta
+    # a worker that waited, looked again 30 s later and trained (dlobd-fig5b's 2-GPU MNIST point of
+    # data/reference-paper): nothing to say
+    joined = tfos.parse((ROOT / "data/reference-paper/local/local/dlobd-fig5b/gpus-2_network-loopback_workload-mnist"
+                         "/attempt-001/containers/container_1796092285009_0016_01_000004/stderr").read_text())
+    assert joined.finished and "waiting_for_chief" not in joined.meta
+    # the run: the chief's executor held none of the cached partitions (all on worker:2's, beside
+    # the data), so the chief trained no step either and the run has no training phase
+    r = parse_run("tensorflowonspark", unpacked(REHEARSAL_RUN, tmp_path / "run"))
+    assert r.status == "ok" and not r.finished
+    assert r.meta["waiting_for_chief"] == ["worker:0"] and "worker:0" not in r.reason
+    assert r.reason.endswith("no breakdown of the run on YARN: missing the chief:0 node's 'Training ... starts "
+                             "its first step' line; the chief:0 node's DLOBD step lines (its training phase)"), r.reason
+
+
 # ---------------------------------------------------------------- the paper profile: TFoS 1.0.8, TF 1.x
 
 GROUP_VARS = playbook_settings()

@@ -179,7 +179,9 @@ def parse_run(stack: str, run_dir: Path) -> ParseResult:
             return ParseResult.unparseable(f"{rel}: {result.reason}")
         combined.rows += [{**r, "log": rel} for r in result.rows]
         combined.events += [{**e, "log": rel} for e in result.events]
-        combined.meta.update(result.meta)
+        for key, value in result.meta.items():  # a list per log (nodes, problems) joins the others'
+            both = isinstance(value, list) and isinstance(combined.meta.get(key), list)
+            combined.meta[key] = combined.meta[key] + value if both else value
         if not result.finished:
             combined.finished = False
             combined.reason = "; ".join(filter(None, [combined.reason, f"{rel}: {result.reason}"]))

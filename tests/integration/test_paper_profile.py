@@ -12,6 +12,8 @@ On that cluster the paper software then trains for real through the experiments'
 (runs.launch): TensorFlowOnSpark 1.0.8's train_tf1.py on MNIST (dlobd-fig9's local point: two TF
 workers and a parameter server, one executor each) to a test accuracy of 0.9 with fig9's phases
 parsed, and BigDL 0.3.0's LeNet-5 on MNIST (dlobd-fig6c's local point, more images) past 0.9.
+An executor Spark kills (as train_tf1.py kills those Spark 2.1 starts beyond the ones asked) is
+stopped by the NodeManager (role hadoop's `kill` for Hadoop 2).
 
 `make test-paper-profile` runs it; it is no part of `make test` (a cold image build takes tens of
 minutes here). Apptainer comes from $APPTAINER, PATH or $DLOBD_APPTAINER_TARBALL. DLOBD_TEST_IMAGES:
@@ -34,6 +36,7 @@ import yaml
 
 from conftest import port_free, stack_environment
 from dlobd import ROOT, playbook_settings, spec, stacks
+from dlobd.cluster import provenance
 from dlobd.execution import apptainer, runs
 
 pytestmark = pytest.mark.integration
@@ -327,3 +330,44 @@ def test_the_pyspark_pagerank_runs_in_python_2_7_on_spark_2_1_over_yarn(paper_en
     assert parsed.status == "ok" and parsed.finished, parsed.reason
     app = json.loads(next((attempt / "yarn").glob("application_*.json")).read_text())
     assert app["state"] == "FINISHED" and app["finalStatus"] == "SUCCEEDED"
+
+
+
+# Spark 2.1 may start executors beyond those asked (SPARK-21383); train_tf1.py kills the surplus
+# before TFoS starts its nodes. Here two are asked for and one is killed as surplus.
+SURPLUS_DROPPED = """
+from __future__ import print_function
+import logging, sys
+sys.path.insert(0, sys.argv[1])
+import train_tf1
+from pyspark import SparkConf, SparkContext
+logging.basicConfig(level=logging.INFO)
+sc = SparkContext(conf=SparkConf().setAppName("dlobd-surplus-dropped"))
+print("app", sc.applicationId)
+sc.parallelize(range(4), 4).cache().count()
+train_tf1.drop_surplus_executors(sc, 1, logging.getLogger("dlobd"), timeout_s=60)
+print("left", ",".join(sorted(sc._jvm.scala.collection.JavaConversions.seqAsJavaList(sc._jsc.sc().getExecutorIds()))))
+print("count", sc.parallelize(range(8), 4).count())
+sc.stop()
+"""
+
+
+def test_an_executor_spark_kills_is_stopped_by_the_nodemanager(paper_env, tmp_path):
+    """Hadoop 2.7.3's NodeManager signals containers through `kill` on its PATH (role hadoop's
+    bin/kill): the surplus executor's container gets SIGTERM and leaves the driver."""
+    script = tmp_path / "surplus_dropped.py"
+    script.write_text(SURPLUS_DROPPED)
+    env = {**os.environ, **provenance.provisioned_env()}
+    python = env["DLOBD_TFOS_PYTHON"]
+    done = run([Path(env["SPARK_HOME"]) / "bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
+                "--num-executors", "2", "--executor-cores", "1", "--executor-memory", "512m",
+                "--conf", "spark.dynamicAllocation.enabled=false",
+                "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
+                script, ROOT / "workloads/tensorflowonspark"], env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert re.search(r"^left 1$", done.stdout, re.M) and re.search(r"^count 8$", done.stdout, re.M), done.stdout
+    app = re.search(r"^app (\S+)$", done.stdout, re.M).group(1)
+    logs = list(paper_env.prefix.glob(f"hosts/*/var/yarn/logs/{app}/container_*/stderr"))
+    signalled = [log.parent.name for log in logs if "RECEIVED SIGNAL TERM" in log.read_text()]
+    # `left 1`: the driver saw executor 2 go; its container's log says the NodeManager's signal ended it
+    assert len(logs) == 3 and signalled, logs

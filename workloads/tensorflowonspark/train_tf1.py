@@ -462,7 +462,11 @@ def main(argv=None):
                          "(train.py is 2.x's)".format(version, sys.executable))
     logging.Formatter.converter = time.gmtime
     log = logging.getLogger("dlobd")
-    sc = SparkContext(conf=SparkConf().setAppName("dlobd-tfos1-{0}-{1}".format(a.model, a.input_mode)))
+    # TFoS feeds each cached partition of the training RDD to the TF worker of the executor that
+    # holds it. Spark places a repartition's reduce tasks beside their map output: where the data
+    # sat on one DataNode, one executor would hold every partition and its worker take the epoch.
+    conf = SparkConf().setAppName("dlobd-tfos1-{0}-{1}".format(a.model, a.input_mode))
+    sc = SparkContext(conf=conf.setIfMissing("spark.shuffle.reduceLocality.enabled", "false"))
     sc.addPyFile(os.path.abspath(COMMON))
     driver_host = sc.getConf().get("spark.driver.host")
     pin_address(driver_host)

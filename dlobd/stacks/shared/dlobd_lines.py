@@ -14,6 +14,9 @@ EVENTS = ("start", "warmup", "step", "epoch", "summary")
 # Keys of step/epoch/summary lines that are not metrics.
 PLACE_KEYS = ("event", "task", "step", "epoch")
 TOKEN = re.compile(r"^([a-z_][a-z0-9_]*)=(\S+)$")
+# TensorFlow 1.x's SessionManager, while a worker that is not the chief finds the variables not
+# yet initialized; it looks again every 30 s (recovery_wait_secs)
+WAITING_FOR_CHIEF = "Waiting for model to be ready."
 
 
 def phases(result: ParseResult, task: str, state: dict, end_to_end: float | None) -> None:
@@ -82,13 +85,21 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
     """Add the rows of the training events to `result`; return per-task state.
 
     State per task: {"started": bool, "server": bool, "summary": bool, "step": last step,
-    "start": the start line's fields, "last_wall": wall_clock_s of the last step line}.
-    Driver events (TFoS) are left to the caller: they come back in result.events.
+    "start": the start line's fields, "last_wall": wall_clock_s of the last step line,
+    "waiting": TF's session waited for the chief's variables after the task's start, and no step
+    line has come since}. Driver events (TFoS) are left to the caller: they come back in
+    result.events.
     """
     tasks = {}
     for no, line in lines:
         fields = dlobd_fields(no, line)
         if fields is None:
+            if WAITING_FOR_CHIEF in line:
+                # TF's line names no task: it is the task's where one alone has started and not stepped
+                waiting = [s for s in tasks.values() if s["started"] and not s["server"]
+                           and not s["summary"] and "last_wall" not in s]
+                if len(waiting) == 1:
+                    waiting[0]["waiting"] = True
             continue
         event = fields["event"]
         if event in ("driver_start", "cluster_stopped"):
@@ -131,6 +142,7 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
             raise LogError(f"line {no}: task {task} step {step} after step {state['step']} "
                            "(two logs interleaved or concatenated?)")
         state["step"] = step
+        state["waiting"] = False
         wall = _number(no, "wall_clock_s", fields["wall_clock_s"]) if "wall_clock_s" in fields else None
         if event == "step":
             state["last_wall"] = wall
@@ -158,8 +170,15 @@ def read_dlobd_lines(lines, result: ParseResult) -> dict:
 
 
 def finish(result: ParseResult, tasks: dict, cut: bool) -> None:
-    """Set finished/reason: every training task has its summary and no line was cut."""
+    """Set finished/reason: every training task has its summary and no line was cut. A task
+    whose log ends while its session waits for the chief's variables did not stop short: it
+    trained no step before the run ended (as a worker whose feed held nothing). It is named in
+    meta `waiting_for_chief`."""
     missing = sorted(t for t, s in tasks.items() if not s["server"] and not s["summary"])
-    result.close(f"task {', '.join(missing)} has no summary line (last step "
-                 f"{', '.join(str(tasks[t]['step']) for t in missing)})" if missing else None,
+    waiting = [t for t in missing if tasks[t].get("waiting")]
+    stopped = [t for t in missing if t not in waiting]
+    if waiting:
+        result.meta["waiting_for_chief"] = waiting
+    result.close(f"task {', '.join(stopped)} has no summary line (last step "
+                 f"{', '.join(str(tasks[t]['step']) for t in stopped)})" if stopped else None,
                  cut=cut)
