@@ -211,7 +211,9 @@ def main_fun(a, ctx):
 def main(argv=None) -> int:
     a = parse_args(argv)
     logging.Formatter.converter = time.gmtime
-    sc = SparkContext(conf=SparkConf().setAppName(f"dlobd-tfos-{a.model}-{a.input_mode}"))
+    # as train_tf1.py: the cached partitions spread over the executors, not gathered beside the data
+    conf = SparkConf().setAppName(f"dlobd-tfos-{a.model}-{a.input_mode}")
+    sc = SparkContext(conf=conf.setIfMissing("spark.shuffle.reduceLocality.enabled", "false"))
     sc.addPyFile(os.path.abspath(COMMON))
     mode = TFCluster.InputMode.SPARK if a.input_mode == "spark" else TFCluster.InputMode.TENSORFLOW
     rdd = None
