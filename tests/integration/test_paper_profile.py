@@ -362,6 +362,7 @@ def test_an_executor_spark_kills_is_stopped_by_the_nodemanager(paper_env, tmp_pa
     done = run([Path(env["SPARK_HOME"]) / "bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
                 "--num-executors", "2", "--executor-cores", "1", "--executor-memory", "512m",
                 "--conf", "spark.dynamicAllocation.enabled=false",
+                "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
                 "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
                 script, ROOT / "workloads/tensorflowonspark"], env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
