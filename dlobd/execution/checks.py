@@ -24,12 +24,13 @@ def _confs(argv: list[str]) -> dict[str, str]:
 
 def _step_mb(cluster) -> int:
     """YARN's allocation step on the inventory's cluster, as role yarn renders it."""
-    return int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 1)
+    return int(cluster.role_settings.get("dlobd_yarn_min_allocation_mb") or 0) or 1
 
 
 def executor_container(argv: list[str], step_mb: int) -> tuple[int, str] | None:
     """(the executor container's MiB, how it adds up) of a spark-submit: the heap plus the
-    overhead, Spark's default where the command sets none, rounded up to YARN's step; None
+    overhead, Spark's default where the command sets none, rounded up to YARN's step (1 MiB or
+    more); None
     without a numeric --executor-memory."""
     heap = _option(argv, "--executor-memory")
     overhead = next((v for k, v in _confs(argv).items() if k.endswith("executor.memoryOverhead")), None)
@@ -40,9 +41,8 @@ def executor_container(argv: list[str], step_mb: int) -> tuple[int, str] | None:
     extra = (hadoop.memory_mb(overhead) if overhead[-1] in "mMgG" else int(overhead)) if overhead \
         else hadoop.spark_overhead_mb(heap_mb)
     added = "memoryOverhead" if overhead else "Spark's default overhead"
-    step = step_mb or 1
-    return (hadoop.container_mb(heap_mb, step, extra),
-            f"--executor-memory {heap} + {added} {extra} MiB, in YARN's {step}-MiB steps")
+    return (hadoop.container_mb(heap_mb, step_mb, extra),
+            f"--executor-memory {heap} + {added} {extra} MiB, in YARN's {step_mb}-MiB steps")
 
 
 def container_errors(argv: list[str], node: dict) -> list[str]:

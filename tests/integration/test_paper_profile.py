@@ -332,7 +332,6 @@ def test_the_pyspark_pagerank_runs_in_python_2_7_on_spark_2_1_over_yarn(paper_en
     assert app["state"] == "FINISHED" and app["finalStatus"] == "SUCCEEDED"
 
 
-
 # Spark 2.1 may start executors beyond those asked (SPARK-21383); train_tf1.py kills the surplus
 # before TFoS starts its nodes. Here two are asked for and one is killed as surplus.
 SURPLUS_DROPPED = """
@@ -346,7 +345,7 @@ sc = SparkContext(conf=SparkConf().setAppName("dlobd-surplus-dropped"))
 print("app", sc.applicationId)
 sc.parallelize(range(4), 4).cache().count()
 train_tf1.drop_surplus_executors(sc, 1, logging.getLogger("dlobd"), timeout_s=60)
-print("left", ",".join(sorted(sc._jvm.scala.collection.JavaConversions.seqAsJavaList(sc._jsc.sc().getExecutorIds()))))
+print("left", ",".join(sorted(train_tf1.registered_executors(sc))))
 print("count", sc.parallelize(range(8), 4).count())
 sc.stop()
 """
@@ -371,4 +370,4 @@ def test_an_executor_spark_kills_is_stopped_by_the_nodemanager(paper_env, tmp_pa
     logs = list(paper_env.prefix.glob(f"hosts/*/var/yarn/logs/{app}/container_*/stderr"))
     signalled = [log.parent.name for log in logs if "RECEIVED SIGNAL TERM" in log.read_text()]
     # `left 1`: the driver saw executor 2 go; its container's log says the NodeManager's signal ended it
-    assert len(logs) == 3 and signalled, logs
+    assert len(logs) == 3 and signalled, (logs, signalled)

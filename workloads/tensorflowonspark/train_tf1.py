@@ -262,18 +262,17 @@ def surplus_executors(executor_ids, wanted):
     return sorted(executor_ids, key=int)[wanted:]
 
 
+def registered_executors(sc):
+    """The ids of the executors registered with the driver."""
+    return list(sc._jvm.scala.collection.JavaConversions.seqAsJavaList(sc._jsc.sc().getExecutorIds()))
+
+
 def drop_surplus_executors(sc, wanted, log, timeout_s=120):
     """Spark 2.1 on YARN may start more executors than it was asked for (SPARK-21383, fixed in
     2.2.1: containers received before the last ones launched are requested again). TFoS 1.0 runs
     its feed and its shutdown on any executor, and each fails on one that holds no TF node, so
     the surplus is killed before the nodes start, while none holds one."""
-    backend = sc._jsc.sc()
-    scala = sc._jvm.scala.collection.JavaConversions
-
-    def registered():
-        return list(scala.seqAsJavaList(backend.getExecutorIds()))
-
-    surplus = surplus_executors(registered(), wanted)
+    surplus = surplus_executors(registered_executors(sc), wanted)
     if not surplus:
         return
     log.info("killing executor(s) %s: Spark started %d for the %d asked (SPARK-21383)",
@@ -281,9 +280,9 @@ def drop_surplus_executors(sc, wanted, log, timeout_s=120):
     ids = sc._jvm.java.util.ArrayList()
     for executor in surplus:
         ids.add(executor)
-    backend.killExecutors(scala.asScalaBuffer(ids).toSeq())
+    sc._jsc.sc().killExecutors(sc._jvm.scala.collection.JavaConversions.asScalaBuffer(ids).toSeq())
     deadline = time.time() + timeout_s
-    while set(surplus) & set(registered()):
+    while set(surplus) & set(registered_executors(sc)):
         if time.time() > deadline:
             raise SystemExit("executors {0}: Spark started them beyond the {1} asked for (SPARK-21383) and "
                              "they were still there {2} s after being killed".format(",".join(surplus), wanted,
