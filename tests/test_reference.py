@@ -330,9 +330,10 @@ def test_the_report_reads_right_in_a_real_browser(rebuilt, browser):
 
 
 def changed_since_recorded() -> list[str]:
-    """The experiments with reference runs where their stack's module, or the local scale's view of
-    their spec or of the spec the runs are of (every field but the other scales), differ in this
-    checkout from the commit the runs ran."""
+    """The experiments with reference runs where their stack's module's code (report.code_view: not
+    its docstrings or comments), or the local scale's view of their spec or of the spec the runs
+    are of (every field but the other scales), differ in this checkout from the commit the runs
+    ran."""
     def git(*args) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
 
@@ -349,7 +350,8 @@ def changed_since_recorded() -> list[str]:
             modules = [f"dlobd/stacks/{stack}.py" for stack in spec.scale_stacks(s.data, "local")]
             specs = {f"experiments/{eid}.yaml", f"experiments/{owner}.yaml"}
             then = {path: git("show", f"{commit}:{path}") for path in specs}
-            if git("diff", "--quiet", commit, "--", *modules).returncode or any(
+            if any(report.code_view(git("show", f"{commit}:{path}").stdout)
+                   != report.code_view((ROOT / path).read_text()) for path in modules) or any(
                     local_view(then[path].stdout if then[path].returncode == 0 else None)
                     != local_view((ROOT / path).read_text() if (ROOT / path).is_file() else None) for path in specs):
                 out.append(eid)

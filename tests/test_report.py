@@ -300,7 +300,7 @@ def test_a_scale_s_profile_notes_show_beside_the_runs_of_that_profile_only():
     assert report.scale_notes(scale, []) == ["shrunk"]
 
 
-def test_runs_are_stale_only_where_their_scale_of_the_spec_or_their_stack_changed(tmp_path):
+def test_runs_are_stale_only_where_their_scale_of_the_spec_or_their_stacks_code_changed(tmp_path):
     import subprocess
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     spec_file, module = tmp_path / "experiments" / "x.yaml", tmp_path / "dlobd" / "stacks" / "s.py"
@@ -326,6 +326,18 @@ def test_runs_are_stale_only_where_their_scale_of_the_spec_or_their_stack_change
     assert report.stale_runs(entry, tmp_path) == [{"commit": recorded, "changed": ("experiments/x.yaml",)}, unknown]
     spec["scales"]["local"]["fixed"]["epochs"] = 2
     spec_file.write_text(yaml.safe_dump(spec))
-    module.write_text("x = 2\n")
+    # the module's docstrings and comments: not what its runs ran
+    module.write_text('"""The stack s."""\n\n\ndef f():\n    """One."""\n    return 1  # one\n\n\nx = 1\n')
+    subprocess.run([*git, "commit", "-qam", "recorded"], check=True)
+    recorded = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    entry["commits"][0] = recorded
+    module.write_text('"""The stack s, as its runs read it."""\n\n\ndef f():\n    # the one\n    return 1\n\n\nx = 1\n')
     provenance.changed_since.cache_clear()  # (git's answer is kept for the process: the report's)
+    assert report.stale_runs(entry, tmp_path) == [unknown]
+    module.write_text('"""The stack s."""\n\n\ndef f():\n    """One."""\n    return 1\n\n\nx = 2\n')
+    provenance.changed_since.cache_clear()
+    assert report.stale_runs(entry, tmp_path) == [{"commit": recorded, "changed": ("dlobd/stacks/s.py",)}, unknown]
+    # a docstring that becomes code is code
+    module.write_text('"""The stack s."""\n\n\ndef f():\n    return """One."""\n\n\nx = 1\n')
+    provenance.changed_since.cache_clear()
     assert report.stale_runs(entry, tmp_path) == [{"commit": recorded, "changed": ("dlobd/stacks/s.py",)}, unknown]

@@ -10,6 +10,7 @@ verdicts only.
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import json
 import os
@@ -315,9 +316,10 @@ def stale_runs(entry: dict, root: Path = ROOT) -> list[dict]:
     """The commits an experiment's runs were recorded at where what they ran has changed since:
     its spec, the specs of the experiments the runs are of (`runs_from`, `data_from`), as the
     runs' scale sees them (an edit of another scale's part changes nothing they ran), and the
-    launchers and parsers of the stacks the scale runs (`launchers`). Each {'commit', 'changed':
-    the files, or None where git cannot tell}. Runs recorded before a change elsewhere (a figure,
-    the docs) still measure what today's code runs."""
+    code of the launchers and parsers of the stacks the scale runs (`launchers`; code_view: not
+    their docstrings or comments). Each {'commit', 'changed': the files, or None where git cannot
+    tell}. Runs recorded before a change elsewhere (a figure, the docs) still measure what
+    today's code runs."""
     sources = {f"experiments/{e}.yaml" for e in
                {entry["id"], *(Path(r["run_id"]).parts[2] for r in entry["runs"] if r.get("used"))}}
     sources.update(f"dlobd/stacks/{stack}.py" for stack in entry["launchers"])
@@ -326,9 +328,36 @@ def stale_runs(entry: dict, root: Path = ROOT) -> list[dict]:
         changed = provenance.changed_since(commit, tuple(sorted(sources)), root)
         if changed is not None:
             changed = tuple(path for path in changed
-                            if not path.startswith("experiments/") or _spec_changed(commit, path, entry["scale"], root))
+                            if (_spec_changed(commit, path, entry["scale"], root) if path.startswith("experiments/")
+                                else _code_changed(commit, path, root)))
         found.append({"commit": commit, "changed": changed})
     return [f for f in found if f["changed"] is None or f["changed"]]
+
+
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # what may have a docstring
+
+
+def code_view(text: str | None) -> str | None:
+    """What a module runs: its syntax tree without docstrings (comments are not in it); None where
+    there is no module or it does not parse."""
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _code_changed(commit: str, path: str, root: Path) -> bool:
+    """Whether a stack's module runs other code than at `commit`: an edit of its docstrings or
+    comments alone changes nothing its runs ran."""
+    now = root / path
+    then_view = code_view(provenance.file_at(commit, path, root))
+    return then_view is None or then_view != code_view(now.read_text() if now.is_file() else None)
 
 
 def _spec_changed(commit: str, path: str, scale: str, root: Path) -> bool:

@@ -24,7 +24,9 @@ A driver log alone gives the driver's spans as time_breakdown_s rows with task=d
   training      = Shutting down cluster  - All TFSparkNodes started
   tfos_shutdown = DLOBD cluster_stopped  - Shutting down cluster
 A driver log is finished when it has the cluster_stopped line; a node's log when its
-task has its DLOBD summary line.
+task has its DLOBD summary line, or when, under TF 1.x, it ends while the task's session waits
+for the chief's variables ("Waiting for model to be ready."): that task trained no step, and
+meta `waiting_for_chief` names it (dlobd_lines.finish).
 
 Logs of other workloads (no DLOBD line), from TFoS before 1.0 to 1.4 on TensorFlow 1.x: the
 same TFoS milestones (up to 1.1 a node starts `Starting TensorFlow worker:0 on cluster node 1
