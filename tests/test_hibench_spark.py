@@ -231,6 +231,7 @@ def test_on_the_paper_profile_pyspark_runs_in_tfos_python_and_the_generator_in_t
 
     monkeypatch.setattr(hb, "make_graph", lambda folder, pages, python, log: generated.append(python))
     monkeypatch.setattr(hb.hadoop, "hdfs_stage", lambda local, path: hb.hadoop.hdfs_uri(path))
+    monkeypatch.setattr(hb.hadoop, "hdfs_remove", lambda path: False)
     monkeypatch.setattr(runner, "run_command", run_command)
     ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
     result = hb.launch(ctx)
@@ -243,6 +244,24 @@ def test_on_the_paper_profile_pyspark_runs_in_tfos_python_and_the_generator_in_t
                                                       "PySpark fails on the stacks' Python 3")
     assert result.versions["stack"] == ("the project's PySpark PageRank (SparkPageRank's algorithm) in "
                                         "/sw/py27/bin/python2.7 (DLOBD_TFOS_PYTHON)")
+
+
+def test_the_output_an_earlier_attempt_left_at_this_attempts_path_is_removed_first(cluster, monkeypatch):
+    """The output folder is named by the attempt's path (its YARN tag): a runs folder made again
+    there finds the earlier attempt's output on HDFS, which Spark would refuse to write over."""
+    removed, launched = [], []
+    monkeypatch.setattr(hb, "make_graph", lambda folder, pages, python, log: None)
+    monkeypatch.setattr(hb.hadoop, "hdfs_stage", lambda local, path: hb.hadoop.hdfs_uri(path))
+    monkeypatch.setattr(hb.hadoop, "hdfs_remove", lambda path: removed.append(path) or True)
+    monkeypatch.setattr(runner, "run_command", lambda ctx, argv, env, **kw: launched.append(removed[:]) or
+                        runner.LaunchResult(argv, "ok"))
+    ctx = context(cluster, SPECS[0], {"network": "loopback", "datasize": "huge"}, dry_run=False)
+    result = hb.launch(ctx)
+    output = f"{hb.HDFS_OUTPUT}/{hb.hadoop.app_tag(ctx)}"
+    assert launched == [[output]]  # removed before the job starts
+    assert result.command[result.command.index("--output") + 1] == hb.hadoop.hdfs_uri(output)
+    assert (f" removed {hb.hadoop.hdfs_uri(output)}: the output of an earlier attempt in a folder of this "
+            "attempt's path") in (ctx.attempt_dir / "prepare.log").read_text()
 
 
 def test_on_the_paper_profile_without_tfos_python_the_program_is_not_runnable(cluster, monkeypatch):

@@ -530,6 +530,16 @@ def hdfs_uri(hdfs_path: str) -> str:
     return _setting("DLOBD_HDFS_URI").rstrip("/") + hdfs_path
 
 
+def hdfs_remove(hdfs_path: str) -> bool:
+    """Remove an HDFS path (not into the trash); whether there was one."""
+    if _hdfs_size(hdfs_path) is None:
+        return False
+    done = _hdfs("-rm", "-r", "-f", "-skipTrash", hdfs_path)
+    if done.returncode != 0:
+        raise HadoopError(f"removing {hdfs_uri(hdfs_path)}: hdfs dfs -rm failed: {done.stderr.strip()[-500:]}")
+    return True
+
+
 def hdfs_stage(local_path, hdfs_path: str) -> str:
     """Upload a file or directory to an absolute HDFS path unless the same number of bytes
     is there already; returns the hdfs:// URI. A partial upload never takes the final name."""

@@ -370,6 +370,7 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
         pyspark_python = paper_python or stacks_python
         local = graph_dir(_required("DLOBD_DATA_DIR"), plan["pages"])
         hdfs_path = f"{HDFS_DATA}/{GRAPH}/{local.name}/Input"
+        output_path = f"{HDFS_OUTPUT}/{hadoop.app_tag(ctx)}"
         if ctx.dry_run:
             input_uri = hadoop.hdfs_uri(hdfs_path)
         else:
@@ -379,7 +380,13 @@ def launch(ctx: runner.RunContext) -> runner.LaunchResult:
                 log.flush()
                 input_uri = hadoop.hdfs_stage(local / "Input", hdfs_path)
                 log.write(f"{runner.now_iso()} staged: {input_uri}\n")
-        output_uri = hadoop.hdfs_uri(f"{HDFS_OUTPUT}/{hadoop.app_tag(ctx)}")
+                # The tag names the attempt by its folder: a runs folder made again at the same
+                # path (another clone, the runs removed) finds the earlier attempt's output on a
+                # kept HDFS, which Spark would not write over. HiBench's scripts clear theirs too.
+                if hadoop.hdfs_remove(output_path):
+                    log.write(f"{runner.now_iso()} removed {hadoop.hdfs_uri(output_path)}: the output of an "
+                              "earlier attempt in a folder of this attempt's path\n")
+        output_uri = hadoop.hdfs_uri(output_path)
         argv = own_command(ctx, plan, spark_submit, pyspark_python, input_uri, output_uri, flavour)
         env.update({"PYSPARK_PYTHON": pyspark_python, "PYSPARK_DRIVER_PYTHON": pyspark_python})
         result = runner.run_command(ctx, argv, env=env, cwd=str(adir), yarn_tag=hadoop.app_tag(ctx))
