@@ -29,9 +29,8 @@ def _step_mb(cluster) -> int:
 
 def executor_container(argv: list[str], step_mb: int) -> tuple[int, str] | None:
     """(the executor container's MiB, how it adds up) of a spark-submit: the heap plus the
-    overhead, Spark's default where the command sets none, rounded up to YARN's step (1 MiB or
-    more); None
-    without a numeric --executor-memory."""
+    overhead, Spark's default where the command sets none, rounded up to YARN's step (`step_mb`,
+    1 MiB or more: _step_mb); None without a numeric --executor-memory."""
     heap = _option(argv, "--executor-memory")
     overhead = next((v for k, v in _confs(argv).items() if k.endswith("executor.memoryOverhead")), None)
     if not heap or not SIZE.fullmatch(heap) or (overhead is not None and not SIZE.fullmatch(overhead)):
